@@ -1,0 +1,125 @@
+// Package algorithms holds ratelab's rate limiters: each one a Lua script that
+// runs inside Redis (embedded beside its Go file) and a thin Go wrapper behind
+// the Limiter interface.
+//
+// Every script follows the same rules: all keys it touches are in KEYS or share
+// the hash tag of KEYS[1] (so Redis Cluster works); numbers travel in ARGV; time
+// is integer microseconds since the Unix epoch, injected by the caller or read
+// from Redis TIME when the caller passes none; only accepted requests are
+// recorded; every key gets a TTL so idle keys vanish.
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Limiter decides one request of a given cost for one key.
+//
+// Implementations are safe for concurrent use by multiple goroutines: all
+// state lives in Redis and each decision is one atomic script call.
+type Limiter interface {
+	// Allow decides whether a request of cost units for key fits the limit at
+	// the instant given by at. cost must be in 1..Limit; a larger cost
+	// returns an error wrapping ErrCostExceedsLimit before any Redis call.
+	// Errors from Redis (timeouts, NOSCRIPT that could not be reloaded,
+	// script errors) are returned as they come, wrapped with the
+	// algorithm's name.
+	Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error)
+	// Name is the registry name of the algorithm, e.g. "sliding-log".
+	Name() string
+	// Describe states the configured limit in words, e.g.
+	// "50 per 10s (precision 1s)".
+	Describe() string
+}
+
+// ErrCostExceedsLimit is returned by Allow when cost can never fit: cost > limit
+// (or cost < 1).
+var ErrCostExceedsLimit = errors.New("cost exceeds limit")
+
+// Clock says which time a script decides at.
+//
+// The zero Clock means "use Redis TIME": the script reads the server's clock.
+// At(t) injects t (virtual or client clock), truncated to whole microseconds.
+type Clock struct {
+	t      time.Time
+	inject bool
+}
+
+// ServerTime is the Clock that makes a script read Redis TIME. It is the zero Clock.
+func ServerTime() Clock { return Clock{} }
+
+// At is the Clock that injects t into the script.
+func At(t time.Time) Clock { return Clock{t: t, inject: true} }
+
+// Injected reports whether the clock carries a time, and that time.
+func (c Clock) Injected() (time.Time, bool) { return c.t, c.inject }
+
+// arg is the ARGV form of the clock: integer microseconds, or "" for Redis TIME.
+func (c Clock) arg() string {
+	if !c.inject {
+		return ""
+	}
+	return strconv.FormatInt(c.t.UnixMicro(), 10)
+}
+
+// Decision is the verdict of one Allow call.
+type Decision struct {
+	// Allowed is true when the request was accepted (and recorded).
+	Allowed bool
+	// Remaining is how many cost units could still be accepted at DecidedAt
+	// after this decision. Never negative.
+	Remaining int64
+	// RetryAfter is how long from DecidedAt until a request of the same cost
+	// would be accepted, assuming no other traffic. Zero when Allowed.
+	// Resolution: 1 µs.
+	RetryAfter time.Duration
+	// DecidedAt is the timestamp the script used (injected, or Redis TIME),
+	// in microseconds. Verification uses it: it is the limiter's own clock.
+	DecidedAt time.Time
+}
+
+// Limit is one rate limit: at most Limit cost units in any Window.
+type Limit struct {
+	// Limit is the number of cost units allowed per Window. Must be >= 1.
+	Limit int64
+	// Window is the length of the window. Must be >= 1 ms.
+	Window time.Duration
+	// Precision is the sub-window (block) length of bucketed counters
+	// (bucketed-hash). Zero means Window/10 for bucketed-hash; the other
+	// algorithms ignore it.
+	Precision time.Duration
+}
+
+// String renders the limit as "50 per 10s", with the precision when set:
+// "50 per 10s (precision 1s)".
+func (l Limit) String() string {
+	s := fmt.Sprintf("%d per %s", l.Limit, l.Window)
+	if l.Precision > 0 {
+		s += fmt.Sprintf(" (precision %s)", l.Precision)
+	}
+	return s
+}
+
+// Validate checks Limit >= 1, Window >= 1 ms, 0 <= Precision <= Window.
+func (l Limit) Validate() error {
+	switch {
+	case l.Limit < 1:
+		return fmt.Errorf("limit must be >= 1, got %d", l.Limit)
+	case l.Window < time.Millisecond:
+		return fmt.Errorf("window must be >= 1ms, got %s", l.Window)
+	case l.Precision < 0 || l.Precision > l.Window:
+		return fmt.Errorf("precision must be in 0..window (%s), got %s", l.Window, l.Precision)
+	}
+	return nil
+}
+
+func checkCost(name string, cost, limit int64) error {
+	if cost < 1 || cost > limit {
+		return fmt.Errorf("%s: cost %d with limit %d: %w", name, cost, limit, ErrCostExceedsLimit)
+	}
+	return nil
+}

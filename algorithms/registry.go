@@ -1,0 +1,40 @@
+package algorithms
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Constructor builds a limiter on rdb for one limit.
+type Constructor func(rdb redis.Scripter, l Limit) (Limiter, error)
+
+var registry = map[string]Constructor{
+	"fixed-window":  func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
+	"sliding-log":   func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
+	"bucketed-hash": func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
+	"reservoir":     func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewReservoir(rdb, l) },
+}
+
+// order is the order algorithms are listed and compared in.
+var order = []string{"fixed-window", "sliding-log", "bucketed-hash", "reservoir"}
+
+// Names returns the registered algorithm names in comparison order.
+func Names() []string { return append([]string(nil), order...) }
+
+// New builds the named algorithm for limit l on rdb. Unknown names return an
+// error listing the known ones.
+func New(name string, rdb redis.Scripter, l Limit) (Limiter, error) {
+	c, ok := registry[name]
+	if !ok {
+		known := Names()
+		sort.Strings(known)
+		return nil, fmt.Errorf("unknown algorithm %q (known: %s)", name, strings.Join(known, ", "))
+	}
+	return c(rdb, l)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,62 @@
+package algorithms
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed reservoir.lua
+var reservoirSrc string
+
+var reservoirScript = redis.NewScript(reservoirSrc)
+
+// Reservoir is a token bucket ("reservoir model"): a bucket of capacity Limit
+// units refilled continuously at Limit units per Window, kept in one small
+// HASH per key (level and last refill time). A request takes cost units from
+// the bucket or is denied.
+//
+// Boundary behaviour: a full bucket admits Limit at once and then refills
+// Limit per Window, so a trailing window of length W can hold up to 2x Limit
+// (the initial burst plus a window's refill). It never starves steady traffic
+// below Limit per Window.
+//
+// Source: seed 003's closing comment on a "reservoir model"; Stripe's
+// token-bucket limiters. The level is kept in integer micro-units.
+// Keys: the key itself (one HASH, fields "l" and "t"); its TTL is the time to
+// refill to full, after which a missing key means the same thing.
+type Reservoir struct {
+	rdb   redis.Scripter
+	limit Limit
+}
+
+var _ Limiter = (*Reservoir)(nil)
+
+// NewReservoir returns a token bucket of capacity l.Limit refilling l.Limit
+// per l.Window. rdb may be a Client, Ring or ClusterClient.
+func NewReservoir(rdb redis.Scripter, l Limit) (*Reservoir, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	l.Precision = 0
+	return &Reservoir{rdb: rdb, limit: l}, nil
+}
+
+// Name returns "reservoir".
+func (r *Reservoir) Name() string { return "reservoir" }
+
+// Describe returns the capacity and refill, e.g. "capacity 50, refill 50 per 10s".
+func (r *Reservoir) Describe() string {
+	return "capacity " + itoa(r.limit.Limit) + ", refill " + r.limit.String()
+}
+
+// Allow implements Limiter. RetryAfter of a denial is the refill time of the
+// missing units.
+func (r *Reservoir) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+	if err := checkCost(r.Name(), cost, r.limit.Limit); err != nil {
+		return Decision{}, err
+	}
+	return runScript(ctx, r.Name(), reservoirScript, r.rdb, []string{key},
+		r.limit.Limit, r.limit.Window.Microseconds(), cost, at.arg())
+}

@@ -1,0 +1,73 @@
+package algorithms
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// runScript runs one decision script (EVALSHA, falling back to EVAL on
+// NOSCRIPT) and parses the common reply {allowed, remaining, retry_after_us, now_us}.
+func runScript(ctx context.Context, name string, s *redis.Script, rdb redis.Scripter, keys []string, args ...any) (Decision, error) {
+	v, err := s.Run(ctx, rdb, keys, args...).Result()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", name, err)
+	}
+	d, err := ParseReply(v)
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
+
+// ParseReply parses the reply every ratelab script returns:
+// {allowed 0|1, remaining, retry_after_us, now_us}.
+func ParseReply(v any) (Decision, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) != 4 {
+		return Decision{}, fmt.Errorf("unexpected script reply %v: want {allowed, remaining, retry_after_us, now_us}", v)
+	}
+	var n [4]int64
+	for i, e := range arr {
+		x, ok := e.(int64)
+		if !ok {
+			return Decision{}, fmt.Errorf("unexpected script reply %v: element %d is %T, want integer", v, i+1, e)
+		}
+		n[i] = x
+	}
+	d := Decision{
+		Allowed:    n[0] == 1,
+		Remaining:  max(n[1], 0),
+		RetryAfter: time.Duration(max(n[2], 0)) * time.Microsecond,
+		DecidedAt:  time.UnixMicro(n[3]),
+	}
+	if d.Allowed {
+		d.RetryAfter = 0
+	}
+	return d, nil
+}
+
+// newSalt returns a short random string that makes members written by this
+// process unique against other processes writing the same key.
+func newSalt() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// HashTagged returns key unchanged when it already has a Redis Cluster hash
+// tag (a non-empty "{...}"), else "{" + key + "}", so that keys derived from
+// it by appending a suffix hash to the same slot.
+func HashTagged(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key
+		}
+	}
+	return "{" + key + "}"
+}

@@ -1,0 +1,66 @@
+package algorithms
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed sliding_log.lua
+var slidingLogSrc string
+
+var slidingLogScript = redis.NewScript(slidingLogSrc)
+
+// SlidingLog is the sliding-window log: a sorted set per key holding one
+// member per accepted cost unit, scored by its acceptance time in µs. A
+// request is accepted when the units accepted in the trailing window
+// (now-W, now] plus its cost stay within the limit, so no window of length W
+// ever holds more than the limit. Memory grows with the limit: one entry per
+// accepted unit (listpack up to 128 entries, skiplist after).
+//
+// Source: seeds 000, 001 and 002 (sorted set of timestamps; weighted cost and
+// Retry-After from the oldest entry as in seed 001). RetryAfter here is exact
+// for any cost: the time until enough of the oldest entries have left.
+type SlidingLog struct {
+	rdb   redis.Scripter
+	limit Limit
+	nonce atomic.Uint64
+	salt  string
+}
+
+var _ Limiter = (*SlidingLog)(nil)
+
+// NewSlidingLog returns a sliding-window log limiter on rdb. rdb may be a
+// Client, Ring or ClusterClient.
+func NewSlidingLog(rdb redis.Scripter, l Limit) (*SlidingLog, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	l.Precision = 0
+	return &SlidingLog{rdb: rdb, limit: l, salt: newSalt()}, nil
+}
+
+// Name returns "sliding-log".
+func (s *SlidingLog) Name() string { return "sliding-log" }
+
+// Describe returns the limit, e.g. "50 per 10s".
+func (s *SlidingLog) Describe() string { return s.limit.String() }
+
+// Allow implements Limiter.
+func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
+		return Decision{}, err
+	}
+	nonce := s.salt + strconv.FormatUint(s.nonce.Add(1), 36)
+	return runScript(ctx, s.Name(), slidingLogScript, s.rdb, []string{key},
+		s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg(), nonce)
+}
+
+// Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
+// them ahead of pipelines.
+func Scripts() []*redis.Script {
+	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript}
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/reports"
+)
+
+func newReportCmd(stdout, _ io.Writer) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Re-render the tables, report.md and plots of a run from its results.json",
+		Example: `  ratelab report results/20261122T030000-ab12
+  ratelab report results/20261122T030000-ab12 --format markdown`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !slices.Contains(reports.Formats, format) {
+				return usagef("--format: unknown format %q (want %s)", format, strings.Join(reports.Formats, ", "))
+			}
+			dir := args[0]
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usagef("report: %s is not a directory", dir)
+			}
+			res, err := reports.ReadResults(filepath.Join(dir, "results.json"))
+			if err != nil {
+				return usageError{err}
+			}
+			if err := reports.WriteDir(dir, res); err != nil {
+				return err
+			}
+			return reports.Write(stdout, format, res)
+		},
+	}
+	c.Flags().StringVar(&format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	return c
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (contract).
+const (
+	exitOK    = 0
+	exitFail  = 1 // a verification or threshold failed
+	exitUsage = 2 // usage or environment error
+)
+
+// usageError marks errors caused by the command line (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// failError marks a failed verification or threshold (exit 1); the command
+// has already printed its evidence.
+type failError struct{ msg string }
+
+func (e failError) Error() string { return e.msg }
+
+// Main runs ratelab with args and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "ratelab:", err)
+	var fe failError
+	if errors.As(err, &fe) {
+		return exitFail
+	}
+	return exitUsage
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ratelab",
+		Short: "Compare Redis rate limiters and verify their window-boundary behaviour",
+		Long: `ratelab runs rate-limiting algorithms as Lua scripts in a real Redis, drives
+them with schedules aimed at window boundaries, and measures what they accept:
+the largest amount accepted within any window of the limit's length, memory
+per key (MEMORY USAGE) and decision latency.
+
+Algorithms: fixed-window, sliding-log, bucketed-hash, reservoir.
+Exit codes: 0 ok, 1 a verification or threshold failed, 2 usage or environment error.`,
+		Example: `  ratelab run                                   # all algorithms, all scenarios, a throwaway Redis
+  ratelab run --scenarios boundary-burst --format markdown
+  ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
+  ratelab run --redis redis://localhost:6379/0  # your Redis: only ratelab's own keys are touched
+  ratelab report results/20261122T030000-ab12  # re-render a run's tables and plots`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	root.AddCommand(newRunCmd(stdout, stderr), newReportCmd(stdout, stderr))
+	return root
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// redisFlags are the flags every command that talks to Redis shares.
+type redisFlags struct {
+	spec    string
+	timeout time.Duration
+}
+
+func (f *redisFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.spec, "redis", "auto",
+		"where Redis is: auto (exec when redis-server is on PATH), exec (a throwaway redis-server), or a redis:// / rediss:// URL")
+	c.Flags().DurationVar(&f.timeout, "connect-timeout", harness.DefaultConnectTimeout, "how long to wait for Redis to answer")
+}
+
+func (f *redisFlags) open(c *cobra.Command) (*harness.Redis, error) {
+	if f.timeout <= 0 {
+		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
+	}
+	rd, err := harness.Open(c.Context(), f.spec, f.timeout)
+	if err != nil {
+		return nil, usagef("--redis %s: %w", f.spec, err)
+	}
+	return rd, nil
+}
+
+type runFlags struct {
+	redis      redisFlags
+	algorithms []string
+	scenarios  []string
+	limit      int64
+	window     time.Duration
+	cost       int64
+	clock      string
+	out        string
+	format     string
+	seed       int64
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Compare the algorithms on every scenario against a real Redis",
+		Long: `run builds each scenario's schedule, sends it to every algorithm (each on its
+own keys), and prints one row per algorithm and scenario: what was offered and
+accepted, the most accepted within any one window (max in W) and its ratio to
+the limit (above 1: the limit was exceeded), what an exact sliding-window log
+would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
+
+It writes results.json, decisions.jsonl (every decision, streamed), report.md
+and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
+
+Scenarios: ` + strings.Join(scenarios.Names(), ", ") + `.
+Clocks: virtual (exact injected timestamps, no sleeping: 24 h in seconds),
+redis (real time, scripts read Redis TIME, bursts aligned to the server's
+clock), client (real time, the harness's own clock injected).`,
+		Example: `  ratelab run
+  ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
+  ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
+  ratelab run --format json > results.json
+  ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
+	}
+	fl := c.Flags()
+	f.redis.add(c)
+	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
+	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+")")
+	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
+	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
+	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
+	fl.StringVar(&f.clock, "clock", string(harness.VirtualClock), "virtual, redis or client")
+	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>)")
+	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenarios' random choices")
+	return c
+}
+
+// config checks the flags and turns them into a harness.Config.
+func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
+	cfg := harness.Config{Seed: f.seed, Clock: harness.ClockMode(f.clock), Cost: f.cost}
+	if !slices.Contains(harness.ClockModes, cfg.Clock) {
+		return cfg, usagef("--clock: unknown clock %q (want virtual, redis or client)", f.clock)
+	}
+	if !slices.Contains(reports.Formats, f.format) {
+		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	}
+	for _, a := range f.algorithms {
+		if !slices.Contains(algorithms.Names(), a) {
+			return cfg, usagef("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
+		}
+	}
+	for _, s := range f.scenarios {
+		if _, err := scenarios.Get(s); err != nil {
+			return cfg, usagef("--scenarios: %w", err)
+		}
+	}
+	cfg.Algorithms, cfg.Scenarios = f.algorithms, f.scenarios
+	if c.Flags().Changed("limit") {
+		if f.limit < 1 {
+			return cfg, usagef("--limit: must be >= 1, got %d", f.limit)
+		}
+		cfg.Limit = f.limit
+	}
+	if c.Flags().Changed("window") {
+		if f.window <= 0 {
+			return cfg, usagef("--window: must be > 0, got %s", f.window)
+		}
+		if f.window < time.Millisecond {
+			return cfg, usagef("--window: must be >= 1ms, got %s", f.window)
+		}
+		cfg.Window = f.window
+	}
+	if c.Flags().Changed("cost") {
+		if f.cost < 1 {
+			return cfg, usagef("--cost: must be >= 1, got %d", f.cost)
+		}
+		names := f.scenarios
+		if len(names) == 0 {
+			names = scenarios.Names()
+		}
+		for _, n := range names {
+			sc, _ := scenarios.Get(n)
+			limit := sc.Defaults.Limit
+			if cfg.Limit > 0 {
+				limit = cfg.Limit
+			}
+			if f.cost > limit {
+				return cfg, usagef("--cost: %d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise --limit)", f.cost, limit, n)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
+	cfg, err := f.config(c)
+	if err != nil {
+		return err
+	}
+	cfg.RunID = harness.NewRunID()
+	out := f.out
+	if out == "" {
+		out = filepath.Join("results", cfg.RunID)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return usagef("--out: %w", err)
+	}
+	rd, err := f.redis.open(c)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
+
+	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
+	if err != nil {
+		return usagef("--out: %w", err)
+	}
+	log := harness.NewDecisionLog(df)
+	res, runErr := harness.Run(c.Context(), rd, cfg, log, stderr)
+	if err := log.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := reports.WriteDir(out, res); err != nil {
+		return fmt.Errorf("write results to %s: %w", out, err)
+	}
+	if err := reports.Write(stdout, f.format, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, plots) — %d ms\n", out, res.DurationMS)
+	if runErr != nil {
+		return fmt.Errorf("run stopped early (results marked incomplete): %w", runErr)
+	}
+	return nil
+}

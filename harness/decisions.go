@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// Decision is one streamed record of decisions.jsonl: what was asked, what
+// the limiter answered, and when. Times are Unix µs; offsets are µs from the
+// scenario's anchor (the aligned window boundary).
+type Decision struct {
+	Algorithm string `json:"algorithm"`
+	Scenario  string `json:"scenario"`
+	// Seq is the arrival's index in its schedule.
+	Seq    int    `json:"seq"`
+	Client int    `json:"client"`
+	Key    string `json:"key"`
+	Cost   int64  `json:"cost"`
+	// AtUS is the scheduled offset from the anchor, µs.
+	AtUS int64 `json:"at_us"`
+	// SentUS and RecvUS bracket the call on the local wall clock, Unix µs.
+	SentUS int64 `json:"sent_us"`
+	RecvUS int64 `json:"recv_us"`
+	// DecidedAtUS is the time the script used (the limiter's clock), Unix µs.
+	DecidedAtUS  int64  `json:"decided_at_us"`
+	Allowed      bool   `json:"allowed"`
+	Remaining    int64  `json:"remaining"`
+	RetryAfterUS int64  `json:"retry_after_us"`
+	LatencyUS    int64  `json:"latency_us"`
+	Error        string `json:"error,omitempty"`
+}
+
+// DecisionLog streams Decision records as JSON lines. Safe for concurrent
+// use. Records are buffered and flushed at least every FlushEvery, on Flush
+// and on Close, so a run that stops loses at most that much.
+type DecisionLog struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	enc    *json.Encoder
+	last   time.Time
+	err    error
+	closer io.Closer
+}
+
+// FlushEvery is the longest a written record stays in DecisionLog's buffer.
+const FlushEvery = 100 * time.Millisecond
+
+// NewDecisionLog writes to w; a nil w discards records. If w is an
+// io.Closer, Close closes it.
+func NewDecisionLog(w io.Writer) *DecisionLog {
+	if w == nil {
+		w = io.Discard
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	l := &DecisionLog{w: bw, enc: json.NewEncoder(bw), last: time.Now()}
+	if c, ok := w.(io.Closer); ok {
+		l.closer = c
+	}
+	return l
+}
+
+// Write appends one record. The first write error is kept and returned by
+// every later call.
+func (l *DecisionLog) Write(d *Decision) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.err = l.enc.Encode(d)
+	if l.err == nil && time.Since(l.last) >= FlushEvery {
+		l.err = l.w.Flush()
+		l.last = time.Now()
+	}
+	return l.err
+}
+
+// Flush writes buffered records out.
+func (l *DecisionLog) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.err = l.w.Flush()
+		l.last = time.Now()
+	}
+	return l.err
+}
+
+// Close flushes and closes the underlying writer when it is a Closer.
+func (l *DecisionLog) Close() error {
+	err := l.Flush()
+	if l.closer != nil {
+		if cerr := l.closer.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

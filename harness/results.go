@@ -1,0 +1,99 @@
+package harness
+
+import "time"
+
+// Results is everything one ratelab command measured: the run's
+// configuration and Redis next to one Row per algorithm x scenario. It is
+// what results.json holds; reports render it and never talk to Redis.
+type Results struct {
+	// Tool is always "ratelab"; Command the subcommand that produced the file ("run").
+	Tool    string `json:"tool"`
+	Command string `json:"command"`
+	// Config repeats what was asked for, so every number can be traced.
+	Config RunConfig `json:"config"`
+	// Redis says which server the numbers come from.
+	Redis RedisInfo `json:"redis"`
+	// StartedAt is the wall-clock start of the run (UTC).
+	StartedAt time.Time `json:"started_at"`
+	// DurationMS is the run's wall time, ms.
+	DurationMS int64 `json:"duration_ms"`
+	// Complete is false when the run stopped early; Error then says why.
+	Complete bool   `json:"complete"`
+	Error    string `json:"error,omitempty"`
+	// Results has one row per algorithm x scenario, in run order.
+	Results []Row `json:"results"`
+}
+
+// RunConfig is the configuration of a run as the user gave it (after defaults).
+type RunConfig struct {
+	Algorithms []string `json:"algorithms"`
+	Scenarios  []string `json:"scenarios"`
+	// Limit and WindowMS override every scenario's own when non-zero.
+	Limit    int64  `json:"limit,omitempty"`
+	WindowMS int64  `json:"window_ms,omitempty"`
+	Clock    string `json:"clock"`
+	Seed     int64  `json:"seed"`
+	// Prefix is the key prefix of the run's keys (all removed at the end).
+	Prefix string `json:"prefix"`
+}
+
+// RedisInfo describes the Redis a run used.
+type RedisInfo struct {
+	// Mode is "exec" (a throwaway redis-server), "url" or "container".
+	Mode    string `json:"mode"`
+	Addr    string `json:"addr"`
+	Version string `json:"version"`
+}
+
+// Row is the measurement of one algorithm on one scenario. Cost sums are in
+// cost units; times in the names' units.
+type Row struct {
+	Algorithm string `json:"algorithm"`
+	Scenario  string `json:"scenario"`
+	// LimitDesc is the limiter's own description ("50 per 10s (precision 1s)").
+	LimitDesc string `json:"limit_desc"`
+	Limit     int64  `json:"limit"`
+	WindowMS  int64  `json:"window_ms"`
+	Clock     string `json:"clock"`
+	// Requests and AcceptedRequests count decisions; Offered and Accepted sum their cost.
+	Requests         int64 `json:"requests"`
+	AcceptedRequests int64 `json:"accepted_requests"`
+	Offered          int64 `json:"offered"`
+	Accepted         int64 `json:"accepted"`
+	// MaxInWindow is the largest accepted cost within one half-open window
+	// (t-W, t] of decision times; MaxWindowEndMS is that t, ms from the
+	// scenario's anchor (the aligned boundary).
+	MaxInWindow    int64   `json:"max_in_window"`
+	MaxWindowEndMS float64 `json:"max_window_end_ms"`
+	// Ratio is MaxInWindow / Limit: above 1 the limit was exceeded.
+	Ratio float64 `json:"ratio"`
+	// Ideal is what an exact sliding-window log accepts at the same times;
+	// Fidelity = Accepted / Ideal (1 when both are 0).
+	Ideal    int64   `json:"ideal"`
+	Fidelity float64 `json:"fidelity"`
+	// MemoryBytes sums MEMORY USAGE (SAMPLES 0) over the algorithm's keys at
+	// the end of the scenario; Keys counts them.
+	MemoryBytes int64 `json:"memory_bytes"`
+	Keys        int64 `json:"keys"`
+	// Decision latency as the client saw it, µs (HdrHistogram).
+	P50US  int64 `json:"p50_us"`
+	P99US  int64 `json:"p99_us"`
+	P999US int64 `json:"p999_us"`
+	MaxUS  int64 `json:"max_us"`
+	// Errors counts decisions that failed (Redis errors, timeouts).
+	Errors int64 `json:"errors"`
+	// DurationMS is the wall time of the scenario for this algorithm, ms.
+	DurationMS int64 `json:"duration_ms"`
+	// Timeline is the cumulative count of accepted and denied cost over
+	// time, at most a few hundred points, for plots.
+	Timeline []Point `json:"timeline,omitempty"`
+}
+
+// Point is one step of a Row's timeline.
+type Point struct {
+	// TMS is the decision time, ms from the scenario's anchor (negative before it).
+	TMS float64 `json:"t_ms"`
+	// Accepted and Denied are cumulative cost sums up to and including TMS.
+	Accepted int64 `json:"accepted"`
+	Denied   int64 `json:"denied"`
+}

@@ -1,0 +1,125 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// Config is what `ratelab run` compares.
+type Config struct {
+	// Algorithms and Scenarios are registry names; empty means all.
+	Algorithms []string
+	Scenarios  []string
+	// Limit and Window override every scenario's own when non-zero.
+	Limit  int64
+	Window time.Duration
+	// Cost replaces every arrival's cost when non-zero.
+	Cost  int64
+	Clock ClockMode
+	Seed  int64
+	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
+	RunID string
+}
+
+// NewRunID returns a fresh run id: UTC time plus 4 random hex digits.
+func NewRunID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Run compares cfg.Algorithms on cfg.Scenarios against rd, streaming every
+// decision to log, and returns the results. Every scenario's schedule is built
+// once and run against each algorithm (on its own keys). The run's keys are
+// removed at the end, also when ctx is cancelled. On error the returned
+// Results hold what was measured, with Complete false and Error set.
+func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress io.Writer) (*Results, error) {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if len(cfg.Scenarios) == 0 {
+		cfg.Scenarios = scenarios.Names()
+	}
+	if cfg.Clock == "" {
+		cfg.Clock = VirtualClock
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = NewRunID()
+	}
+	prefix := KeyPrefix + cfg.RunID + ":"
+	res := &Results{
+		Tool: "ratelab", Command: "run",
+		Config: RunConfig{
+			Algorithms: cfg.Algorithms, Scenarios: cfg.Scenarios,
+			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
+			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
+		},
+		Redis:     rd.Info,
+		StartedAt: time.Now().UTC(),
+		Results:   []Row{},
+	}
+	defer func() {
+		// nothing left behind, even after Ctrl-C
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if keys, err := ScanKeys(cctx, rd.Client, prefix); err == nil {
+			_ = DeleteKeys(cctx, rd.Client, keys)
+		}
+	}()
+	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress}
+	err := func() error {
+		for _, sname := range cfg.Scenarios {
+			sc, err := scenarios.Get(sname)
+			if err != nil {
+				return err
+			}
+			p := sc.Defaults
+			p.Seed = cfg.Seed
+			if cfg.Limit > 0 {
+				p.Limit = cfg.Limit
+			}
+			if cfg.Window > 0 {
+				p.Window = cfg.Window
+			}
+			sched := sc.Build(p)
+			if cfg.Cost > 0 {
+				for i := range sched.Arrivals {
+					sched.Arrivals[i].Cost = cfg.Cost
+				}
+			}
+			lim := algorithms.Limit{Limit: p.Limit, Window: p.Window}
+			var jobs []Job
+			for _, aname := range cfg.Algorithms {
+				l, err := algorithms.New(aname, rd.Client, lim)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, Job{Limiter: l, Limit: lim, Schedule: sched,
+					Prefix: prefix + aname + ":" + sname + ":"})
+			}
+			if progress != nil {
+				fmt.Fprintf(progress, "%s: %d arrivals, limit %s, %d algorithms, %s clock\n",
+					sname, len(sched.Arrivals), lim, len(jobs), cfg.Clock)
+			}
+			rows, err := runner.Run(ctx, jobs)
+			res.Results = append(res.Results, rows...)
+			if err != nil {
+				return fmt.Errorf("scenario %s: %w", sname, err)
+			}
+		}
+		return nil
+	}()
+	res.DurationMS = time.Since(res.StartedAt).Milliseconds()
+	res.Complete = err == nil
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}

@@ -1,0 +1,47 @@
+// Package redistest starts a real, throwaway redis-server for tests.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// Server is a redis-server started for a test package. Its data is the
+// tests' own: Flush may be called freely.
+type Server struct {
+	*harness.Redis
+	seq atomic.Int64
+}
+
+// Start starts a redis-server from PATH (see harness.Open "exec"). It exits
+// the process with a message when there is none: tests of behaviour need a
+// real Redis and are never skipped. Call Close when the package's tests end
+// (TestMain).
+func Start() *Server {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := harness.Open(ctx, "exec", 5*time.Second)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "redistest: these tests need a real Redis: %v\n(run `make test`, which installs redis-server)\n", err)
+		os.Exit(2)
+	}
+	return &Server{Redis: r}
+}
+
+// Key returns a key unique to this test and call, so tests can share the
+// server in parallel.
+func (s *Server) Key(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("test:%s:%d", t.Name(), s.seq.Add(1))
+}
+
+// Client is the server's client.
+func (s *Server) Client() *redis.Client { return s.Redis.Client.(*redis.Client) }
