@@ -1,0 +1,175 @@
+package harness_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+var srv *redistest.Server
+
+func TestMain(m *testing.M) {
+	srv = redistest.Start()
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
+
+var ctx = context.Background()
+
+func rowsByAlgorithm(res *harness.Results) map[string]harness.Row {
+	out := map[string]harness.Row{}
+	for _, r := range res.Results {
+		out[r.Algorithm] = r
+	}
+	return out
+}
+
+// The seed 001 harness in virtual time: fixed accepts 100, sliding 50.
+func TestRunBoundaryBurstVirtual(t *testing.T) {
+	var log bytes.Buffer
+	foreign := srv.Key(t)
+	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
+	res, err := harness.Run(ctx, srv.Redis, harness.Config{Scenarios: []string{"boundary-burst"}}, harness.NewDecisionLog(&log), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct{ accepted, max int64 }{
+		"fixed-window":  {100, 100}, // 50 before the boundary, 50 after: 2x in one window
+		"sliding-log":   {50, 50},
+		"bucketed-hash": {50, 50}, // precision 1s: the -1s block is still counted at +1s
+		"reservoir":     {60, 60}, // 50 from the full bucket, then 2 s of refill at 5/s
+	}
+	rows := rowsByAlgorithm(res)
+	for algo, w := range want {
+		r := rows[algo]
+		if r.Offered != 100 || r.Accepted != w.accepted || r.MaxInWindow != w.max || r.Ideal != 50 || r.Errors != 0 {
+			t.Errorf("%s: offered %d accepted %d max %d ideal %d errors %d; want 100 %d %d 50 0",
+				algo, r.Offered, r.Accepted, r.MaxInWindow, r.Ideal, r.Errors, w.accepted, w.max)
+		}
+		if r.MemoryBytes <= 0 || r.Keys < 1 || r.P50US <= 0 || len(r.Timeline) == 0 {
+			t.Errorf("%s: memory %d keys %d p50 %d timeline %d", algo, r.MemoryBytes, r.Keys, r.P50US, len(r.Timeline))
+		}
+	}
+	if r := rows["fixed-window"]; r.Ratio != 2 || r.Fidelity != 2 {
+		t.Errorf("fixed-window ratio %v fidelity %v, want 2 2", r.Ratio, r.Fidelity)
+	}
+	if !res.Complete || res.Redis.Version == "" {
+		t.Errorf("complete %v version %q", res.Complete, res.Redis.Version)
+	}
+	// every decision streamed, one JSON object per line
+	n := 0
+	sc := bufio.NewScanner(&log)
+	for sc.Scan() {
+		var d harness.Decision
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		n++
+	}
+	if n != 400 {
+		t.Errorf("decisions.jsonl has %d records, want 400", n)
+	}
+	// nothing left behind; the foreign key untouched
+	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+		t.Errorf("keys left behind: %v", keys)
+	}
+	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {
+		t.Errorf("foreign key changed: %q", v)
+	}
+}
+
+// The same verdicts in real time, aligned to the Redis server's clock.
+func TestRunBoundaryBurstRedisClock(t *testing.T) {
+	start := time.Now()
+	res, err := harness.Run(ctx, srv.Redis, harness.Config{
+		Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"},
+		Clock: harness.RedisClock, Limit: 20, Window: 2 * time.Second,
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsByAlgorithm(res)
+	if r := rows["fixed-window"]; r.MaxInWindow != 40 || r.Ratio != 2 {
+		t.Errorf("fixed-window: max %d ratio %v, want 40 2", r.MaxInWindow, r.Ratio)
+	}
+	if r := rows["sliding-log"]; r.MaxInWindow != 20 || r.Accepted != 20 {
+		t.Errorf("sliding-log: max %d accepted %d, want 20 20", r.MaxInWindow, r.Accepted)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// Many clients at one instant in real time: the sliding log holds the limit.
+func TestRunnerConcurrentClients(t *testing.T) {
+	lim := algorithms.Limit{Limit: 50, Window: 5 * time.Second}
+	var arr []scenarios.Arrival
+	for c := 0; c < 16; c++ {
+		for i := 0; i < 10; i++ {
+			arr = append(arr, scenarios.Arrival{At: 0, Key: "hot", Cost: 1, Client: c})
+		}
+	}
+	sched := scenarios.Schedule{Scenario: "test", Params: scenarios.Params{Limit: 50, Window: lim.Window}, Arrivals: arr}
+	for _, clock := range []harness.ClockMode{harness.RedisClock, harness.ClientClock} {
+		l, _ := algorithms.NewSlidingLog(srv.Client(), lim)
+		r := &harness.Runner{Redis: srv.Client(), Clock: clock, Lead: 50 * time.Millisecond}
+		rows, err := r.Run(ctx, []harness.Job{{Limiter: l, Limit: lim, Schedule: sched, Prefix: srv.Key(t) + ":"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rows[0]; got.Accepted != 50 || got.MaxInWindow != 50 || got.Requests != 160 {
+			t.Errorf("%s clock: accepted %d max %d requests %d, want 50 50 160", clock, got.Accepted, got.MaxInWindow, got.Requests)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	start := time.Now()
+	_, err := harness.Open(ctx, "redis://127.0.0.1:1/0", 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("unreachable URL: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("unreachable URL took %v, want within the connect timeout", d)
+	}
+	if _, err := harness.Open(ctx, "mysql://x", time.Second); err == nil {
+		t.Error("unknown scheme: no error")
+	}
+	// a URL to a live server works, and Close leaves it running
+	r, err := harness.Open(ctx, "redis://"+srv.Info.Addr+"/0", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Owned() || r.Info.Mode != "url" {
+		t.Errorf("URL Redis: owned %v mode %s", r.Owned(), r.Info.Mode)
+	}
+	r.Close()
+	if err := srv.Client().Ping(ctx).Err(); err != nil {
+		t.Errorf("closing a URL Redis stopped the server: %v", err)
+	}
+}
+
+// A cancelled run still removes its keys and says it is incomplete.
+func TestRunCancelledCleansUp(t *testing.T) {
+	cctx, cancel := context.WithCancel(ctx)
+	r := harness.Config{Scenarios: []string{"cron-regions"}, RunID: "cancel-" + time.Now().Format("150405.000")}
+	go func() { time.Sleep(150 * time.Millisecond); cancel() }()
+	res, err := harness.Run(cctx, srv.Redis, r, nil, nil)
+	if err == nil || res.Complete || res.Error == "" {
+		t.Fatalf("cancelled run: err %v complete %v error %q", err, res.Complete, res.Error)
+	}
+	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+		t.Errorf("keys left behind: %d", len(keys))
+	}
+}
