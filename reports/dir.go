@@ -1,0 +1,271 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// WriteReport writes report.md for r to w: a title, the run's configuration
+// and Redis (mode, address, version), start time (UTC, RFC 3339) and
+// duration, the Markdown results table with a key to its columns, the
+// verdicts (rows whose ratio is above 1) and one Markdown image per entry of
+// plots, in order. Plot paths are used as given (keep them relative to the
+// report's directory) and the image's alt text is the file name without its
+// extension. Errors come from w.
+func WriteReport(w io.Writer, r *harness.Results, plots []string) error {
+	if r == nil {
+		return fmt.Errorf("reports: no results to write")
+	}
+	var b bytes.Buffer
+	cmd := r.Command
+	if cmd == "" {
+		cmd = "run"
+	}
+	fmt.Fprintf(&b, "# ratelab %s report\n\n", escapeMarkdown(cmd))
+	if !r.Complete {
+		fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteReason(r)))
+	}
+
+	c := r.Config
+	b.WriteString("## Run\n\n")
+	item := func(name, value string) { fmt.Fprintf(&b, "- %s: %s\n", name, value) }
+	item("algorithms", orNone(codeList(c.Algorithms)))
+	item("scenarios", orNone(codeList(c.Scenarios)))
+	if c.Limit != 0 || c.WindowMS != 0 {
+		item("limit override", fmt.Sprintf("%s per %s", orDefault(c.Limit), formatWindowOrDefault(c.WindowMS)))
+	} else {
+		item("limit override", "none (each scenario's own)")
+	}
+	item("clock", orNone(code(c.Clock)))
+	item("seed", fmt.Sprint(c.Seed))
+	item("key prefix", orNone(code(c.Prefix)))
+	item("Redis", redisDesc(r.Redis))
+	started := "unknown"
+	if !r.StartedAt.IsZero() {
+		started = r.StartedAt.UTC().Format(time.RFC3339)
+	}
+	item("started at", started)
+	item("duration", (time.Duration(r.DurationMS) * time.Millisecond).String())
+
+	b.WriteString("\n## Results\n\n")
+	if len(r.Results) == 0 {
+		b.WriteString("No results.\n")
+	} else {
+		complete := *r
+		complete.Complete = true // the INCOMPLETE line is already above
+		if err := writeMarkdown(&b, &complete); err != nil {
+			return err
+		}
+		if len(verdicts(r)) == 0 {
+			b.WriteString("\nNo algorithm accepted more than its limit within any one window.\n")
+		}
+		b.WriteString("\n" + columnKey)
+	}
+
+	if len(plots) > 0 {
+		b.WriteString("\n## Plots\n\n")
+		for _, p := range plots {
+			name := strings.TrimSuffix(path.Base(filepath.ToSlash(p)), path.Ext(p))
+			fmt.Fprintf(&b, "![%s](%s)\n\n", escapeMarkdown(name), markdownURL(p))
+		}
+	}
+	out := bytes.TrimRight(b.Bytes(), "\n")
+	out = append(out, '\n')
+	_, err := w.Write(out)
+	return err
+}
+
+// columnKey explains the table's columns (DESIGN.md's metric definitions).
+const columnKey = `Columns: *offered* and *accepted* sum request cost (cost units); *max in W*
+is the largest accepted cost whose decision times fit in one window (t-W, t];
+*ratio* = max in W / limit (above 1: the limit was exceeded); *ideal* is what an
+exact sliding-window log accepts at the same times and *fidelity* = accepted /
+ideal (below 1: legitimate traffic was refused); *memory* is MEMORY USAGE
+(SAMPLES 0) summed over the algorithm's keys; *p50 µs* and *p99 µs* are decision
+latencies; *errors* counts failed decisions.
+`
+
+// WriteDir writes a run directory: it creates dir (and parents), then
+// writes results.json (as Write's "json" format), timeline-<scenario>.png
+// and .svg for each scenario with at least one row that has a timeline,
+// ratio.png and ratio.svg when there are rows, and report.md referencing the
+// PNGs. It stops at the first error and returns it wrapped with the file's
+// path.
+func WriteDir(dir string, r *harness.Results) error {
+	if r == nil {
+		return fmt.Errorf("reports: no results to write")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	file := func(name string) string { return filepath.Join(dir, name) }
+
+	if err := writeFile(file("results.json"), func(w io.Writer) error { return writeJSON(w, r) }); err != nil {
+		return err
+	}
+
+	var plots []string
+	for _, sc := range scenariosWithTimeline(r) {
+		base := "timeline-" + fileSafe(sc)
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotTimeline(r, sc, file(base+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, base+".png")
+	}
+	if len(r.Results) > 0 {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotRatio(r, file("ratio"+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, "ratio.png")
+	}
+
+	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
+}
+
+// ReadResults reads a results.json written by ratelab (or by WriteDir).
+// A file that cannot be read, is not JSON, or has no "results" array is an
+// error naming path.
+func ReadResults(path string) (*harness.Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	var probe struct {
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", path, err)
+	}
+	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
+		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, path)
+	}
+	var r harness.Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// writeFile creates path, calls write with it and closes it; errors are
+// wrapped with the path.
+func writeFile(path string, write func(io.Writer) error) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("reports: %w", cerr)
+		}
+	}()
+	if err := write(f); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) { // already names the file
+			return fmt.Errorf("reports: %w", err)
+		}
+		return fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return nil
+}
+
+// scenariosWithTimeline lists, in first-appearance order, the scenarios
+// with at least one row that has a timeline.
+func scenariosWithTimeline(r *harness.Results) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, row := range r.Results {
+		if len(row.Timeline) > 0 && !seen[row.Scenario] {
+			seen[row.Scenario] = true
+			out = append(out, row.Scenario)
+		}
+	}
+	return out
+}
+
+// fileSafe maps a scenario name to a file-name part: letters, digits,
+// '-', '_' and '.' are kept, anything else becomes '_'.
+func fileSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || strings.Trim(string(b), ".") == "" {
+		return "_"
+	}
+	return string(b)
+}
+
+func redisDesc(ri harness.RedisInfo) string {
+	version := ri.Version
+	if version == "" {
+		version = "unknown version"
+	}
+	s := version
+	if ri.Addr != "" {
+		s += " at " + code(ri.Addr)
+	}
+	if ri.Mode != "" {
+		s += " (" + ri.Mode + ")"
+	}
+	return s
+}
+
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + strings.ReplaceAll(s, "`", "'") + "`"
+}
+
+func codeList(ss []string) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = code(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func orDefault(n int64) string {
+	if n == 0 {
+		return "(scenario's limit)"
+	}
+	return fmt.Sprint(n)
+}
+
+func formatWindowOrDefault(ms int64) string {
+	if ms == 0 {
+		return "(scenario's window)"
+	}
+	return formatWindow(ms)
+}
+
+// markdownURL makes a relative path usable as a Markdown link target.
+func markdownURL(p string) string {
+	p = filepath.ToSlash(p)
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(p)
+}

@@ -1,0 +1,324 @@
+// Package reports renders a *harness.Results: tables (ASCII and Markdown),
+// JSON and CSV to an io.Writer, plots (PNG and SVG) to files, and a run
+// directory with results.json, plots and report.md. Reports never talk to
+// Redis; everything they show comes from the Results value.
+//
+// Data stays in base units (cost units, bytes, µs, ms); scaling such as
+// "5.1 KiB" happens only in the text formats meant for people (table,
+// markdown, report.md).
+package reports
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// Formats lists the values Write accepts for its format (the --format
+// flag), in the order help text should show them.
+var Formats = []string{"table", "markdown", "json", "csv"}
+
+// Write renders r to w in format, one of Formats:
+//
+//   - "table": an ASCII table, one line per algorithm x scenario row, then
+//     one verdict line per row whose ratio is above 1 (the limit was
+//     exceeded in some window). An incomplete run starts with
+//     "INCOMPLETE: <error>".
+//   - "markdown": the same table and verdicts as Markdown.
+//   - "json": the whole Results, indented by two spaces, as results.json holds it.
+//   - "csv": a header of Row's JSON field names (all but the timeline) and
+//     one record per row, numbers in base units and unscaled.
+//
+// An unknown format returns an error naming the --format flag; other errors
+// come from w or from encoding (JSON cannot hold NaN or Inf).
+func Write(w io.Writer, format string, r *harness.Results) error {
+	if r == nil {
+		return fmt.Errorf("reports: no results to write")
+	}
+	var write func(io.Writer, *harness.Results) error
+	switch format {
+	case "table":
+		write = writeTable
+	case "markdown":
+		write = writeMarkdown
+	case "json":
+		write = writeJSON
+	case "csv":
+		write = writeCSV
+	default:
+		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
+	}
+	if err := write(w, r); err != nil {
+		return fmt.Errorf("reports: %s output: %w", format, err)
+	}
+	return nil
+}
+
+// tableHeader names the table's columns; units are in the header, cells
+// hold plain numbers (memory is scaled per cell, so its unit is in the cell).
+var tableHeader = []any{
+	"algorithm", "scenario", "limit", "offered", "accepted", "max in W",
+	"ratio", "ideal", "fidelity", "memory", "p50 µs", "p99 µs", "errors",
+}
+
+// tableAlign left-aligns the text columns and right-aligns the numbers.
+var tableAlign = []tw.Align{
+	tw.AlignLeft, tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignRight,
+	tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight,
+}
+
+// tableRows formats one table row per Row; escape is applied to free text
+// (the limit description), so Markdown can protect its "|".
+func tableRows(rows []harness.Row, escape func(string) string) [][]string {
+	out := make([][]string, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, []string{
+			escape(row.Algorithm),
+			escape(row.Scenario),
+			escape(limitDesc(row)),
+			strconv.FormatInt(row.Offered, 10),
+			strconv.FormatInt(row.Accepted, 10),
+			strconv.FormatInt(row.MaxInWindow, 10),
+			formatFixed(row.Ratio, 2),
+			strconv.FormatInt(row.Ideal, 10),
+			formatFixed(row.Fidelity, 2),
+			formatBytes(row.MemoryBytes),
+			strconv.FormatInt(row.P50US, 10),
+			strconv.FormatInt(row.P99US, 10),
+			strconv.FormatInt(row.Errors, 10),
+		})
+	}
+	return out
+}
+
+// renderTable renders rows with the given tablewriter renderer.
+func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(rend),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: tableAlign}),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header(tableHeader...)
+	if err := t.Bulk(rows); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	return nil
+}
+
+func writeTable(w io.Writer, r *harness.Results) error {
+	var b strings.Builder
+	if !r.Complete {
+		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))
+	}
+	if len(r.Results) == 0 {
+		b.WriteString("no results\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	rend := renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
+	if err := renderTable(&b, rend, tableRows(r.Results, noEscape)); err != nil {
+		return err
+	}
+	for _, v := range verdicts(r) {
+		b.WriteString(v)
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMarkdown writes the optional INCOMPLETE line, the Markdown table and
+// the verdicts as a bullet list, separated by blank lines.
+func writeMarkdown(w io.Writer, r *harness.Results) error {
+	var b strings.Builder
+	if !r.Complete {
+		fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteReason(r)))
+	}
+	if len(r.Results) == 0 {
+		b.WriteString("No results.\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	if err := renderTable(&b, renderer.NewMarkdown(), tableRows(r.Results, escapeMarkdown)); err != nil {
+		return err
+	}
+	if vs := verdicts(r); len(vs) > 0 {
+		b.WriteByte('\n')
+		for _, v := range vs {
+			fmt.Fprintf(&b, "- %s\n", escapeMarkdown(v))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeJSON(w io.Writer, r *harness.Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	_, err = w.Write(data)
+	return err
+}
+
+// csvFields returns the indexes and JSON names of Row's scalar fields, in
+// declaration order (the timeline and any other slice or struct is left out).
+func csvFields() (idx []int, names []string) {
+	t := reflect.TypeFor[harness.Row]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Interface:
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		idx = append(idx, i)
+		names = append(names, name)
+	}
+	return idx, names
+}
+
+func writeCSV(w io.Writer, r *harness.Results) error {
+	idx, names := csvFields()
+	cw := csv.NewWriter(w)
+	if err := cw.Write(names); err != nil {
+		return err
+	}
+	rec := make([]string, len(idx))
+	for _, row := range r.Results {
+		v := reflect.ValueOf(row)
+		for j, i := range idx {
+			rec[j] = csvValue(v.Field(i))
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// csvValue formats a scalar field unscaled: integers in base 10, floats in
+// the shortest form that round-trips ("2", "0.95", "NaN").
+func csvValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		return v.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(v.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		return strconv.FormatFloat(v.Float(), 'f', -1, 64)
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// verdicts returns one sentence per row whose ratio is above 1, in row
+// order: which algorithm let how much through one window of which scenario.
+func verdicts(r *harness.Results) []string {
+	var out []string
+	for _, row := range r.Results {
+		if !(row.Ratio > 1) || math.IsInf(row.Ratio, 0) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s on %s: %d accepted within one %s window — %sx the limit of %d",
+			row.Algorithm, row.Scenario, row.MaxInWindow, formatWindow(row.WindowMS),
+			formatFixed(row.Ratio, 2), row.Limit))
+	}
+	return out
+}
+
+func incompleteReason(r *harness.Results) string {
+	if r.Error != "" {
+		return r.Error
+	}
+	return "the run stopped early (no error recorded)"
+}
+
+// limitDesc is the limiter's own description, or "L per W" when it has none.
+func limitDesc(row harness.Row) string {
+	if row.LimitDesc != "" {
+		return row.LimitDesc
+	}
+	return fmt.Sprintf("%d per %s", row.Limit, formatWindow(row.WindowMS))
+}
+
+// formatFixed formats f with prec decimals; NaN is "n/a" and ±Inf "inf"/"-inf".
+func formatFixed(f float64, prec int) string {
+	switch {
+	case math.IsNaN(f):
+		return "n/a"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'f', prec, 64)
+}
+
+// formatBytes scales a byte count for display, base 1024: "72 B",
+// "5.1 KiB", "1.3 MiB".
+func formatBytes(n int64) string {
+	if n > -1024 && n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n) / 1024
+	i := 0
+	for i < len(units)-1 && math.Abs(math.Round(v*10)/10) >= 1024 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
+}
+
+// formatWindow formats a window in ms as a short duration: "10s", "1m",
+// "1h", "1m30s", "250ms".
+func formatWindow(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func noEscape(s string) string { return s }
+
+// escapeMarkdown protects the characters that would break a Markdown table
+// cell or start emphasis.
+var markdownEscaper = strings.NewReplacer(`|`, `\|`, `*`, `\*`, `_`, `\_`, "`", "\\`")
+
+func escapeMarkdown(s string) string { return markdownEscaper.Replace(s) }
