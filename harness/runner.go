@@ -46,6 +46,18 @@ type Job struct {
 	// Prefix is prepended to every arrival's key, which is hash-tagged:
 	// "<Prefix>{<key>}".
 	Prefix string
+	// Skew, when set, shifts the clock each simulated client injects:
+	// client c stamps its requests with true time + Skew[c % len(Skew)].
+	// Only injected clocks (virtual, client) are skewed.
+	Skew []time.Duration
+}
+
+// ClockSkew is the skew of client c's clock (zero without Skew).
+func (j Job) ClockSkew(c int) time.Duration {
+	if len(j.Skew) == 0 {
+		return 0
+	}
+	return j.Skew[c%len(j.Skew)]
 }
 
 // Runner runs jobs against one Redis on one clock. Set the fields, then call
@@ -60,45 +72,95 @@ type Runner struct {
 	// Lead is how far ahead of the first arrival a real-time run schedules
 	// its anchor; zero means 300 ms.
 	Lead time.Duration
+	// Parallel is how many jobs a virtual-time run executes at once; zero
+	// means one. Jobs must then use distinct keys.
+	Parallel int
 }
 
-// outcome is the measured answer to one arrival.
-type outcome struct {
-	cost       int64
-	sent, recv time.Time
-	d          algorithms.Decision
-	err        error
+// Outcome is the measured answer to one arrival.
+type Outcome struct {
+	// Seq is the arrival's index in its schedule.
+	Seq     int
+	Arrival scenarios.Arrival
+	// Sent and Recv bracket the call on the local clock.
+	Sent, Recv time.Time
+	// Decision is the limiter's answer; for an errored call only DecidedAt
+	// is set (to the scheduled time).
+	Decision algorithms.Decision
+	Err      error
 }
 
-// Run runs jobs that share one schedule shape (same window). In virtual time
-// they run one after another, each arrival in schedule order. In real time
-// (redis or client clock) they run at once, one goroutine per simulated
-// client per job, against one anchor, so every algorithm sees the same
-// boundary. It returns one Row per job, with memory measured after the jobs.
-// A cancelled ctx stops the run; the rows then hold what was measured.
+// JobResult is what Execute measured for one job.
+type JobResult struct {
+	Job Job
+	// Anchor is the instant the schedule's At offsets count from, on the
+	// run's clock (virtual, Redis or local).
+	Anchor time.Time
+	// Outcomes are in schedule order; arrivals not sent (cancelled) are missing.
+	Outcomes []Outcome
+	// Latency holds every call's round trip, µs.
+	Latency  *hdrhistogram.Histogram
+	Duration time.Duration
+}
+
+// Run runs jobs that share one schedule shape (same window) and returns one
+// Row per job, with memory measured after the jobs (see Execute). A cancelled
+// ctx stops the run; the rows then hold what was measured.
 func (r *Runner) Run(ctx context.Context, jobs []Job) ([]Row, error) {
+	results, runErr := r.Execute(ctx, jobs)
+	rows := make([]Row, 0, len(results))
+	for _, jr := range results {
+		row := summarize(jr, r.Clock)
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		keys, err := ScanKeys(mctx, r.Redis, jr.Job.Prefix)
+		if err == nil {
+			row.Keys = int64(len(keys))
+			row.MemoryBytes, err = MemoryUsage(mctx, r.Redis, keys)
+		}
+		cancel()
+		if err != nil && runErr == nil {
+			runErr = fmt.Errorf("memory of %s: %w", jr.Job.Limiter.Name(), err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, runErr
+}
+
+// Execute sends every job's schedule to its limiter and returns what each
+// call answered. In virtual time the jobs run Parallel at a time (default
+// one after another), each arrival in schedule order, except that arrivals
+// at the same instant from different clients are sent concurrently. In real
+// time (redis or client clock) all jobs run at once against one anchor, one
+// goroutine per simulated client per job, so every job sees the same
+// boundary. Every decision is streamed to Log.
+func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	outs := make([][]outcome, len(jobs))
-	hists := make([]*hdrhistogram.Histogram, len(jobs))
-	anchors := make([]time.Time, len(jobs))
-	durations := make([]time.Duration, len(jobs))
-	var runErr error
+	res := make([]JobResult, len(jobs))
+	for i := range jobs {
+		res[i] = JobResult{Job: jobs[i], Latency: newHist()}
+	}
 	switch r.Clock {
 	case VirtualClock, "":
-		for i, j := range jobs {
-			start := time.Now()
-			anchors[i] = virtualAnchor(j.Schedule)
-			outs[i], hists[i] = r.runVirtual(ctx, j, anchors[i])
-			durations[i] = time.Since(start)
-			if err := ctx.Err(); err != nil {
-				runErr = err
+		sem := make(chan struct{}, max(r.Parallel, 1))
+		var wg sync.WaitGroup
+		for i := range jobs {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(jr *JobResult) {
+				defer func() { <-sem; wg.Done() }()
+				start := time.Now()
+				jr.Anchor = virtualAnchor(jr.Job.Schedule)
+				jr.Outcomes = r.runVirtual(ctx, jr.Job, jr.Anchor, jr.Latency)
+				jr.Duration = time.Since(start)
+			}(&res[i])
+			if ctx.Err() != nil {
 				break
 			}
 		}
+		wg.Wait()
 	case RedisClock, ClientClock:
-		var err error
 		anchor, offset, err := r.realAnchor(ctx, jobs[0].Schedule)
 		if err != nil {
 			return nil, err
@@ -106,75 +168,80 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]Row, error) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range jobs {
-			anchors[i] = anchor
+			res[i].Anchor = anchor
 			wg.Add(1)
-			go func(i int) {
+			go func(jr *JobResult) {
 				defer wg.Done()
-				outs[i], hists[i] = r.runReal(ctx, jobs[i], anchor, offset)
-				durations[i] = time.Since(start)
-			}(i)
+				jr.Outcomes = r.runReal(ctx, jr.Job, anchor, offset, jr.Latency)
+				jr.Duration = time.Since(start)
+			}(&res[i])
 		}
 		wg.Wait()
-		runErr = ctx.Err()
 	default:
 		return nil, fmt.Errorf("unknown clock %q", r.Clock)
 	}
+	err := ctx.Err()
 	if r.Log != nil {
-		if err := r.Log.Flush(); err != nil && runErr == nil {
-			runErr = fmt.Errorf("decisions log: %w", err)
+		if lerr := r.Log.Flush(); lerr != nil && err == nil {
+			err = fmt.Errorf("decisions log: %w", lerr)
 		}
 	}
-	rows := make([]Row, 0, len(jobs))
-	for i, j := range jobs {
-		if outs[i] == nil {
-			continue
-		}
-		row := summarize(j, outs[i], hists[i], anchors[i], r.Clock)
-		row.DurationMS = durations[i].Milliseconds()
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		keys, err := ScanKeys(mctx, r.Redis, j.Prefix)
-		if err == nil {
-			row.Keys = int64(len(keys))
-			row.MemoryBytes, err = MemoryUsage(mctx, r.Redis, keys)
-		}
-		cancel()
-		if err != nil && runErr == nil {
-			runErr = fmt.Errorf("memory of %s: %w", j.Limiter.Name(), err)
-		}
-		rows = append(rows, row)
-	}
-	return rows, runErr
+	return res, err
 }
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
-func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time) ([]outcome, *hdrhistogram.Histogram) {
-	h := newHist()
+func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
-	out := make([]outcome, 0, len(arr))
-	for seq, a := range arr {
-		if ctx.Err() != nil {
-			break
+	out := make([]Outcome, len(arr))
+	n := 0
+	for n < len(arr) && ctx.Err() == nil {
+		// the arrivals at this instant; different clients go concurrently
+		end := n + 1
+		for end < len(arr) && arr[end].At == arr[n].At {
+			end++
 		}
-		o := r.decide(ctx, j, seq, a, anchor, algorithms.At(anchor.Add(a.At)))
-		_ = h.RecordValue(max(o.recv.Sub(o.sent).Microseconds(), 1))
-		out = append(out, o)
+		at := algorithms.At(anchor.Add(arr[n].At))
+		byClient := map[int][]int{}
+		for seq := n; seq < end; seq++ {
+			byClient[arr[seq].Client] = append(byClient[arr[seq].Client], seq)
+		}
+		if len(byClient) == 1 {
+			for seq := n; seq < end; seq++ {
+				out[seq] = r.decide(ctx, j, seq, anchor, at)
+			}
+		} else {
+			var wg sync.WaitGroup
+			for _, seqs := range byClient {
+				wg.Add(1)
+				go func(seqs []int) {
+					defer wg.Done()
+					for _, seq := range seqs {
+						out[seq] = r.decide(ctx, j, seq, anchor, at)
+					}
+				}(seqs)
+			}
+			wg.Wait()
+		}
+		for seq := n; seq < end; seq++ {
+			_ = h.RecordValue(max(out[seq].Recv.Sub(out[seq].Sent).Microseconds(), 1))
+		}
+		n = end
 	}
-	return out, h
+	return out[:n]
 }
 
 // runReal sends each client's arrivals in order at anchor+At on the chosen
 // clock (offset = that clock minus the local clock); late arrivals go at once.
-func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset time.Duration) ([]outcome, *hdrhistogram.Histogram) {
+func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
-	out := make([]outcome, len(arr))
+	out := make([]Outcome, len(arr))
 	done := make([]bool, len(arr))
 	byClient := map[int][]int{}
 	for seq, a := range arr {
 		byClient[a.Client] = append(byClient[a.Client], seq)
 	}
 	var mu sync.Mutex
-	total := newHist()
 	var wg sync.WaitGroup
 	for _, seqs := range byClient {
 		wg.Add(1)
@@ -197,11 +264,11 @@ func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset ti
 				}
 				at := algorithms.ServerTime()
 				if r.Clock == ClientClock {
-					at = algorithms.At(time.Now())
+					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}
-				out[seq] = r.decide(ctx, j, seq, a, anchor, at)
+				out[seq] = r.decide(ctx, j, seq, anchor, at)
 				done[seq] = true
-				_ = h.RecordValue(max(out[seq].recv.Sub(out[seq].sent).Microseconds(), 1))
+				_ = h.RecordValue(max(out[seq].Recv.Sub(out[seq].Sent).Microseconds(), 1))
 			}
 			mu.Lock()
 			total.Merge(h)
@@ -215,31 +282,35 @@ func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset ti
 			kept = append(kept, out[seq])
 		}
 	}
-	return kept, total
+	return kept
 }
 
 // decide makes one call and streams its record.
-func (r *Runner) decide(ctx context.Context, j Job, seq int, a scenarios.Arrival, anchor time.Time, at algorithms.Clock) outcome {
+func (r *Runner) decide(ctx context.Context, j Job, seq int, anchor time.Time, at algorithms.Clock) Outcome {
+	a := j.Schedule.Arrivals[seq]
 	key := j.Prefix + "{" + a.Key + "}"
-	o := outcome{cost: a.Cost, sent: time.Now()}
-	o.d, o.err = j.Limiter.Allow(ctx, key, a.Cost, at)
-	o.recv = time.Now()
-	if o.err != nil {
+	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
+		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
+	}
+	o := Outcome{Seq: seq, Arrival: a, Sent: time.Now()}
+	o.Decision, o.Err = j.Limiter.Allow(ctx, key, a.Cost, at)
+	o.Recv = time.Now()
+	if o.Err != nil {
 		// an errored decision counts at its scheduled time
-		o.d = algorithms.Decision{DecidedAt: anchor.Add(a.At)}
+		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At)}
 	}
 	if r.Log != nil {
 		rec := Decision{
 			Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario,
 			Seq: seq, Client: a.Client, Key: a.Key, Cost: a.Cost,
 			AtUS:   a.At.Microseconds(),
-			SentUS: o.sent.UnixMicro(), RecvUS: o.recv.UnixMicro(),
-			DecidedAtUS: o.d.DecidedAt.UnixMicro(), Allowed: o.d.Allowed,
-			Remaining: o.d.Remaining, RetryAfterUS: o.d.RetryAfter.Microseconds(),
-			LatencyUS: o.recv.Sub(o.sent).Microseconds(),
+			SentUS: o.Sent.UnixMicro(), RecvUS: o.Recv.UnixMicro(),
+			DecidedAtUS: o.Decision.DecidedAt.UnixMicro(), Allowed: o.Decision.Allowed,
+			Remaining: o.Decision.Remaining, RetryAfterUS: o.Decision.RetryAfter.Microseconds(),
+			LatencyUS: o.Recv.Sub(o.Sent).Microseconds(),
 		}
-		if o.err != nil {
-			rec.Error = o.err.Error()
+		if o.Err != nil {
+			rec.Error = o.Err.Error()
 		}
 		_ = r.Log.Write(&rec)
 	}
@@ -315,7 +386,8 @@ func ServerClockOffset(ctx context.Context, c redis.UniversalClient, samples int
 }
 
 // summarize computes a Row from a job's outcomes.
-func summarize(j Job, outs []outcome, h *hdrhistogram.Histogram, anchor time.Time, clock ClockMode) Row {
+func summarize(jr JobResult, clock ClockMode) Row {
+	j, outs, h, anchor := jr.Job, jr.Outcomes, jr.Latency, jr.Anchor
 	l := j.Limit
 	row := Row{
 		Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario, LimitDesc: j.Limiter.Describe(),
@@ -333,17 +405,17 @@ func summarize(j Job, outs []outcome, h *hdrhistogram.Histogram, anchor time.Tim
 	}
 	steps := make([]step, 0, len(outs))
 	for _, o := range outs {
-		cost := o.cost
-		at := o.d.DecidedAt.Sub(anchor)
+		cost := o.Arrival.Cost
+		at := o.Decision.DecidedAt.Sub(anchor)
 		row.Requests++
 		row.Offered += cost
 		offered = append(offered, Event{At: at, Cost: cost})
-		if o.err != nil {
+		if o.Err != nil {
 			row.Errors++
 			continue
 		}
-		steps = append(steps, step{at, cost, o.d.Allowed})
-		if o.d.Allowed {
+		steps = append(steps, step{at, cost, o.Decision.Allowed})
+		if o.Decision.Allowed {
 			row.AcceptedRequests++
 			row.Accepted += cost
 			accepted = append(accepted, Event{At: at, Cost: cost})
@@ -356,6 +428,7 @@ func summarize(j Job, outs []outcome, h *hdrhistogram.Histogram, anchor time.Tim
 	row.MaxWindowEndMS = float64(end.Microseconds()) / 1000
 	row.Ratio = float64(row.MaxInWindow) / float64(l.Limit)
 	row.Ideal = Ideal(offered, l.Limit, l.Window)
+	row.DurationMS = jr.Duration.Milliseconds()
 	row.Fidelity = 1
 	if row.Ideal > 0 {
 		row.Fidelity = float64(row.Accepted) / float64(row.Ideal)
