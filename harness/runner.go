@@ -75,6 +75,9 @@ type Runner struct {
 	// Parallel is how many jobs a virtual-time run executes at once; zero
 	// means one. Jobs must then use distinct keys.
 	Parallel int
+	// Unaligned makes a real-time run start Lead from now instead of at the
+	// next window boundary (for schedules whose phase does not matter).
+	Unaligned bool
 }
 
 // Outcome is the measured answer to one arrival.
@@ -353,6 +356,9 @@ func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor t
 	}
 	now := time.Now().Add(offset)
 	anchor = alignUp(now.Add(lead-first), s.Params.Window)
+	if r.Unaligned {
+		anchor = now.Add(lead - first)
+	}
 	if r.Progress != nil {
 		wait := anchor.Add(first).Sub(now)
 		fmt.Fprintf(r.Progress, "%s: waiting %.1fs for the first arrival, %s before the window boundary at %s (%s clock)\n",

@@ -75,6 +75,7 @@ Exit codes: 0 ok, 1 a verification or threshold failed, 2 usage or environment e
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newRunCmd(stdout, stderr), newReportCmd(stdout, stderr))
+	root.AddCommand(newRunCmd(stdout, stderr), newVerifyCmd(stdout, stderr), newReportCmd(stdout, stderr))
+	root.AddCommand(newCapacityCmd(stdout, stderr), newBenchCmd(stdout, stderr))
 	return root
 }

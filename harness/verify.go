@@ -1,0 +1,502 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// Verdicts of a verification.
+const (
+	Holds    = "holds"
+	Violated = "violated"
+	Starved  = "starved"
+	// Interfered: traffic on one key limited another.
+	Interfered = "interfered"
+	Skipped    = "skipped"
+)
+
+// Capable is implemented by limiters that cannot take everything a
+// built-in algorithm takes (user scripts, HTTP endpoints). A Limiter that
+// does not implement it injects time at 1 µs, takes costs and keys.
+type Capable interface {
+	// InjectsTime: the limiter decides on the Clock it is given.
+	InjectsTime() bool
+	// TakesCost: costs above 1 mean something to it.
+	TakesCost() bool
+	// Resolution is the clock resolution it sees (1 µs, 1 ms); zero: unknown.
+	Resolution() time.Duration
+}
+
+// KeyAware is implemented by limiters that may ignore the key (HTTP).
+type KeyAware interface{ UsesKeys() bool }
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Limit is the property to check: at most Limit.Limit in any Limit.Window.
+	Limit algorithms.Limit
+	// Skew, when > 0, adds the skewed-client-clock family to the verdict.
+	// Without it the family still runs with SkewProbe and is reported as a
+	// sensitivity figure only.
+	Skew time.Duration
+	// SkewProbe is the delta of the sensitivity figure; zero means W/100.
+	SkewProbe time.Duration
+	// RealTimeMax: real-time families run only when the window is at most
+	// this long (they take about two windows); zero means 1 minute.
+	RealTimeMax time.Duration
+	// Clients is the number of concurrent clients; zero means 8.
+	Clients int
+	// Seed seeds the random trials.
+	Seed int64
+	// Prefix is the key prefix of the verification's keys (removed at the
+	// end); empty picks "ratelab:<new run id>:verify:".
+	Prefix string
+	// Log receives every decision; nil discards them.
+	Log *DecisionLog
+	// Progress receives progress lines; nil discards them.
+	Progress io.Writer
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Target    string `json:"target"`
+	LimitDesc string `json:"limit_desc"`
+	Limit     int64  `json:"limit"`
+	WindowMS  int64  `json:"window_ms"`
+	// Verdict is Holds, or the most serious failure found: Violated, then
+	// Starved, then Interfered.
+	Verdict string `json:"verdict"`
+	// Clock says how the target was driven: "virtual+real" (injected clock,
+	// real time for TTL families), "redis" (the script reads Redis TIME:
+	// all in real time) or "real" (HTTP).
+	Clock    string         `json:"clock"`
+	Families []FamilyResult `json:"families"`
+	// CounterExample is the evidence of the first failure; nil when it holds.
+	CounterExample *CounterExample `json:"counter_example,omitempty"`
+	// SkewSensitivity is the most accepted in one true window, as a multiple
+	// of the limit, with client clocks SkewDeltaMS apart each way; zero when
+	// the target reads the server's clock (skew does not apply).
+	SkewDeltaMS     float64  `json:"skew_delta_ms"`
+	SkewSensitivity float64  `json:"skew_sensitivity"`
+	Decisions       int64    `json:"decisions"`
+	Errors          int64    `json:"errors"`
+	ErrorSamples    []string `json:"error_samples,omitempty"`
+	DurationMS      int64    `json:"duration_ms"`
+}
+
+// FamilyResult summarizes one adversarial family.
+type FamilyResult struct {
+	Family  string `json:"family"`
+	Trials  int    `json:"trials"`
+	Verdict string `json:"verdict"`
+	// MaxRatio is the largest max_in_window / limit over the family's trials.
+	MaxRatio float64 `json:"max_ratio"`
+	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
+	MinFidelity float64 `json:"min_fidelity,omitempty"`
+	// Mode is "virtual" or "real".
+	Mode string `json:"mode"`
+	Note string `json:"note,omitempty"`
+}
+
+// CounterExample is a set of accepted decisions that breaks the property.
+type CounterExample struct {
+	Family string `json:"family"`
+	Trial  string `json:"trial"`
+	// Kind is Violated, Starved or Interfered.
+	Kind string `json:"kind"`
+	// Accepted is the cost accepted inside the window [StartUS, EndUS] (µs
+	// from the trial's aligned window boundary); Limit is what was allowed.
+	Accepted int64 `json:"accepted"`
+	Limit    int64 `json:"limit"`
+	StartUS  int64 `json:"start_us"`
+	EndUS    int64 `json:"end_us"`
+	// Fidelity and Ideal are set for starvation.
+	Ideal    int64   `json:"ideal,omitempty"`
+	Fidelity float64 `json:"fidelity,omitempty"`
+	// Decisions are the accepted decisions inside the window (at most 200).
+	Decisions []Evidence `json:"decisions"`
+	// Explain is one sentence for people.
+	Explain string `json:"explain"`
+}
+
+// Evidence is one decision of a counter-example.
+type Evidence struct {
+	Key  string `json:"key"`
+	Cost int64  `json:"cost"`
+	// AtUS is its time in µs from the aligned boundary: the injected time,
+	// or, in real time, when it was sent (RecvUS when it was answered).
+	AtUS   int64 `json:"at_us"`
+	RecvUS int64 `json:"recv_us,omitempty"`
+	Client int   `json:"client"`
+}
+
+// Verify drives lim (on rdb, which is nil for an HTTP endpoint) with every adversarial family and judges what it
+// accepted: a violation when more than the limit was accepted within one
+// window, starvation when accepted / ideal < 0.9 under sustained overload,
+// interference when one key's traffic limited another. It never cries wolf:
+// decision times are the limiter's own when it takes an injected clock (judged
+// at its resolution: a set counts only when it fits in W minus the
+// resolution); otherwise a set of decisions counts as inside one window only
+// when the last answer came less than W - resolution after the first send.
+//
+// Errors: a failing probe call (the script does not compile, the reply has
+// the wrong shape, Redis is gone) returns an error before any trial. Errors
+// during trials are counted in the report. The keys are removed at the end.
+func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limiter, o VerifyOptions) (*VerifyReport, error) {
+	start := time.Now()
+	if err := o.Limit.Validate(); err != nil {
+		return nil, err
+	}
+	L, W := o.Limit.Limit, o.Limit.Window
+	inject, cost, res := true, true, time.Duration(0)
+	if c, ok := lim.(Capable); ok {
+		inject, cost, res = c.InjectsTime(), c.TakesCost(), c.Resolution()
+	}
+	keys := true
+	if k, ok := lim.(KeyAware); ok {
+		keys = k.UsesKeys()
+	}
+	if o.Prefix == "" {
+		o.Prefix = KeyPrefix + NewRunID() + ":verify:"
+	}
+	if o.RealTimeMax <= 0 {
+		o.RealTimeMax = time.Minute
+	}
+	probe := o.SkewProbe
+	if o.Skew > 0 {
+		probe = o.Skew
+	}
+	if probe <= 0 {
+		probe = W / 100
+	}
+	defer func() {
+		if rdb == nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if ks, err := ScanKeys(cctx, rdb, o.Prefix); err == nil {
+			_ = DeleteKeys(cctx, rdb, ks)
+		}
+	}()
+
+	// one probe decision: a script that does not compile or answers in the
+	// wrong shape is an error, not a verdict
+	if _, err := lim.Allow(ctx, o.Prefix+"probe", 1, algorithms.At(VirtualEpoch)); err != nil {
+		return nil, err
+	}
+
+	rep := &VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: L, WindowMS: W.Milliseconds(), Verdict: Holds}
+	switch {
+	case inject:
+		rep.Clock = "virtual+real"
+	case keys:
+		rep.Clock = "redis"
+	default:
+		rep.Clock = "real"
+	}
+	params := scenarios.Params{Limit: L, Window: W, Seed: o.Seed}
+	trials := scenarios.Adversarial(params, scenarios.Target{Cost: cost, Keys: keys, Clients: o.Clients, Skew: probe})
+
+	realOK := W <= o.RealTimeMax
+	var virtual, real []int
+	for i, t := range trials {
+		switch {
+		case t.Family == "skew" && !inject:
+			continue // the script reads the server's clock: no client clock to skew
+		case inject && !t.RealTime:
+			virtual = append(virtual, i)
+		case realOK:
+			real = append(real, i)
+		}
+	}
+	results := make([]*trialResult, len(trials))
+	runBatch := func(idx []int, clock ClockMode) error {
+		if len(idx) == 0 {
+			return nil
+		}
+		jobs := make([]Job, len(idx))
+		for k, i := range idx {
+			jobs[k] = Job{Limiter: lim, Limit: o.Limit, Schedule: trials[i].Schedule, Skew: trials[i].Skew,
+				Prefix: fmt.Sprintf("%s%d:", o.Prefix, i)}
+		}
+		// a target on an injected clock met the boundaries in virtual time:
+		// its real-time trials need not wait for one
+		r := &Runner{Redis: rdb, Clock: clock, Log: o.Log, Progress: o.Progress, Parallel: 8, Unaligned: inject}
+		if o.Progress != nil && clock != VirtualClock {
+			fmt.Fprintf(o.Progress, "verify: %d real-time trials on the %s clock\n", len(idx), clock)
+		}
+		jrs, err := r.Execute(ctx, jobs)
+		for k, jr := range jrs {
+			results[idx[k]] = judge(trials[idx[k]], jr, o.Limit, res, inject)
+		}
+		return err
+	}
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "verify: %s, limit %s: %d virtual-time trials, %d real-time trials\n", lim.Name(), o.Limit, len(virtual), len(real))
+	}
+	realClock := RedisClock
+	if inject || !keys {
+		realClock = ClientClock
+	}
+	// the two batches use distinct keys: run them at once
+	errs := make(chan error, 1)
+	go func() { errs <- runBatch(real, realClock) }()
+	verr := runBatch(virtual, VirtualClock)
+	if rerr := <-errs; verr == nil {
+		verr = rerr
+	}
+	if verr != nil {
+		return nil, verr
+	}
+
+	// per family
+	for _, fam := range scenarios.Families {
+		fr := FamilyResult{Family: fam, Verdict: Holds}
+		for i, t := range trials {
+			if t.Family != fam || results[i] == nil {
+				continue
+			}
+			tr := results[i]
+			fr.Trials++
+			fr.Mode = tr.mode
+			rep.Decisions += tr.decisions
+			rep.Errors += tr.errors
+			for _, e := range tr.errorSamples {
+				if len(rep.ErrorSamples) < 5 {
+					rep.ErrorSamples = append(rep.ErrorSamples, e)
+				}
+			}
+			if t.Judge == scenarios.Liveness {
+				if fr.MinFidelity == 0 || tr.fidelity < fr.MinFidelity {
+					fr.MinFidelity = tr.fidelity
+				}
+			} else {
+				fr.MaxRatio = max(fr.MaxRatio, tr.ratio)
+			}
+			if tr.failure != nil && fr.Verdict == Holds {
+				fr.Verdict = tr.failure.Kind
+				if fam == "skew" && o.Skew == 0 {
+					fr.Verdict = Holds
+					fr.Note = "sensitivity only (pass --skew to make it part of the verdict)"
+					continue
+				}
+				if rep.CounterExample == nil || rank(tr.failure.Kind) < rank(rep.CounterExample.Kind) ||
+					(tr.failure.Kind == rep.CounterExample.Kind && tr.failure.Accepted > rep.CounterExample.Accepted) {
+					rep.CounterExample = tr.failure
+					rep.Verdict = tr.failure.Kind
+				}
+			}
+		}
+		switch {
+		case fr.Trials > 0:
+		case fam == "skew" && !inject:
+			fr.Verdict, fr.Note = Skipped, "the target reads its own clock: client skew does not apply"
+		case fam == "weighted" && !cost:
+			fr.Verdict, fr.Note = Skipped, "the target takes no cost (no {cost} argument)"
+		case fam == "isolation" && !keys:
+			fr.Verdict, fr.Note = Skipped, "the target takes no key"
+		case !realOK:
+			fr.Verdict, fr.Note = Skipped, fmt.Sprintf("real-time family skipped: window %s is longer than %s", W, o.RealTimeMax)
+		default:
+			fr.Verdict = Skipped
+		}
+		if fam == "skew" && fr.Trials > 0 {
+			rep.SkewDeltaMS = float64(probe.Microseconds()) / 1000
+			rep.SkewSensitivity = fr.MaxRatio
+			if o.Skew == 0 && fr.Note == "" {
+				fr.Note = "sensitivity only (pass --skew to make it part of the verdict)"
+			}
+		}
+		rep.Families = append(rep.Families, fr)
+	}
+	rep.DurationMS = time.Since(start).Milliseconds()
+	return rep, nil
+}
+
+func rank(kind string) int {
+	switch kind {
+	case Violated:
+		return 0
+	case Starved:
+		return 1
+	}
+	return 2
+}
+
+type trialResult struct {
+	mode         string
+	decisions    int64
+	errors       int64
+	errorSamples []string
+	ratio        float64
+	fidelity     float64
+	failure      *CounterExample
+}
+
+// timed is an accepted or offered decision with its time bounds relative to
+// the anchor: [lo, hi] (lo == hi when the time is the limiter's own).
+type timed struct {
+	lo, hi time.Duration
+	cost   int64
+	key    string
+	client int
+	ok     bool
+}
+
+// judge applies a trial's property to what Execute measured.
+func judge(t scenarios.Trial, jr JobResult, l algorithms.Limit, res time.Duration, exact bool) *trialResult {
+	tr := &trialResult{mode: "virtual"}
+	if t.RealTime || !exact {
+		tr.mode = "real"
+	}
+	// judge at the target's resolution: never count a set that a coarser
+	// clock could have seen spanning a whole window
+	w := l.Window
+	if res > time.Microsecond {
+		w -= res
+	}
+	var all []timed
+	for _, o := range jr.Outcomes {
+		tr.decisions++
+		if o.Err != nil {
+			tr.errors++
+			if len(tr.errorSamples) < 2 {
+				tr.errorSamples = append(tr.errorSamples, o.Err.Error())
+			}
+			continue
+		}
+		var x timed
+		if tr.mode == "virtual" {
+			// the true time; equals the limiter's when no skew is simulated
+			x.lo = o.Arrival.At
+			x.hi = x.lo
+		} else if exact && len(t.Skew) == 0 {
+			x.lo = o.Decision.DecidedAt.Sub(jr.Anchor)
+			x.hi = x.lo
+		} else {
+			x.lo = o.Sent.Sub(jr.Anchor)
+			x.hi = o.Recv.Sub(jr.Anchor)
+		}
+		x.cost, x.key, x.client, x.ok = o.Arrival.Cost, o.Arrival.Key, o.Arrival.Client, o.Decision.Allowed
+		all = append(all, x)
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].lo < all[b].lo })
+	switch t.Judge {
+	case scenarios.Safety:
+		byKey := map[string][]timed{}
+		for _, x := range all {
+			if x.ok {
+				byKey[x.key] = append(byKey[x.key], x)
+			}
+		}
+		for _, acc := range byKey {
+			sum, lo, hi, set := maxConservative(acc, w)
+			tr.ratio = max(tr.ratio, float64(sum)/float64(l.Limit))
+			if sum > l.Limit && tr.failure == nil {
+				tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Violated,
+					Accepted: sum, Limit: l.Limit, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
+					Decisions: evidence(set, tr.mode == "real"),
+					Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
+						sum, (hi - lo).String(), l.Window, float64(sum)/float64(l.Limit), l.Limit)}
+			}
+		}
+	case scenarios.Liveness:
+		var offered []Event
+		var accepted int64
+		for _, x := range all {
+			offered = append(offered, Event{At: x.lo, Cost: x.cost})
+			if x.ok {
+				accepted += x.cost
+			}
+		}
+		ideal := Ideal(offered, l.Limit, l.Window)
+		tr.fidelity = 1
+		if ideal > 0 {
+			tr.fidelity = float64(accepted) / float64(ideal)
+		}
+		if tr.fidelity < 0.9 {
+			tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Starved,
+				Accepted: accepted, Limit: l.Limit, Ideal: ideal, Fidelity: tr.fidelity,
+				Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f): legitimate traffic is starved",
+					accepted, ideal, tr.fidelity)}
+		}
+	case scenarios.Isolation:
+		var denied []timed
+		var offered int64
+		for _, x := range all {
+			if x.key == scenarios.IsolationKey {
+				offered += x.cost
+				if !x.ok {
+					denied = append(denied, x)
+				}
+			}
+		}
+		if len(denied) > 0 {
+			tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Interfered,
+				Limit: l.Limit, Decisions: evidence(denied, tr.mode == "real"),
+				Explain: fmt.Sprintf("%d of %d requests on a fresh key were denied after traffic on another key", len(denied), offered)}
+		}
+	}
+	return tr
+}
+
+// maxConservative returns the largest accepted cost of a set of decisions
+// that certainly fit in one window: sorted by lo, the set starting at
+// decision i holds every later decision whose hi is < lo_i + w. With exact
+// times (lo == hi) this is max_in_window on (t-w, t].
+func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Duration, set []timed) {
+	bestI := -1
+	for i := range acc {
+		var sum int64
+		var top time.Duration
+		for k := i; k < len(acc) && acc[k].lo < acc[i].lo+w; k++ {
+			if acc[k].hi < acc[i].lo+w {
+				sum += acc[k].cost
+				top = max(top, acc[k].hi)
+			}
+		}
+		if sum > best {
+			best, lo, hi, bestI = sum, acc[i].lo, top, i
+		}
+	}
+	if bestI >= 0 {
+		for k := bestI; k < len(acc) && acc[k].lo < lo+w; k++ {
+			if acc[k].hi < lo+w {
+				set = append(set, acc[k])
+			}
+		}
+	}
+	return best, lo, hi, set
+}
+
+func evidence(set []timed, real bool) []Evidence {
+	out := make([]Evidence, 0, min(len(set), 200))
+	for _, x := range set {
+		if len(out) == 200 {
+			break
+		}
+		e := Evidence{Key: x.key, Cost: x.cost, AtUS: x.lo.Microseconds(), Client: x.client}
+		if real {
+			e.RecvUS = x.hi.Microseconds()
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// IsScriptError reports whether err came from Redis running a script
+// (compile or runtime error) rather than from the network.
+func IsScriptError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.Contains(err.Error(), "script")
+}

@@ -1,0 +1,261 @@
+package harness_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+)
+
+func verifyOpts(l algorithms.Limit) harness.VerifyOptions {
+	return harness.VerifyOptions{Limit: l, Seed: 1}
+}
+
+func family(t *testing.T, rep *harness.VerifyReport, name string) harness.FamilyResult {
+	t.Helper()
+	for _, f := range rep.Families {
+		if f.Family == name {
+			return f
+		}
+	}
+	t.Fatalf("no family %q in the report", name)
+	return harness.FamilyResult{}
+}
+
+// The built-in algorithms get their honest verdicts at sub-second, seconds
+// and hour-long windows.
+func TestVerifyBuiltins(t *testing.T) {
+	windows := []time.Duration{250 * time.Millisecond, 2 * time.Second, time.Hour}
+	for _, name := range algorithms.Names() {
+		for _, w := range windows {
+			if w == 2*time.Second && name != "sliding-log" && name != "fixed-window" {
+				continue // keep the suite short: the others are covered at 250ms and 1h
+			}
+			t.Run(name+"/"+w.String(), func(t *testing.T) {
+				l := algorithms.Limit{Limit: 20, Window: w}
+				lim, err := algorithms.New(name, srv.Client(), l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Errors != 0 {
+					t.Fatalf("%d errors: %v", rep.Errors, rep.ErrorSamples)
+				}
+				ce := rep.CounterExample
+				switch name {
+				case "sliding-log":
+					if rep.Verdict != harness.Holds {
+						t.Fatalf("verdict %s, want holds: %+v", rep.Verdict, ce)
+					}
+				case "fixed-window":
+					// two full windows' worth within one window length
+					if rep.Verdict != harness.Violated || ce.Accepted != 40 {
+						t.Fatalf("verdict %s, counter-example %+v; want violated with 40 accepted", rep.Verdict, ce)
+					}
+				case "bucketed-hash", "reservoir":
+					// a block dropped early / a full bucket plus a window's refill: up to 2L
+					if rep.Verdict != harness.Violated || ce.Accepted <= 20 || ce.Accepted > 40 {
+						t.Fatalf("verdict %s, counter-example %+v; want violated with 21..40 accepted", rep.Verdict, ce)
+					}
+				}
+				if ce != nil {
+					var sum int64
+					for _, d := range ce.Decisions {
+						sum += d.Cost
+						if d.AtUS < ce.StartUS || d.AtUS > ce.EndUS {
+							t.Errorf("evidence at %dµs outside the window [%d, %d]", d.AtUS, ce.StartUS, ce.EndUS)
+						}
+					}
+					if sum != ce.Accepted || ce.EndUS-ce.StartUS >= w.Microseconds() {
+						t.Errorf("counter-example sums to %d (says %d) over %dµs (window %v)", sum, ce.Accepted, ce.EndUS-ce.StartUS, w)
+					}
+				}
+				if keys, _ := harness.ScanKeys(ctx, srv.Client(), harness.KeyPrefix); len(keys) != 0 {
+					t.Errorf("keys left behind: %v", keys[:min(len(keys), 5)])
+				}
+			})
+		}
+	}
+}
+
+var (
+	nowWinLim    = []string{"{now_us}", "{window_us}", "{limit}"}
+	nowWinLimID  = []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}
+	nowWinLimIDC = []string{"{now_us}", "{window_us}", "{limit}", "{request_id}", "{cost}"}
+)
+
+type scriptRun struct {
+	file string
+	args []string
+	skew time.Duration
+}
+
+var (
+	reportsMu sync.Mutex
+	reports   = map[string]*harness.VerifyReport{}
+)
+
+// verifyScript verifies a script of testdata/verify at 20 per 500ms (one
+// report per script, arguments and skew, shared by the cases).
+func verifyScript(t *testing.T, s scriptRun) *harness.VerifyReport {
+	t.Helper()
+	id := s.file + fmtArgs(s.args) + s.skew.String()
+	reportsMu.Lock()
+	defer reportsMu.Unlock()
+	if r, ok := reports[id]; ok {
+		return r
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "verify", s.file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := algorithms.Limit{Limit: 20, Window: 500 * time.Millisecond}
+	lim, err := algorithms.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := verifyOpts(l)
+	o.Skew = s.skew
+	rep, err := harness.Verify(ctx, srv.Client(), lim, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors != 0 {
+		t.Fatalf("%s: %d errors: %v", s.file, rep.Errors, rep.ErrorSamples)
+	}
+	reports[id] = rep
+	return rep
+}
+
+func fmtArgs(a []string) string {
+	s := ""
+	for _, x := range a {
+		s += " " + x
+	}
+	return s
+}
+
+// For each family, a deliberately broken script is caught by that family,
+// and its corrected twin passes everything.
+func TestVerifyCatchesBrokenScripts(t *testing.T) {
+	cases := []struct {
+		family  string
+		broken  scriptRun
+		verdict string // the family's verdict on the broken script
+		twin    scriptRun
+	}{
+		{"boundary", scriptRun{file: "epoch-fixed-window.lua", args: nowWinLim}, harness.Violated,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"phases", scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}, harness.Violated,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"same-instant", scriptRun{file: "time-as-member.lua", args: nowWinLim}, harness.Violated,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"concurrent", scriptRun{file: "time-as-member.lua", args: nowWinLim}, harness.Violated,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"overload", scriptRun{file: "records-denied.lua", args: nowWinLimID}, harness.Starved,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"idle-gaps", scriptRun{file: "short-ttl.lua", args: nowWinLimID}, harness.Violated,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"weighted", scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, harness.Violated,
+			scriptRun{file: "weighted-sliding-log.lua", args: nowWinLimIDC}},
+		{"isolation", scriptRun{file: "shared-key.lua", args: nowWinLimID}, harness.Interfered,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		// client time is skew-sensitive; Redis TIME is not
+		{"skew", scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, harness.Violated,
+			scriptRun{file: "server-time-sliding-log.lua", args: []string{"{window_us}", "{limit}", "{request_id}"}, skew: 20 * time.Millisecond}},
+	}
+	for _, c := range cases {
+		t.Run(c.family, func(t *testing.T) {
+			b := verifyScript(t, c.broken)
+			if f := family(t, b, c.family); f.Verdict != c.verdict {
+				t.Errorf("broken %s: family %s says %s (ratio %.2f), want %s", c.broken.file, c.family, f.Verdict, f.MaxRatio, c.verdict)
+			}
+			if b.Verdict == harness.Holds || b.CounterExample == nil {
+				t.Errorf("broken %s: overall verdict %s", c.broken.file, b.Verdict)
+			}
+			tw := verifyScript(t, c.twin)
+			if tw.Verdict != harness.Holds {
+				t.Errorf("twin %s: verdict %s, counter-example %+v", c.twin.file, tw.Verdict, tw.CounterExample)
+			}
+		})
+	}
+	// the anchored window is only caught where a window starts at the first hit
+	if f := family(t, verifyScript(t, scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}), "boundary"); f.Verdict != harness.Holds {
+		t.Errorf("anchored window at epoch boundaries: %s, want holds", f.Verdict)
+	}
+}
+
+// A script that does not compile, or answers in the wrong shape, is an error before any trial.
+func TestVerifyScriptErrors(t *testing.T) {
+	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	for name, src := range map[string]string{
+		"not lua":     "this is not lua (",
+		"runtime":     "return redis.call('NOSUCHCOMMAND')",
+		"wrong reply": "return 'yes'",
+	} {
+		lim, err := algorithms.NewScriptLimiter(srv.Client(), name, src, nil, 1, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := algorithms.NewScriptLimiter(srv.Client(), "typo", "return 1", []string{"{nwo_us}"}, 1, l); err == nil {
+		t.Error("unknown placeholder: no error")
+	}
+}
+
+// The seeds' scripts, exactly as printed, with the arguments their articles
+// pass. They are third-party: read from ../shared/seed-scripts, never copied.
+func TestVerifySeedScripts(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "seed-scripts")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("the seed scripts are not beside the checkout (%v)", err)
+	}
+	cases := []struct {
+		file        string
+		args        []string
+		allowedWhen int64
+		window      time.Duration
+		want        string
+	}{
+		// its Go caller passes now µs as the request id: requests at one instant collapse into one member
+		{"seed000-sliding-log.lua", []string{"{limit}", "{window_s}", "{now_us}", "{now_us}"}, 1, time.Second, harness.Violated},
+		{"seed001-sliding-log-weighted.lua", []string{"{window_us}", "{limit}", "{cost}", "{request_id}"}, 1, time.Second, harness.Holds},
+		{"seed001-python-harness-sliding.lua", []string{"{now_s}", "{window_s}", "{limit}"}, 1, time.Second, harness.Holds},
+		{"seed002-slidingWindow.lua", []string{"{now_ms}", "{window_s}", "{limit}"}, 1, time.Second, harness.Holds},
+		// precision defaults to the duration: a fixed window
+		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, harness.Violated},
+		// one-second blocks: the oldest block is dropped whole
+		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}, 1]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, harness.Violated},
+		{"seed003-over-limit-multi-part1.lua", []string{"[[{window_s}, {limit}]]", "{now_s}"}, 0, 2 * time.Second, harness.Violated},
+	}
+	for _, c := range cases {
+		t.Run(c.file+fmtArgs(c.args), func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := algorithms.Limit{Limit: 20, Window: c.window}
+			lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, c.allowedWhen, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Verdict != c.want || rep.Errors != 0 {
+				t.Errorf("verdict %s with %d errors %v, want %s; counter-example %+v", rep.Verdict, rep.Errors, rep.ErrorSamples, c.want, rep.CounterExample)
+			}
+		})
+	}
+}

@@ -1,0 +1,543 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// WriteCapacity renders capacity results to w in format, one of Formats:
+//
+//   - "table" / "markdown": one line per algorithm x limit with the keys
+//     measured (N), the encoding, entries per key, MEMORY USAGE per key (B),
+//     bytes per entry, MU + TTL (MEMORY USAGE plus the measured per-key
+//     overhead of a key with a TTL), the used_memory delta per key, their
+//     agreement, and the projection for M active keys; then notes: each
+//     encoding change between two limits, the trim measurement, how MU + TTL
+//     is made, and any warnings.
+//   - "json": the whole CapacityResults, indented, as results.json holds it.
+//   - "csv": a header of CapacityRow's JSON names and one record per row.
+func WriteCapacity(w io.Writer, format string, r *harness.CapacityResults) error {
+	if r == nil {
+		return fmt.Errorf("reports: no capacity results to write")
+	}
+	var err error
+	switch format {
+	case "table":
+		err = writeCapacityText(w, r, false)
+	case "markdown":
+		err = writeCapacityText(w, r, true)
+	case "json":
+		err = writeIndentedJSON(w, r)
+	case "csv":
+		err = writeRowsCSV(w, r.Results)
+	default:
+		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
+	}
+	if err != nil {
+		return fmt.Errorf("reports: %s output: %w", format, err)
+	}
+	return nil
+}
+
+func capacityHeader(r *harness.CapacityResults) []any {
+	return []any{"algorithm", "limit", "keys (N)", "encoding", "entries", "MU B/key", "B/entry",
+		"MU+TTL B/key", "used_memory Δ B/key", "agree", formatCount(r.Config.ActiveKeys) + " keys need"}
+}
+
+func capacityRows(r *harness.CapacityResults, escape func(string) string) [][]string {
+	out := make([][]string, 0, len(r.Results))
+	for _, row := range r.Results {
+		out = append(out, []string{
+			escape(row.Algorithm),
+			strconv.FormatInt(row.Limit, 10),
+			strconv.Itoa(row.Keys),
+			escape(row.Encoding),
+			strconv.FormatInt(row.Entries, 10),
+			strconv.FormatInt(row.MemoryBytes, 10),
+			formatFixed(row.BytesPerEntry, 1),
+			formatFixed(row.MemoryWithTTLBytes, 0),
+			formatFixed(row.UsedMemoryDeltaBytes, 0),
+			formatFixed(row.Agreement, 2),
+			formatBytes(row.ProjectedBytes),
+		})
+	}
+	return out
+}
+
+func writeCapacityText(w io.Writer, r *harness.CapacityResults, markdown bool) error {
+	var b strings.Builder
+	escape, bullet := noEscape, ""
+	if markdown {
+		escape, bullet = escapeMarkdown, "- "
+	}
+	if !r.Complete {
+		reason := r.Error
+		if reason == "" {
+			reason = "the run stopped early (no error recorded)"
+		}
+		if markdown {
+			fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(reason))
+		} else {
+			fmt.Fprintf(&b, "INCOMPLETE: %s\n", reason)
+		}
+	}
+	if len(r.Results) == 0 {
+		b.WriteString("no results\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	align := []tw.Align{tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight,
+		tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight}
+	var rend tw.Renderer = renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
+	if markdown {
+		rend = renderer.NewMarkdown()
+	}
+	if err := renderAny(&b, rend, capacityHeader(r), align, capacityRows(r, escape)); err != nil {
+		return err
+	}
+	if markdown {
+		b.WriteByte('\n')
+	}
+	for _, n := range capacityNotes(r) {
+		fmt.Fprintf(&b, "%s%s\n", bullet, escape(n))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// capacityNotes are the sentences under the capacity table.
+func capacityNotes(r *harness.CapacityResults) []string {
+	var notes []string
+	// encoding changes between consecutive limits of one algorithm
+	for i := 1; i < len(r.Results); i++ {
+		a, b := r.Results[i-1], r.Results[i]
+		if a.Algorithm == b.Algorithm && a.Encoding != b.Encoding && a.Encoding != "" && b.Encoding != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s at limit %d (%d entries, %d B/key), %s at limit %d (%d entries, %d B/key): %.1fx the memory for %d more entries",
+				a.Algorithm, a.Encoding, a.Limit, a.Entries, a.MemoryBytes, b.Encoding, b.Limit, b.Entries, b.MemoryBytes,
+				ratio(float64(b.MemoryBytes), float64(a.MemoryBytes)), b.Entries-a.Entries))
+		}
+	}
+	if t := r.Trim; t != nil {
+		notes = append(notes, fmt.Sprintf("trimmed: %s keys filled to %d entries and trimmed to %d by one decision a window later stay %s (%d B/key); fresh keys of %d entries are %s (%d B/key): %.1fx",
+			t.Algorithm, t.FilledEntries, t.Entries, t.Encoding, t.MemoryBytes, t.Entries, t.FreshEncoding, t.FreshMemoryBytes,
+			ratio(float64(t.MemoryBytes), float64(t.FreshMemoryBytes))))
+	}
+	if len(r.Results) > 0 {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, row := range r.Results {
+			lo, hi = math.Min(lo, row.TTLOverheadBytes), math.Max(hi, row.TTLOverheadBytes)
+		}
+		span := fmt.Sprintf("%.0f B", lo)
+		if math.Round(hi) != math.Round(lo) {
+			span = fmt.Sprintf("%.0f-%.0f B", lo, hi)
+		}
+		notes = append(notes,
+			"MU = MEMORY USAGE key SAMPLES 0; MU+TTL adds "+span+" per key, measured on calibration keys with a TTL at the same N (expires entry, dict slots, allocator rounding of the key's entry); agree = MU+TTL / used_memory Δ",
+			fmt.Sprintf("used_memory Δ: INFO used_memory after minus before filling N keys, less client buffers, / N; the projection is %s x used_memory Δ; window %s, key names %s",
+				formatCount(r.Config.ActiveKeys), formatWindow(r.Config.WindowMS), keyNameSpan(r)))
+	}
+	for _, w := range r.Warnings {
+		notes = append(notes, "warning: "+w)
+	}
+	return notes
+}
+
+func keyNameSpan(r *harness.CapacityResults) string {
+	lo, hi := math.MaxInt, 0
+	for _, row := range r.Results {
+		lo, hi = min(lo, row.KeyNameBytes), max(hi, row.KeyNameBytes)
+	}
+	if lo == hi {
+		return fmt.Sprintf("%d B", lo)
+	}
+	return fmt.Sprintf("%d-%d B", lo, hi)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// formatCount writes a count briefly: 1000000 -> "1M", 2500 -> "2.5k", 999 -> "999".
+func formatCount(n int64) string {
+	for _, u := range []struct {
+		v int64
+		s string
+	}{{1_000_000_000, "G"}, {1_000_000, "M"}, {1_000, "k"}} {
+		if n >= u.v {
+			return strconv.FormatFloat(float64(n)/float64(u.v), 'f', -1, 64) + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// renderAny renders a table with a header, per-column alignment and rows.
+func renderAny(w io.Writer, rend tw.Renderer, header []any, align []tw.Align, rows [][]string) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(rend),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignCenter),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+	)
+	t.Header(header...)
+	if err := t.Bulk(rows); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	return nil
+}
+
+func writeIndentedJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// writeRowsCSV writes a slice of row structs as CSV: a header of their
+// scalar fields' JSON names, one record per row, numbers unscaled.
+func writeRowsCSV[T any](w io.Writer, rows []T) error {
+	t := reflect.TypeFor[T]()
+	var idx []int
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch f.Type.Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Interface:
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		idx = append(idx, i)
+		names = append(names, name)
+	}
+	cw := csv.NewWriter(w)
+	if err := cw.Write(names); err != nil {
+		return err
+	}
+	rec := make([]string, len(idx))
+	for _, row := range rows {
+		v := reflect.ValueOf(row)
+		for j, i := range idx {
+			rec[j] = csvValue(v.Field(i))
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteCapacityDir writes a capacity run directory: results.json,
+// memory.png and memory.svg (PlotCapacity) when there are rows, and
+// report.md. It creates dir and stops at the first error.
+func WriteCapacityDir(dir string, r *harness.CapacityResults) error {
+	if r == nil {
+		return fmt.Errorf("reports: no capacity results to write")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	file := func(name string) string { return filepath.Join(dir, name) }
+	if err := writeFile(file("results.json"), func(w io.Writer) error { return writeIndentedJSON(w, r) }); err != nil {
+		return err
+	}
+	var plots []string
+	if len(r.Results) > 0 {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotCapacity(r, file("memory"+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, "memory.png")
+	}
+	return writeFile(file("report.md"), func(w io.Writer) error {
+		var b bytes.Buffer
+		b.WriteString("# ratelab capacity report\n\n")
+		writeRunHeader(&b, r.Redis, r.StartedAt, r.DurationMS, []string{
+			"algorithms: " + orNone(codeList(r.Config.Algorithms)),
+			"limits: " + joinInts(r.Config.Limits),
+			fmt.Sprintf("keys (N): %d wanted, scaled down to a budget of %d script calls per algorithm and limit", r.Config.Keys, r.Config.Budget),
+			"active keys (M): " + strconv.FormatInt(r.Config.ActiveKeys, 10),
+			"window: " + formatWindow(r.Config.WindowMS),
+			"key prefix: " + orNone(code(r.Config.Prefix)),
+		})
+		b.WriteString("\n## Memory per key\n\n")
+		if err := writeCapacityText(&b, r, true); err != nil {
+			return err
+		}
+		writePlotLinks(&b, plots)
+		_, err := w.Write(append(bytes.TrimRight(b.Bytes(), "\n"), '\n'))
+		return err
+	})
+}
+
+// writeRunHeader writes the "## Run" list: items, then Redis, start and duration.
+func writeRunHeader(b *bytes.Buffer, ri harness.RedisInfo, started time.Time, durationMS int64, items []string) {
+	b.WriteString("## Run\n\n")
+	for _, it := range items {
+		fmt.Fprintf(b, "- %s\n", it)
+	}
+	fmt.Fprintf(b, "- Redis: %s\n", redisDesc(ri))
+	s := "unknown"
+	if !started.IsZero() {
+		s = started.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(b, "- started at: %s\n", s)
+	fmt.Fprintf(b, "- duration: %s\n", time.Duration(durationMS)*time.Millisecond)
+}
+
+func writePlotLinks(b *bytes.Buffer, plots []string) {
+	if len(plots) == 0 {
+		return
+	}
+	b.WriteString("\n## Plots\n\n")
+	for _, p := range plots {
+		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		fmt.Fprintf(b, "![%s](%s)\n\n", escapeMarkdown(name), markdownURL(p))
+	}
+}
+
+func joinInts(ns []int64) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.FormatInt(n, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ReadCapacity reads a results.json written by `ratelab capacity`.
+func ReadCapacity(path string) (*harness.CapacityResults, error) {
+	var r harness.CapacityResults
+	if err := readResultsAs(path, "capacity", &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ResultsCommand returns the "command" of a results.json ("run",
+// "capacity", "bench"; "run" when the file has none). A file that cannot be
+// read or has no "results" array is an error naming path.
+func ResultsCommand(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reports: %w", err)
+	}
+	var probe struct {
+		Command string          `json:"command"`
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return "", fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", path, err)
+	}
+	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
+		return "", fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, path)
+	}
+	if probe.Command == "" {
+		return "run", nil
+	}
+	return probe.Command, nil
+}
+
+func readResultsAs(path, command string, v any) error {
+	got, err := ResultsCommand(path)
+	if err != nil {
+		return err
+	}
+	if got != command {
+		return fmt.Errorf("reports: %s: results of `ratelab %s`, not of `ratelab %s`", path, got, command)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return nil
+}
+
+// PlotCapacity draws MEMORY USAGE per key against the limit, both axes
+// logarithmic, one line with markers per algorithm, and marks the sorted
+// set's listpack -> skiplist change: a dashed vertical line between
+// zset-max-listpack-entries and the next entry (128 | 129 by default) and
+// a label at each point where an algorithm's encoding changes. Rows with
+// no memory are skipped. path's extension picks ".png" or ".svg".
+func PlotCapacity(r *harness.CapacityResults, path string) error {
+	if r == nil || len(r.Results) == 0 {
+		return fmt.Errorf("reports: %s: no capacity results to plot", path)
+	}
+	order := map[string]int{}
+	var names []string
+	series := map[string]plotter.XYs{}
+	encs := map[string][]string{}
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, row := range r.Results {
+		if row.MemoryBytes <= 0 || row.Limit <= 0 {
+			continue
+		}
+		if _, ok := order[row.Algorithm]; !ok {
+			order[row.Algorithm] = len(order)
+			names = append(names, row.Algorithm)
+		}
+		x, y := float64(row.Limit), float64(row.MemoryBytes)
+		series[row.Algorithm] = append(series[row.Algorithm], plotter.XY{X: x, Y: y})
+		encs[row.Algorithm] = append(encs[row.Algorithm], row.Encoding)
+		xmin, xmax = math.Min(xmin, x), math.Max(xmax, x)
+		ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("reports: %s: no row has a memory figure", path)
+	}
+	title := "Memory per key at the limit (MEMORY USAGE, a full window)"
+	p := newPlot(title, "limit (entries in the window)", "bytes per key")
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = logTicks{format: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }}
+	p.Y.Tick.Marker = logTicks{format: formatDecimalBytes}
+	lo, hi := math.Pow(10, math.Floor(math.Log10(xmin))), math.Pow(10, math.Ceil(math.Log10(xmax)))
+	if lo == hi {
+		lo, hi = lo/10, hi*10
+	}
+	ylo, yhi := math.Pow(10, math.Floor(math.Log10(ymin))), math.Pow(10, math.Ceil(math.Log10(ymax)))
+	if ylo == yhi {
+		ylo, yhi = ylo/10, yhi*10
+	}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
+	p.Add(grid)
+
+	legend := newLegend()
+	zmax := r.Server.ZsetMaxListpackEntries
+	if zmax <= 0 {
+		zmax = 128
+	}
+	change := float64(zmax) + 0.5
+	var changeLine *plotter.Line
+	if change > lo && change < hi {
+		changeLine = refLine(change, ylo, change, yhi, []vg.Length{vg.Points(5), vg.Points(3)})
+		p.Add(changeLine)
+	}
+	var lab plotter.XYLabels
+	for _, name := range names {
+		xys := series[name]
+		line, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("reports: %s: %s: %w", path, name, err)
+		}
+		k := order[name]
+		line.Color = palette[k%len(palette)]
+		line.Dashes = dashes[k%len(dashes)]
+		line.Width = vg.Points(2)
+		pts.Color = line.Color
+		pts.Shape = draw.CircleGlyph{}
+		pts.Radius = vg.Points(3)
+		p.Add(line, pts)
+		legend.Add(name, padThumb{line})
+		for i := 1; i < len(xys); i++ {
+			if e0, e1 := encs[name][i-1], encs[name][i]; e0 != e1 && e0 != "" && e1 != "" {
+				lab.XYs = append(lab.XYs, xys[i])
+				lab.Labels = append(lab.Labels, "  "+e0+" → "+e1)
+			}
+		}
+	}
+	if changeLine != nil {
+		legend.Add(fmt.Sprintf("zset listpack → skiplist (entry %d)", zmax+1), padThumb{changeLine})
+	}
+	if len(lab.XYs) > 0 {
+		labels, err := plotter.NewLabels(lab)
+		if err != nil {
+			return fmt.Errorf("reports: %s: %w", path, err)
+		}
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].Font = font.From(sans, 9)
+			labels.TextStyle[i].XAlign = draw.XLeft
+			labels.TextStyle[i].YAlign = draw.YTop
+		}
+		p.Add(labels)
+	}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, ylo, yhi
+
+	fig, err := newFigure(path)
+	if err != nil {
+		return err
+	}
+	plotArea, legendArea := fig.layout(p, &legend)
+	p.Draw(plotArea)
+	legend.Draw(legendArea)
+	return fig.save()
+}
+
+// logTicks labels the powers of ten between lo and hi with format, and
+// puts unlabelled minor ticks at 2..9 times each power.
+type logTicks struct{ format func(float64) string }
+
+// Ticks implements plot.Ticker.
+func (t logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) || !finite(hi) {
+		return nil
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		base := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			v := m * base
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			label := ""
+			if m == 1 {
+				label = t.format(v)
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		}
+	}
+	return ticks
+}
+
+// formatDecimalBytes labels a power of ten of bytes: "100 B", "1 kB", "10 MB".
+func formatDecimalBytes(v float64) string {
+	for _, u := range []struct {
+		v float64
+		s string
+	}{{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "kB"}} {
+		if v >= u.v {
+			return strconv.FormatFloat(v/u.v, 'f', -1, 64) + " " + u.s
+		}
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64) + " B"
+}

@@ -1,0 +1,102 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// VerifyFormats are the stdout formats of `ratelab verify`.
+var VerifyFormats = []string{"table", "json"}
+
+// WriteVerify renders a verification report: "table" prints the verdict, a
+// table of the families and the counter-example (if any) for people; "json"
+// the report itself. An unknown format names --format.
+func WriteVerify(w io.Writer, format string, r *harness.VerifyReport) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return fmt.Errorf("reports: verify json: %w", err)
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	case "table":
+		return writeVerifyTable(w, r)
+	}
+	return fmt.Errorf("--format: unknown format %q (want %s)", format, strings.Join(VerifyFormats, " or "))
+}
+
+func writeVerifyTable(w io.Writer, r *harness.VerifyReport) error {
+	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(r.Verdict))
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignment(tw.AlignLeft))
+	t.Header("family", "trials", "clock", "max in W / limit", "min fidelity", "verdict", "note")
+	var rows [][]string
+	for _, f := range r.Families {
+		ratio, fid := "", ""
+		if f.Trials > 0 && f.Family != "isolation" {
+			ratio = fmt.Sprintf("%.2f", f.MaxRatio)
+		}
+		if f.MinFidelity > 0 {
+			fid = fmt.Sprintf("%.2f", f.MinFidelity)
+		}
+		rows = append(rows, []string{f.Family, fmt.Sprint(f.Trials), f.Mode, ratio, fid, f.Verdict, f.Note})
+	}
+	if err := t.Bulk(rows); err != nil {
+		return err
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d decisions, %d errors, %.1fs", r.Decisions, r.Errors, float64(r.DurationMS)/1000)
+	if r.SkewSensitivity > 0 {
+		fmt.Fprintf(w, "; skew sensitivity: client clocks ±%gms apart let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity)
+	}
+	fmt.Fprintln(w)
+	for _, e := range r.ErrorSamples {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	if c := r.CounterExample; c != nil {
+		fmt.Fprintf(w, "\nCOUNTER-EXAMPLE (%s) — family %s, trial %q:\n  %s\n", strings.ToUpper(c.Kind), c.Family, c.Trial, c.Explain)
+		if c.Kind == harness.Violated {
+			fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
+		}
+		if len(c.Decisions) > 0 {
+			fmt.Fprintf(w, "  %d decisions (time from the boundary, key, cost, client):\n", len(c.Decisions))
+			for i, d := range c.Decisions {
+				if i == 8 && len(c.Decisions) > 12 {
+					fmt.Fprintf(w, "    ... %d more ...\n", len(c.Decisions)-12)
+				}
+				if i >= 8 && i < len(c.Decisions)-4 && len(c.Decisions) > 12 {
+					continue
+				}
+				at := us(d.AtUS)
+				if d.RecvUS != 0 {
+					at = fmt.Sprintf("sent %s, answered %s", us(d.AtUS), us(d.RecvUS))
+				}
+				fmt.Fprintf(w, "    %s  %s  cost %d  client %d\n", at, d.Key, d.Cost, d.Client)
+			}
+		}
+	}
+	return nil
+}
+
+// us renders µs as a signed duration.
+func us(n int64) string {
+	d := time.Duration(n) * time.Microsecond
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
