@@ -35,6 +35,10 @@ type RunConfig struct {
 	Seed     int64  `json:"seed"`
 	// Prefix is the key prefix of the run's keys (all removed at the end).
 	Prefix string `json:"prefix"`
+	// TimeoutMS bounds each decision call (0: none); OnError is the policy
+	// for failed calls (fail-closed or fail-open).
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	OnError   string `json:"on_error,omitempty"`
 }
 
 // RedisInfo describes the Redis a run used.
@@ -82,6 +86,10 @@ type Row struct {
 	MaxUS  int64 `json:"max_us"`
 	// Errors counts decisions that failed (Redis errors, timeouts).
 	Errors int64 `json:"errors"`
+	// FailedOpen and FailedClosed sum the cost of failed calls that the
+	// --on-error policy allowed (counted in Accepted) or denied.
+	FailedOpen   int64 `json:"failed_open"`
+	FailedClosed int64 `json:"failed_closed"`
 	// DurationMS is the wall time of the scenario for this algorithm, ms.
 	DurationMS int64 `json:"duration_ms"`
 	// Timeline is the cumulative count of accepted and denied cost over

@@ -24,6 +24,12 @@ type Config struct {
 	Cost  int64
 	Clock ClockMode
 	Seed  int64
+	// Timeout bounds each decision call; OnError says what a failed call
+	// counts as; MaxOutage stops the run when calls keep failing that long
+	// (see Runner).
+	Timeout   time.Duration
+	OnError   ErrorPolicy
+	MaxOutage time.Duration
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
@@ -65,15 +71,25 @@ func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress 
 		StartedAt: time.Now().UTC(),
 		Results:   []Row{},
 	}
+	cleanup := 5 * time.Second
+	if cfg.Timeout > 0 {
+		cleanup = max(2*cfg.Timeout, time.Second)
+	}
 	defer func() {
 		// nothing left behind, even after Ctrl-C
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup)
 		defer cancel()
 		if keys, err := ScanKeys(cctx, rd.Client, prefix); err == nil {
 			_ = DeleteKeys(cctx, rd.Client, keys)
 		}
 	}()
-	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress}
+	if cfg.OnError == "" {
+		cfg.OnError = FailClosed
+	}
+	res.Config.TimeoutMS = cfg.Timeout.Milliseconds()
+	res.Config.OnError = string(cfg.OnError)
+	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
+		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
 	err := func() error {
 		for _, sname := range cfg.Scenarios {
 			sc, err := scenarios.Get(sname)

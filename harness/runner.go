@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -78,6 +79,71 @@ type Runner struct {
 	// Unaligned makes a real-time run start Lead from now instead of at the
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
+	// Timeout bounds each decision call; zero means no bound beyond the
+	// client's own timeouts.
+	Timeout time.Duration
+	// Discard drops each outcome once it is streamed to Log: Execute then
+	// returns results without Outcomes, and memory stays flat however many
+	// decisions a run makes (a load run needs only the records and latency).
+	Discard bool
+	// OnError is what a failed call counts as: FailClosed (denied, the
+	// default) or FailOpen (allowed without the limiter).
+	OnError ErrorPolicy
+	// MaxOutage stops the run with ErrOutage when calls have kept failing
+	// for this long (a Redis that is gone); a Redis that comes back sooner
+	// (a restart) only costs the calls that failed. Zero means never stop.
+	MaxOutage time.Duration
+
+	cancel context.CancelCauseFunc
+	outage struct {
+		mu    sync.Mutex
+		since time.Time // first failure of the current run of failures; zero: none
+	}
+}
+
+// cleanupTimeout bounds the memory reading and key removal after a run:
+// a few round trips, so a Redis that hangs cannot hold the run for long.
+func (r *Runner) cleanupTimeout() time.Duration {
+	if r.Timeout > 0 {
+		return max(2*r.Timeout, time.Second)
+	}
+	return 5 * time.Second
+}
+
+// ErrorPolicy says what a decision that could not be made counts as.
+type ErrorPolicy string
+
+const (
+	// FailClosed counts a failed call as denied.
+	FailClosed ErrorPolicy = "fail-closed"
+	// FailOpen counts a failed call as allowed: traffic passes unmetered.
+	FailOpen ErrorPolicy = "fail-open"
+)
+
+// ErrOutage is the cause of a run stopped because Redis kept failing for
+// longer than Runner.MaxOutage.
+var ErrOutage = errors.New("Redis kept failing")
+
+// noteCall tracks runs of failures; it cancels the run when one lasts
+// longer than MaxOutage.
+func (r *Runner) noteCall(err error, cancel context.CancelCauseFunc) {
+	if r.MaxOutage <= 0 {
+		return
+	}
+	r.outage.mu.Lock()
+	defer r.outage.mu.Unlock()
+	if err == nil {
+		r.outage.since = time.Time{}
+		return
+	}
+	now := time.Now()
+	if r.outage.since.IsZero() {
+		r.outage.since = now
+		return
+	}
+	if d := now.Sub(r.outage.since); d >= r.MaxOutage {
+		cancel(fmt.Errorf("%w for %s (last error: %v)", ErrOutage, d.Round(time.Millisecond), err))
+	}
 }
 
 // Outcome is the measured answer to one arrival.
@@ -114,7 +180,11 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]Row, error) {
 	rows := make([]Row, 0, len(results))
 	for _, jr := range results {
 		row := summarize(jr, r.Clock)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if errors.Is(runErr, ErrOutage) {
+			rows = append(rows, row) // no memory to read from a Redis that is gone
+			continue
+		}
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
 		keys, err := ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
 			row.Keys = int64(len(keys))
@@ -140,6 +210,10 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
+	outer := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.cancel = cancel
 	res := make([]JobResult, len(jobs))
 	for i := range jobs {
 		res[i] = JobResult{Job: jobs[i], Latency: newHist()}
@@ -183,7 +257,13 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	default:
 		return nil, fmt.Errorf("unknown clock %q", r.Clock)
 	}
-	err := ctx.Err()
+	var err error
+	if ctx.Err() != nil {
+		err = context.Cause(ctx)
+		if outer.Err() != nil {
+			err = context.Cause(outer)
+		}
+	}
 	if r.Log != nil {
 		if lerr := r.Log.Flush(); lerr != nil && err == nil {
 			err = fmt.Errorf("decisions log: %w", lerr)
@@ -238,8 +318,12 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdr
 // clock (offset = that clock minus the local clock); late arrivals go at once.
 func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
-	out := make([]Outcome, len(arr))
-	done := make([]bool, len(arr))
+	var out []Outcome
+	var done []bool
+	if !r.Discard {
+		out = make([]Outcome, len(arr))
+		done = make([]bool, len(arr))
+	}
 	byClient := map[int][]int{}
 	for seq, a := range arr {
 		byClient[a.Client] = append(byClient[a.Client], seq)
@@ -269,9 +353,12 @@ func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset ti
 				if r.Clock == ClientClock {
 					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}
-				out[seq] = r.decide(ctx, j, seq, anchor, at)
-				done[seq] = true
-				_ = h.RecordValue(max(out[seq].Recv.Sub(out[seq].Sent).Microseconds(), 1))
+				o := r.decide(ctx, j, seq, anchor, at)
+				_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
+				if !r.Discard {
+					out[seq] = o
+					done[seq] = true
+				}
 			}
 			mu.Lock()
 			total.Merge(h)
@@ -295,12 +382,20 @@ func (r *Runner) decide(ctx context.Context, j Job, seq int, anchor time.Time, a
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
 	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if r.Timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, r.Timeout)
+	}
 	o := Outcome{Seq: seq, Arrival: a, Sent: time.Now()}
-	o.Decision, o.Err = j.Limiter.Allow(ctx, key, a.Cost, at)
+	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
 	o.Recv = time.Now()
+	cancel()
+	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
+		r.noteCall(o.Err, r.cancel)
+	}
 	if o.Err != nil {
-		// an errored decision counts at its scheduled time
-		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At)}
+		// an errored decision counts at its scheduled time, as the policy says
+		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At), Allowed: r.OnError == FailOpen}
 	}
 	if r.Log != nil {
 		rec := Decision{
@@ -418,7 +513,12 @@ func summarize(jr JobResult, clock ClockMode) Row {
 		offered = append(offered, Event{At: at, Cost: cost})
 		if o.Err != nil {
 			row.Errors++
-			continue
+			if o.Decision.Allowed {
+				row.FailedOpen += cost
+			} else {
+				row.FailedClosed += cost
+				continue
+			}
 		}
 		steps = append(steps, step{at, cost, o.Decision.Allowed})
 		if o.Decision.Allowed {

@@ -98,8 +98,8 @@ latencies; *errors* counts failed decisions.
 // WriteDir writes a run directory: it creates dir (and parents), then
 // writes results.json (as Write's "json" format), timeline-<scenario>.png
 // and .svg for each scenario with at least one row that has a timeline,
-// ratio.png and ratio.svg when there are rows, and report.md referencing the
-// PNGs. It stops at the first error and returns it wrapped with the file's
+// ratio.png and ratio.svg when there are rows, report.html (self-contained,
+// the SVGs inlined: see WriteHTML) and report.md referencing the PNGs. It stops at the first error and returns it wrapped with the file's
 // path.
 func WriteDir(dir string, r *harness.Results) error {
 	if r == nil {
@@ -133,6 +133,9 @@ func WriteDir(dir string, r *harness.Results) error {
 		plots = append(plots, "ratio.png")
 	}
 
+	if err := writeHTMLDir(dir, r, plots); err != nil {
+		return err
+	}
 	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
 }
 
@@ -144,18 +147,25 @@ func ReadResults(path string) (*harness.Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
+	return ParseResults(data, path)
+}
+
+// ParseResults parses the bytes of a results.json; name labels errors (the
+// path). Anything that is not a JSON object with a "results" array of rows
+// is an error, never a panic.
+func ParseResults(data []byte, name string) (*harness.Results, error) {
 	var probe struct {
 		Results json.RawMessage `json:"results"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", path, err)
+		return nil, fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", name, err)
 	}
 	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
-		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, path)
+		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, name)
 	}
 	var r harness.Results
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", path, err)
+		return nil, fmt.Errorf("reports: %s: %w", name, err)
 	}
 	return &r, nil
 }

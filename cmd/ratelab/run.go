@@ -21,21 +21,43 @@ import (
 type redisFlags struct {
 	spec    string
 	timeout time.Duration
+	image   string
+	ca      string
 }
 
 func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.spec, "redis", "auto",
-		"where Redis is: auto (exec when redis-server is on PATH), exec (a throwaway redis-server), or a redis:// / rediss:// URL")
+		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
+			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
+			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
+			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
 	c.Flags().DurationVar(&f.timeout, "connect-timeout", harness.DefaultConnectTimeout, "how long to wait for Redis to answer")
+	c.Flags().StringVar(&f.image, "redis-image", "",
+		"container image of --redis container (default $"+harness.ImageEnv+", else "+harness.DefaultImage+"; without a registry: make redis-image, then "+harness.LocalImage+")")
+	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
 func (f *redisFlags) open(c *cobra.Command) (*harness.Redis, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
 	}
-	rd, err := harness.Open(c.Context(), f.spec, f.timeout)
+	o := harness.Options{Timeout: f.timeout, Image: f.image}
+	if f.image != "" && f.spec != "container" && f.spec != "auto" {
+		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", harness.RedactURL(f.spec))
+	}
+	if f.ca != "" {
+		if !harness.IsTLS(f.spec) {
+			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", harness.RedactURL(f.spec))
+		}
+		pool, err := harness.LoadCA(f.ca)
+		if err != nil {
+			return nil, usagef("--redis-ca: %w", err)
+		}
+		o.RootCAs = pool
+	}
+	rd, err := harness.OpenWith(c.Context(), f.spec, o)
 	if err != nil {
-		return nil, usagef("--redis %s: %w", f.spec, err)
+		return nil, usagef("--redis %s: %w", harness.RedactURL(f.spec), err)
 	}
 	return rd, nil
 }
@@ -51,6 +73,9 @@ type runFlags struct {
 	out        string
 	format     string
 	seed       int64
+	timeout    time.Duration
+	onError    string
+	maxOutage  time.Duration
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -79,6 +104,12 @@ clock), client (real time, the harness's own clock injected).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
 	}
+	f.bind(c)
+	return c
+}
+
+// bind declares run's flags on c, stored in f.
+func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
@@ -90,12 +121,24 @@ clock), client (real time, the harness's own clock injected).`,
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>)")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenarios' random choices")
-	return c
+	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it counts as failed")
+	fl.StringVar(&f.onError, "on-error", string(harness.FailClosed), "what a failed call counts as: fail-closed (denied) or fail-open (allowed, unmetered)")
+	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
 // config checks the flags and turns them into a harness.Config.
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Seed: f.seed, Clock: harness.ClockMode(f.clock), Cost: f.cost}
+	cfg := harness.Config{Seed: f.seed, Clock: harness.ClockMode(f.clock), Cost: f.cost,
+		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
+	if f.timeout <= 0 {
+		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
+	}
+	if f.maxOutage < 0 {
+		return cfg, usagef("--max-outage: must be >= 0, got %s", f.maxOutage)
+	}
+	if cfg.OnError != harness.FailClosed && cfg.OnError != harness.FailOpen {
+		return cfg, usagef("--on-error: unknown policy %q (want fail-closed or fail-open)", f.onError)
+	}
 	if !slices.Contains(harness.ClockModes, cfg.Clock) {
 		return cfg, usagef("--clock: unknown clock %q (want virtual, redis or client)", f.clock)
 	}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// victim is a redis-server the test may kill, stop and restart.
+type victim struct {
+	addr string
+	port string
+	cmd  *exec.Cmd
+}
+
+func startVictim(t *testing.T) *victim {
+	t.Helper()
+	port := strconv.Itoa(freePortT(t))
+	v := &victim{addr: "127.0.0.1:" + port, port: port}
+	v.start(t)
+	t.Cleanup(func() {
+		if v.cmd != nil && v.cmd.Process != nil {
+			_ = v.cmd.Process.Signal(syscall.SIGCONT)
+			_ = v.cmd.Process.Kill()
+			_ = v.cmd.Wait()
+		}
+	})
+	return v
+}
+
+func (v *victim) start(t *testing.T) {
+	t.Helper()
+	v.cmd = exec.Command("redis-server", "--port", v.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "")
+	v.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: v.addr, MaxRetries: -1})
+	defer c.Close()
+	for i := 0; i < 200; i++ {
+		if c.Ping(context.Background()).Err() == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("redis-server on %s did not start", v.addr)
+}
+
+func (v *victim) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := v.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if sig == syscall.SIGKILL {
+		_ = v.cmd.Wait()
+	}
+}
+
+func freePortT(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runAsync runs ratelab in the background; the result arrives on the channel.
+type runResult struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+func runAsync(args ...string) <-chan runResult {
+	ch := make(chan runResult, 1)
+	go func() {
+		var out, errb strings.Builder
+		start := time.Now()
+		code := Main(args, &out, &errb)
+		ch <- runResult{code, out.String(), errb.String(), time.Since(start)}
+	}()
+	return ch
+}
+
+// readDecisions checks decisions.jsonl: every line a record, no duplicate (algorithm, seq).
+func readDecisions(t *testing.T, path string) (n int, errs int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var d harness.Decision
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("decisions.jsonl line %d: %v: %q", n+1, err, sc.Text())
+		}
+		id := fmt.Sprintf("%s/%s/%d", d.Algorithm, d.Scenario, d.Seq)
+		if seen[id] {
+			t.Fatalf("decision %s recorded twice", id)
+		}
+		seen[id] = true
+		n++
+		if d.Error != "" {
+			errs++
+		}
+	}
+	return n, errs
+}
+
+// overloadArgs: 5 s of real-time overload (750 decisions per algorithm) against addr.
+func overloadArgs(addr, out string, extra ...string) []string {
+	return append([]string{"run", "--redis", "redis://" + addr, "--clock", "client", "--scenarios", "overload",
+		"--algorithms", "sliding-log,fixed-window", "--window", "1s", "--out", out, "--format", "json"}, extra...)
+}
+
+func TestFaults(t *testing.T) {
+	cases := []struct {
+		name     string
+		extra    []string
+		fault    func(t *testing.T, v *victim)
+		wantCode int
+		check    func(t *testing.T, res *harness.Results, decisions, errs int)
+	}{
+		{
+			name: "kill -9 mid-run",
+			fault: func(t *testing.T, v *victim) {
+				v.signal(t, syscall.SIGKILL)
+			},
+			wantCode: exitUsage,
+			check: func(t *testing.T, res *harness.Results, n, errs int) {
+				if res.Complete || !strings.Contains(res.Error, "Redis kept failing") {
+					t.Errorf("complete %v error %q", res.Complete, res.Error)
+				}
+			},
+		},
+		{
+			name: "SIGSTOP longer than --timeout",
+			fault: func(t *testing.T, v *victim) {
+				v.signal(t, syscall.SIGSTOP)
+			},
+			wantCode: exitUsage,
+			check: func(t *testing.T, res *harness.Results, n, errs int) {
+				if res.Complete || errs == 0 {
+					t.Errorf("complete %v, %d errors", res.Complete, errs)
+				}
+			},
+		},
+		{
+			name: "SCRIPT FLUSH mid-run costs nothing",
+			fault: func(t *testing.T, v *victim) {
+				c := redis.NewClient(&redis.Options{Addr: v.addr})
+				defer c.Close()
+				for i := 0; i < 5; i++ {
+					if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+						t.Error(err)
+					}
+					time.Sleep(300 * time.Millisecond)
+				}
+			},
+			wantCode: exitOK,
+			check: func(t *testing.T, res *harness.Results, n, errs int) {
+				if !res.Complete || errs != 0 || n != 1500 {
+					t.Errorf("complete %v, %d errors, %d decisions; want complete, 0, 1500", res.Complete, errs, n)
+				}
+			},
+		},
+		{
+			name:  "restart on the same port: the run goes on, fail-open counted",
+			extra: []string{"--on-error", "fail-open"},
+			fault: func(t *testing.T, v *victim) {
+				v.signal(t, syscall.SIGKILL)
+				time.Sleep(time.Second) // longer than --timeout, shorter than --max-outage
+				v.start(t)
+			},
+			wantCode: exitOK,
+			check: func(t *testing.T, res *harness.Results, n, errs int) {
+				var errors, open int64
+				for _, r := range res.Results {
+					errors += r.Errors
+					open += r.FailedOpen
+				}
+				if !res.Complete || n != 1500 || errors == 0 || open != errors || int(errors) != errs {
+					t.Errorf("complete %v, %d decisions, errors %d (jsonl %d), failed open %d", res.Complete, n, errors, errs, open)
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := startVictim(t)
+			out := t.TempDir()
+			ch := runAsync(overloadArgs(v.addr, out, c.extra...)...)
+			time.Sleep(1500 * time.Millisecond) // into the scenario (the first 300 ms are the lead)
+			faultAt := time.Now()
+			c.fault(t, v)
+			var r runResult
+			select {
+			case r = <-ch:
+			case <-time.After(20 * time.Second):
+				t.Fatal("ratelab hung")
+			}
+			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
+				t.Fatalf("panic: %s", r.stderr)
+			}
+			if r.code != c.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %s", r.code, c.wantCode, r.stderr)
+			}
+			if c.wantCode == exitUsage {
+				// stopped within --max-outage (2s) plus one --timeout (500ms) and the cleanup
+				if d := time.Since(faultAt); d > 4*time.Second {
+					t.Errorf("stopped %v after the fault", d)
+				}
+			}
+			res, err := reports.ReadResults(filepath.Join(out, "results.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, errs := readDecisions(t, filepath.Join(out, "decisions.jsonl"))
+			var requests int64
+			for _, row := range res.Results {
+				requests += row.Requests
+			}
+			if int64(n) != requests {
+				t.Errorf("decisions.jsonl has %d records, results count %d requests", n, requests)
+			}
+			c.check(t, res, n, errs)
+		})
+	}
+}

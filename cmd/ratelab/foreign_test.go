@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// snapshot is every foreign key's DUMP and whether it has a TTL.
+type snapshot map[string]struct {
+	dump string
+	ttl  time.Duration
+}
+
+// fillForeign writes n keys of every type (string, hash, zset, list, set,
+// stream), every third with a TTL.
+func fillForeign(t *testing.T, c *redis.Client, n int) {
+	t.Helper()
+	ctx := context.Background()
+	p := c.Pipeline()
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("app:%d", i)
+		switch i % 6 {
+		case 0:
+			p.Set(ctx, k, fmt.Sprintf("value-%d", i), 0)
+		case 1:
+			p.HSet(ctx, k, "a", i, "b", "x")
+		case 2:
+			p.ZAdd(ctx, k, redis.Z{Score: float64(i), Member: "m"}, redis.Z{Score: 1, Member: "n"})
+		case 3:
+			p.RPush(ctx, k, "x", "y", i)
+		case 4:
+			p.SAdd(ctx, k, "x", i)
+		case 5:
+			p.XAdd(ctx, &redis.XAddArgs{Stream: k, ID: "1-1", Values: []any{"f", i}})
+		}
+		if i%3 == 0 {
+			p.Expire(ctx, k, time.Hour)
+		}
+		if p.Len() > 1000 {
+			if _, err := p.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func takeSnapshot(t *testing.T, c *redis.Client) snapshot {
+	t.Helper()
+	ctx := context.Background()
+	s := snapshot{}
+	it := c.Scan(ctx, 0, "app:*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	p := c.Pipeline()
+	dumps := make([]*redis.StringCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		dumps[i] = p.Dump(ctx, k)
+		ttls[i] = p.PTTL(ctx, k)
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		s[k] = struct {
+			dump string
+			ttl  time.Duration
+		}{dumps[i].Val(), ttls[i].Val()}
+	}
+	return s
+}
+
+func compareSnapshots(t *testing.T, what string, before, after snapshot) {
+	t.Helper()
+	if len(after) != len(before) {
+		t.Fatalf("%s: %d foreign keys, had %d", what, len(after), len(before))
+	}
+	for k, b := range before {
+		a := after[k]
+		if a.dump != b.dump {
+			t.Fatalf("%s: %s changed", what, k)
+		}
+		if (b.ttl < 0) != (a.ttl < 0) || a.ttl > b.ttl {
+			t.Fatalf("%s: %s TTL %v, was %v", what, k, a.ttl, b.ttl)
+		}
+	}
+}
+
+func ratelabKeys(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	keys, err := harness.ScanKeys(context.Background(), c, harness.KeyPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
+
+// buildBinary builds ratelab for the tests that signal it as a process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ratelab")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Other people's data: after every command, a kill -9 and a Ctrl-C, every
+// foreign key is byte-identical with its TTL, and ratelab never called
+// FLUSHALL, FLUSHDB or KEYS.
+func TestForeignKeysUntouched(t *testing.T) {
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	fillForeign(t, c, 10000)
+	before := takeSnapshot(t, c)
+	if len(before) != 10000 {
+		t.Fatalf("filled %d keys", len(before))
+	}
+	url := "redis://" + v.addr
+	commands := [][]string{
+		{"run", "--redis", url, "--out", t.TempDir()},
+		{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms"},
+	}
+	for _, args := range commands {
+		code, _, stderr := ratelab(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		compareSnapshots(t, args[0], before, takeSnapshot(t, c))
+		if n := ratelabKeys(t, c); n != 0 {
+			t.Errorf("%s left %d keys", args[0], n)
+		}
+	}
+
+	bin := buildBinary(t)
+	start := func(out string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, overloadArgs(v.addr, out)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		return cmd, &stderr
+	}
+
+	// Ctrl-C: stops within 1 s, results flushed and marked incomplete, keys removed
+	out := t.TempDir()
+	cmd, stderr := start(out)
+	sent := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	took := time.Since(sent)
+	if took > time.Second {
+		t.Errorf("Ctrl-C: stopped after %v, want within 1s", took)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
+		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, exitUsage, stderr)
+	}
+	res, err := reports.ReadResults(filepath.Join(out, "results.json"))
+	if err != nil || res.Complete || res.Error == "" {
+		t.Errorf("Ctrl-C: results %+v, %v", res, err)
+	}
+	if n, _ := readDecisions(t, filepath.Join(out, "decisions.jsonl")); n == 0 {
+		t.Error("Ctrl-C: no decisions recorded")
+	}
+	if n := ratelabKeys(t, c); n != 0 {
+		t.Errorf("Ctrl-C: %d keys left", n)
+	}
+	compareSnapshots(t, "Ctrl-C", before, takeSnapshot(t, c))
+
+	// kill -9: its keys stay behind (with TTLs); clean lists them, then removes them
+	cmd, _ = start(t.TempDir())
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	left := ratelabKeys(t, c)
+	if left == 0 {
+		t.Fatal("kill -9 left no keys: the test did not catch the run mid-way")
+	}
+	compareSnapshots(t, "kill -9", before, takeSnapshot(t, c))
+	code, stdout, stderr2 := ratelab(t, "clean", "--redis", url)
+	if code != exitOK || !strings.Contains(stdout, "would be removed") || ratelabKeys(t, c) != left {
+		t.Errorf("clean (dry run): exit %d, %q %q, %d keys", code, stdout, stderr2, ratelabKeys(t, c))
+	}
+	code, stdout, _ = ratelab(t, "clean", "--redis", url, "--yes")
+	if code != exitOK || !strings.Contains(stdout, fmt.Sprintf("removed %d keys", left)) || ratelabKeys(t, c) != 0 {
+		t.Errorf("clean --yes: exit %d, %q, %d keys left", code, stdout, ratelabKeys(t, c))
+	}
+	compareSnapshots(t, "clean", before, takeSnapshot(t, c))
+
+	stats := c.Info(context.Background(), "commandstats").Val()
+	for _, cmd := range []string{"cmdstat_flushall:", "cmdstat_flushdb:", "cmdstat_keys:"} {
+		if strings.Contains(stats, cmd) {
+			t.Errorf("ratelab called %s on a Redis it did not start", strings.TrimSuffix(strings.TrimPrefix(cmd, "cmdstat_"), ":"))
+		}
+	}
+	_ = os.Remove(bin)
+}
