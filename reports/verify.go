@@ -61,7 +61,7 @@ func writeVerifyTable(w io.Writer, r *harness.VerifyReport) error {
 	}
 	fmt.Fprintf(w, "%d decisions, %d errors, %.1fs", r.Decisions, r.Errors, float64(r.DurationMS)/1000)
 	if r.SkewSensitivity > 0 {
-		fmt.Fprintf(w, "; skew sensitivity: client clocks ±%gms apart let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity)
+		fmt.Fprintf(w, "; skew sensitivity: client clocks off by ±%gms let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity)
 	}
 	fmt.Fprintln(w)
 	for _, e := range r.ErrorSamples {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// The contract command lines: exit 0 when the property holds, 1 with a
+// counter-example when it does not, 2 for usage and environment errors.
+func TestVerifyCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notLua := write("notlua.lua", "this is not lua (")
+	shape := write("shape.lua", "return 'yes'")
+	good := filepath.Join("..", "..", "harness", "testdata", "verify", "sliding-log.lua")
+	window := []string{"--limit", "10", "--window", "300ms", "--redis", "exec"}
+
+	code, stdout, stderr := ratelab(t, append([]string{"verify", "--algorithm", "sliding-log"}, window...)...)
+	if code != exitOK || !strings.Contains(stdout, "HOLDS") {
+		t.Errorf("sliding-log: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = ratelab(t, append([]string{"verify", "--algorithm", "fixed-window", "--format", "json"}, window...)...)
+	var rep harness.VerifyReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--format json: %v\n%s", err, stdout)
+	}
+	if code != exitFail || rep.Verdict != harness.Violated || rep.CounterExample == nil || rep.CounterExample.Accepted != 20 {
+		t.Errorf("fixed-window: exit %d verdict %s counter-example %+v; stderr %s", code, rep.Verdict, rep.CounterExample, stderr)
+	}
+	code, stdout, _ = ratelab(t, append([]string{"verify", "--script", good,
+		"--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}", "--arg", "{request_id}"}, window...)...)
+	if code != exitOK {
+		t.Errorf("correct script: exit %d\n%s", code, stdout)
+	}
+
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "exactly one of --algorithm, --script or --http"},
+		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one of"},
+		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1"},
+		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be > 0"},
+		{"unknown algorithm", []string{"verify", "--algorithm", "leaky", "--limit", "5", "--window", "1s"}, `--algorithm: unknown algorithm "leaky"`},
+		{"arg without script", []string{"verify", "--algorithm", "sliding-log", "--arg", "{now_us}", "--limit", "5", "--window", "1s"}, "--arg and --allowed-when go with --script"},
+		{"missing script", []string{"verify", "--script", filepath.Join(dir, "nope.lua"), "--limit", "5", "--window", "1s"}, "--script: open"},
+		{"unknown placeholder", append([]string{"verify", "--script", good, "--arg", "{nwo_us}"}, window...), "unknown placeholder {nwo_us}"},
+		{"not lua", append([]string{"verify", "--script", notLua}, window...), "Error compiling script"},
+		{"wrong reply", append([]string{"verify", "--script", shape}, window...), "script reply has the wrong shape"},
+		{"bad http", []string{"verify", "--http", "ftp://x", "--limit", "5", "--window", "1s"}, "--http: not an http://"},
+		{"bad skew", []string{"verify", "--algorithm", "sliding-log", "--limit", "5", "--window", "1s", "--skew", "2s"}, "--skew: must be in 0..window/2"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := ratelab(t, c.args...)
+			if code != exitUsage || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, c.want)
+			}
+		})
+	}
+}

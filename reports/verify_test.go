@@ -1,0 +1,61 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+func verifyFixture(violated bool) *harness.VerifyReport {
+	r := &harness.VerifyReport{Target: "fixed-window", LimitDesc: "50 per 2s", Limit: 50, WindowMS: 2000,
+		Verdict: harness.Holds, Clock: "virtual+real", Decisions: 7110, DurationMS: 2300,
+		SkewDeltaMS: 20, SkewSensitivity: 2,
+		Families: []harness.FamilyResult{
+			{Family: "boundary", Trials: 3, Verdict: harness.Holds, MaxRatio: 1, Mode: "virtual"},
+			{Family: "overload", Trials: 2, Verdict: harness.Holds, MaxRatio: 1, MinFidelity: 0.97, Mode: "virtual"},
+			{Family: "isolation", Trials: 2, Verdict: harness.Holds, Mode: "virtual"},
+			{Family: "weighted", Verdict: harness.Skipped, Note: "the target takes no cost (no {cost} argument)"},
+		},
+	}
+	if violated {
+		r.Verdict = harness.Violated
+		r.Families[0].Verdict, r.Families[0].MaxRatio = harness.Violated, 2
+		var ds []harness.Evidence
+		for i := int64(0); i < 14; i++ {
+			ds = append(ds, harness.Evidence{Key: "user", Cost: 1, AtUS: -7 + i})
+		}
+		r.CounterExample = &harness.CounterExample{Family: "boundary", Trial: "L ending 1µs before the boundary, L from it",
+			Kind: harness.Violated, Accepted: 14, Limit: 7, StartUS: -7, EndUS: 6, Decisions: ds,
+			Explain: "14 accepted within 13µs (less than the window 2s): 2.00x the limit of 7"}
+	}
+	return r
+}
+
+func TestWriteVerifyGolden(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		violated bool
+	}{{"verify-holds", false}, {"verify-violated", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteVerify(&b, "table", verifyFixture(c.violated)); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".golden", b.Bytes())
+		})
+	}
+	var b bytes.Buffer
+	if err := WriteVerify(&b, "json", verifyFixture(true)); err != nil {
+		t.Fatal(err)
+	}
+	var back harness.VerifyReport
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.CounterExample == nil || len(back.CounterExample.Decisions) != 14 {
+		t.Errorf("json round trip: %v %+v", err, back.CounterExample)
+	}
+	if err := WriteVerify(&b, "xml", verifyFixture(false)); err == nil || !strings.Contains(err.Error(), "--format") {
+		t.Errorf("unknown format: %v", err)
+	}
+}
