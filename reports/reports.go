@@ -255,6 +255,16 @@ func verdicts(r *harness.Results) []string {
 			row.Algorithm, row.Scenario, row.MaxInWindow, formatWindow(row.WindowMS),
 			formatFixed(row.Ratio, 2), row.Limit))
 	}
+	for _, row := range r.Results {
+		if row.Errors == 0 {
+			continue
+		}
+		policy := fmt.Sprintf("fail-closed denied %d units", row.FailedClosed)
+		if row.FailedOpen > 0 {
+			policy = fmt.Sprintf("fail-open let %d units through unmetered", row.FailedOpen)
+		}
+		out = append(out, fmt.Sprintf("%s on %s: %d calls failed; %s", row.Algorithm, row.Scenario, row.Errors, policy))
+	}
 	return out
 }
 
