@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test test-short vet fmt redis clean
+.PHONY: all build run test vet fmt redis nginx chromium tmux clean load fuzz bench redis-image
 
 all: build
 
@@ -14,12 +14,42 @@ build:
 run: redis build
 	./$(BIN) run $(ARGS)
 
-# Unit and integration tests against real redis-server processes the tests start.
-test: redis
+# Unit and integration tests against real redis-server (and nginx) processes the tests start,
+# a local Redis Cluster, TLS and ACL servers, and (when Docker answers) a Redis container from
+# the image redis-image builds. TESTFLAGS=-v shows every test (CI: container tests passed, not skipped).
+TESTFLAGS ?=
+test: redis nginx chromium tmux
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
+	  echo "RATELAB_REDIS_IMAGE=$$image $(GO) test -race -count=1 $(TESTFLAGS) ./..."; \
+	  RATELAB_REDIS_IMAGE=$$image $(GO) test -race -count=1 $(TESTFLAGS) ./...
+
+# A Redis image FROM scratch out of the local redis-server (binary, its libraries, the loader),
+# for --redis container on machines with Docker but no registry:
+#   ./bin/ratelab run --redis container --redis-image ratelab/redis:local
+REDIS_IMAGE ?= ratelab/redis:local
+redis-image: redis
+	$(GO) run ./internal/redistest/redisimage -tag $(REDIS_IMAGE)
+
+# Go benchmarks of each algorithm's Allow (allow and deny paths) against a throwaway redis-server;
+# reports ns/op and the server's own µs per EVALSHA. BENCHTIME=3s for steadier figures.
+BENCHTIME ?= 1s
+bench: redis
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem ./algorithms/
+
+# 10^6 decisions through sliding-log from 64 clients: no decision record lost or doubled; prints the peak RSS.
+load: redis
+	RATELAB_LOAD=1 $(GO) test -count=1 -run TestLoadMillion -v -timeout 20m ./harness/ | grep -E '^(load:|---|ok|FAIL|PASS)'
+
+# Each fuzz target for $(FUZZTIME) (their seed corpora run in make test).
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) ./algorithms/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowedReply$$' -fuzztime $(FUZZTIME) ./algorithms/
+	$(GO) test -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseResults$$' -fuzztime $(FUZZTIME) ./reports/
 
 vet:
 	$(GO) vet ./...
@@ -42,6 +72,44 @@ redis:
 	  echo "  - run one in Docker (docker run -p 6379:6379 redis:7.4-alpine) and pass --redis redis://localhost:6379;"; \
 	  echo "  - point ratelab at any Redis you have: ./bin/ratelab run --redis redis://host:port"; \
 	  exit 1; \
+	fi
+
+# nginx (for the HTTP black-box tests of verify): Debian's package when missing.
+# The package starts a system nginx on port 80; the tests start their own, so it is stopped.
+nginx:
+	@if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "ratelab: nginx not found; installing Debian's nginx package (for the verify --http tests)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nginx >/dev/null && \
+	  { $$SUDO service nginx stop >/dev/null 2>&1 || true; }; \
+	else \
+	  echo "ratelab: nginx not found and this system has no apt-get: install nginx to run the verify --http tests"; exit 1; \
+	fi
+
+# headless Chromium (the report.html rendering test): Debian's chromium package when missing.
+chromium:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "ratelab: chromium not found; installing Debian's chromium package (for the report.html test)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null; \
+	else \
+	  echo "ratelab: chromium not found and this system has no apt-get: install Chromium to run the report.html test"; exit 1; \
+	fi
+
+# tmux (the demo's real-terminal test): Debian's tmux package when missing.
+tmux:
+	@if command -v tmux >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "ratelab: tmux not found; installing Debian's tmux package (for the demo terminal test)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends tmux >/dev/null; \
+	else \
+	  echo "ratelab: tmux not found and this system has no apt-get: install tmux to run the demo terminal test"; exit 1; \
 	fi
 
 clean:

@@ -13,14 +13,16 @@ import (
 type Constructor func(rdb redis.Scripter, l Limit) (Limiter, error)
 
 var registry = map[string]Constructor{
-	"fixed-window":  func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
-	"sliding-log":   func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
-	"bucketed-hash": func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
-	"reservoir":     func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewReservoir(rdb, l) },
+	"fixed-window":    func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
+	"sliding-log":     func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
+	"bucketed-hash":   func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
+	"reservoir":       func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewReservoir(rdb, l) },
+	"gcra":            func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewGCRA(rdb, l) },
+	"sliding-counter": func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingCounter(rdb, l) },
 }
 
 // order is the order algorithms are listed and compared in.
-var order = []string{"fixed-window", "sliding-log", "bucketed-hash", "reservoir"}
+var order = []string{"fixed-window", "sliding-log", "bucketed-hash", "reservoir", "gcra", "sliding-counter"}
 
 // Names returns the registered algorithm names in comparison order.
 func Names() []string { return append([]string(nil), order...) }

@@ -62,5 +62,5 @@ func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock
 // Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
 // them ahead of pipelines.
 func Scripts() []*redis.Script {
-	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript}
+	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript, gcraScript, slidingCounterScript}
 }

@@ -30,9 +30,10 @@ const (
 	DefaultCapacityWindow = time.Hour
 	// DefaultCapacityBudget caps the script calls one algorithm x limit may
 	// make to fill its keys: N is scaled down (to at least
-	// MinCapacityKeys) so that keys x calls per key stays within it. 200,000
-	// calls take about 1-2 s and hold at most ~30 MB.
-	DefaultCapacityBudget = 200_000
+	// MinCapacityKeys) so that keys x calls per key stays within it. 100,000
+	// calls take about 1-2 s (sliding-log's script takes ~12 µs of server
+	// time per call) and hold at most ~15 MB.
+	DefaultCapacityBudget = 100_000
 	// MinCapacityKeys is the fewest keys a used_memory delta is measured over.
 	MinCapacityKeys = 10
 )
@@ -150,6 +151,9 @@ type CapacityRow struct {
 	ProjectedBytes int64 `json:"projected_bytes"`
 	// FillMS is the wall time of the measured fill, ms.
 	FillMS int64 `json:"fill_ms"`
+	// Nodes splits the Keys keys and the used_memory delta over the masters
+	// of a Redis Cluster, in address order (empty for a single server).
+	Nodes []NodeMemory `json:"nodes,omitempty"`
 }
 
 // TrimResult shows that a sorted set trimmed back below
@@ -183,6 +187,10 @@ const (
 	trimKeys   = 20
 )
 
+// minCalibrationKeys is the fewest keys the TTL overhead is measured over:
+// below that, unrelated allocations of a few KB would swamp it.
+const minCalibrationKeys = 1000
+
 // settleTimeout bounds the wait for the server to finish rehashing,
 // shrinking its dicts and lazily freeing deleted keys.
 const settleTimeout = 3 * time.Second
@@ -213,11 +221,12 @@ func RunCapacity(ctx context.Context, rd *Redis, cfg CapacityConfig, progress io
 		StartedAt: time.Now().UTC(),
 		Results:   []CapacityRow{},
 	}
-	c, ok := rd.Client.(*redis.Client)
-	if !ok {
-		return res, fmt.Errorf("capacity needs a single Redis server (not a cluster or ring)")
+	c := rd.Client
+	nodes, db, err := memoryNodes(ctx, c)
+	if err != nil {
+		return res, err
 	}
-	m := &meter{c: c, db: c.Options().DB, progress: progress}
+	m := &meter{c: c, nodes: nodes, db: db, progress: progress}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -225,11 +234,22 @@ func RunCapacity(ctx context.Context, rd *Redis, cfg CapacityConfig, progress io
 			_ = DeleteKeys(cctx, c, keys)
 		}
 	}()
-	err := func() error {
+	err = func() error {
 		if err := LoadScripts(ctx, c); err != nil {
 			return err
 		}
 		res.Server = serverConfig(ctx, c)
+		// a key of ours with a TTL keeps the db's dicts in MEMORY STATS
+		// (an empty db is left out), so settle can see them shrink back
+		if err := c.Set(ctx, prefix+"sentinel", "1", cfg.Window).Err(); err != nil {
+			return err
+		}
+		// measured warm: the first fill on a connection allocates more than
+		// its keys (tens of KB of server state that stays), so one
+		// calibration round runs first and is thrown away
+		if _, err := m.calibrate(ctx, prefix+"warm:", minCalibrationKeys, cfg.Window); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
 		if info, err := c.Info(ctx, "replication").Result(); err == nil {
 			if n := infoFields(info)["connected_slaves"]; n != "" && n != "0" {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s replica(s) attached: the replication backlog may grow with the fills", n))
@@ -320,11 +340,12 @@ type fillCall struct {
 //   - bucketed-hash: one decision per block of the precision, carrying that
 //     block's share of the units (the hash ends as with cost-1 decisions
 //     spread over the window);
-//   - fixed-window, reservoir: one decision of cost l.Limit (the counter, or
-//     the bucket, ends at the limit).
+//   - fixed-window, sliding-counter, reservoir, gcra: one decision of cost
+//     l.Limit (the window's counter, the bucket, or the GCRA's theoretical
+//     arrival time ends at the limit, as after l.Limit single requests).
 func FillPlan(alg string, l algorithms.Limit) []fillCall {
 	switch alg {
-	case "fixed-window", "reservoir":
+	case "fixed-window", "sliding-counter", "reservoir", "gcra":
 		return []fillCall{{0, l.Limit}}
 	case "bucketed-hash":
 		p := l.Precision
@@ -349,34 +370,78 @@ func FillPlan(alg string, l algorithms.Limit) []fillCall {
 	return plan
 }
 
-// meter measures used_memory deltas on one server.
+// meter measures used_memory deltas on one server, or on the masters of a
+// Redis Cluster (summed).
 type meter struct {
-	c        *redis.Client
+	c        redis.UniversalClient
+	nodes    []*redis.Client // where memory is measured: the server, or each master
 	db       int
 	progress io.Writer
 	warnings []string
 }
 
-// memSnapshot is the part of INFO memory a delta is taken of.
+// memSnapshot is what a used_memory delta is taken of: INFO used_memory
+// and the memory of the normal clients (their buffers grow and shrink with
+// the fills' pipelines, and are no part of the keys).
 type memSnapshot struct {
 	used, clients int64
+	nodes         []memSnapshot // per node of meter.nodes, when there are several
 }
 
+// snapshot reads used_memory and, at the same instant (MULTI), the clients'
+// memory: the sum of CLIENT LIST's tot-mem, computed on the spot (INFO's
+// mem_clients_normal is refreshed only by serverCron, so it lags new
+// connections and grown buffers); mem_clients_normal when CLIENT LIST is
+// refused.
 func (m *meter) snapshot(ctx context.Context) (memSnapshot, error) {
-	info, err := m.c.Info(ctx, "memory").Result()
-	if err != nil {
+	if len(m.nodes) == 1 {
+		return m.snapshotNode(ctx, m.nodes[0])
+	}
+	var sum memSnapshot
+	for _, node := range m.nodes {
+		s, err := m.snapshotNode(ctx, node)
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", node.Options().Addr, err)
+		}
+		sum.used, sum.clients = sum.used+s.used, sum.clients+s.clients
+		sum.nodes = append(sum.nodes, s)
+	}
+	return sum, nil
+}
+
+func (m *meter) snapshotNode(ctx context.Context, node *redis.Client) (memSnapshot, error) {
+	var list *redis.StringCmd
+	var mem *redis.StringCmd
+	_, err := node.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		list = p.ClientList(ctx)
+		mem = p.Info(ctx, "memory")
+		return nil
+	})
+	if err != nil && mem.Err() != nil {
 		return memSnapshot{}, err
 	}
-	f := infoFields(info)
-	used, err1 := strconv.ParseInt(f["used_memory"], 10, 64)
-	clients, err2 := strconv.ParseInt(f["mem_clients_normal"], 10, 64)
-	if err1 != nil || err2 != nil {
-		return memSnapshot{}, fmt.Errorf("INFO memory has no used_memory / mem_clients_normal")
+	f := infoFields(mem.Val())
+	used, err := strconv.ParseInt(f["used_memory"], 10, 64)
+	if err != nil {
+		return memSnapshot{}, fmt.Errorf("INFO memory has no used_memory")
 	}
-	return memSnapshot{used: used, clients: clients}, nil
+	snap := memSnapshot{used: used}
+	if list.Err() == nil {
+		for _, line := range strings.Split(list.Val(), "\n") {
+			for _, field := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(field, "tot-mem="); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					snap.clients += n
+				}
+			}
+		}
+		return snap, nil
+	}
+	snap.clients, _ = strconv.ParseInt(f["mem_clients_normal"], 10, 64)
+	return snap, nil
 }
 
-// delta is the growth of used_memory less the growth of client buffers.
+// delta is the growth of used_memory less the growth of client memory.
 func (a memSnapshot) delta(b memSnapshot) int64 {
 	return (b.used - a.used) - (b.clients - a.clients)
 }
@@ -411,9 +476,22 @@ func (m *meter) settle(ctx context.Context) error {
 }
 
 func (m *meter) settled(ctx context.Context) (bool, string, error) {
+	for _, node := range m.nodes {
+		ok, why, err := m.settledNode(ctx, node)
+		if !ok || err != nil {
+			if len(m.nodes) > 1 {
+				why = node.Options().Addr + ": " + why
+			}
+			return ok, why, err
+		}
+	}
+	return true, "", nil
+}
+
+func (m *meter) settledNode(ctx context.Context, node *redis.Client) (bool, string, error) {
 	var stats *redis.Cmd
 	var mem, keyspace *redis.StringCmd
-	_, err := m.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := node.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		stats = p.Do(ctx, "MEMORY", "STATS")
 		mem = p.Info(ctx, "memory")
 		keyspace = p.Info(ctx, "keyspace")
@@ -453,8 +531,13 @@ func (m *meter) settled(ctx context.Context) (bool, string, error) {
 		if !ok {
 			return false, "no " + d.name + " in MEMORY STATS", nil
 		}
-		// Redis 7.0 counts 24 B per dictEntry and 8 B per slot of both tables
-		slots := (overhead - d.used*24) / 8
+		// Redis 7.0 counts per key a 24 B dictEntry (and a 16 B robj in
+		// the main dict) and 8 B per slot of both tables
+		perKey := int64(24)
+		if d.name == "overhead.hashtable.main" {
+			perKey += 16
+		}
+		slots := (overhead - d.used*perKey) / 8
 		if slots&(slots-1) != 0 {
 			return false, "rehashing", nil
 		}
@@ -502,20 +585,22 @@ func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string,
 		Algorithm: alg, Limit: limit, WindowMS: cfg.Window.Milliseconds(), LimitDesc: probe.Describe(),
 		Keys: n, KeysWanted: cfg.Keys, Calls: int64(n) * int64(len(plan)), ActiveKeys: cfg.ActiveKeys,
 	}
-	overhead, ok := calib[n]
+	calN := max(n, minCalibrationKeys)
+	overhead, ok := calib[calN]
 	if !ok {
-		if overhead, err = m.calibrate(ctx, prefix+"cal:", n, cfg.Window); err != nil {
+		if overhead, err = m.calibrate(ctx, prefix+"cal:", calN, cfg.Window); err != nil {
 			return row, fmt.Errorf("calibration: %w", err)
 		}
-		calib[n] = overhead
+		calib[calN] = overhead
 	}
 	row.TTLOverheadBytes = overhead
 
-	// warm: a couple of keys first, so first-use allocations are not counted
+	// warm: a couple of keys first, so first-use allocations (Lua argument
+	// arrays, reply buffers) are not counted; they stay until the cell is dropped
 	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2), time.Time{}); err != nil {
 		return row, err
 	}
-	if err := m.drop(ctx, prefix+"w:"); err != nil {
+	if err := m.settle(ctx); err != nil {
 		return row, err
 	}
 
@@ -537,6 +622,11 @@ func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string,
 		return row, err
 	}
 	row.UsedMemoryDeltaBytes = float64(before.delta(after)) / float64(n)
+	if len(m.nodes) > 1 {
+		if row.Nodes, err = nodeMemory(ctx, m.nodes, before.nodes, after.nodes, keyPrefix); err != nil {
+			return row, err
+		}
+	}
 
 	keys, err := ScanKeys(ctx, m.c, keyPrefix)
 	if err != nil {
@@ -563,7 +653,7 @@ func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string,
 		row.Agreement = row.MemoryWithTTLBytes / row.UsedMemoryDeltaBytes
 	}
 	row.ProjectedBytes = int64(math.Round(row.UsedMemoryDeltaBytes * float64(cfg.ActiveKeys)))
-	return row, m.drop(ctx, keyPrefix)
+	return row, m.drop(ctx, prefix)
 }
 
 // calibrate measures what a key with a TTL costs beyond its MEMORY USAGE at
@@ -710,7 +800,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg CapacityConfig, prefix stri
 }
 
 // describeKey returns TYPE, OBJECT ENCODING and the element count of key.
-func describeKey(ctx context.Context, c *redis.Client, key string) (typ, enc string, entries int64, err error) {
+func describeKey(ctx context.Context, c redis.UniversalClient, key string) (typ, enc string, entries int64, err error) {
 	if typ, err = c.Type(ctx, key).Result(); err != nil {
 		return
 	}
@@ -733,7 +823,7 @@ func describeKey(ctx context.Context, c *redis.Client, key string) (typ, enc str
 }
 
 // serverConfig reads the encodings' thresholds; zero when CONFIG is refused.
-func serverConfig(ctx context.Context, c *redis.Client) CapacityServerInfo {
+func serverConfig(ctx context.Context, c redis.UniversalClient) CapacityServerInfo {
 	var s CapacityServerInfo
 	get := func(name string) int64 {
 		v, err := c.ConfigGet(ctx, name).Result()
@@ -802,7 +892,7 @@ func (q *queueScripter) ScriptLoad(ctx context.Context, script string) *redis.St
 // exec runs the queued calls. Calls that failed with NOSCRIPT did not run:
 // the scripts are loaded and those calls sent once more. With mustAllow,
 // a denied decision is an error.
-func (q *queueScripter) exec(ctx context.Context, c *redis.Client, mustAllow bool) error {
+func (q *queueScripter) exec(ctx context.Context, c redis.UniversalClient, mustAllow bool) error {
 	if q.pipe.Len() == 0 {
 		return nil
 	}
@@ -838,15 +928,26 @@ func (q *queueScripter) exec(ctx context.Context, c *redis.Client, mustAllow boo
 		if !ok || redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
 			continue
 		}
-		d, err := algorithms.ParseReply(c.Val())
-		if err != nil {
+		if err := c.Err(); err != nil {
 			return err
 		}
-		if !d.Allowed {
+		if !replyAllowed(c.Val()) {
 			return fmt.Errorf("a fill decision was denied (%v): the fill plan overran the limit", c.Args())
 		}
 	}
 	return nil
+}
+
+// replyAllowed reads the verdict of a decision script's reply: its first
+// element, an integer, is above 0 when the request was accepted (ratelab's
+// scripts answer 1; redis_rate's GCRA the units allowed).
+func replyAllowed(v any) bool {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return false
+	}
+	n, ok := arr[0].(int64)
+	return ok && n > 0
 }
 
 // infoFields parses INFO output into field -> value.

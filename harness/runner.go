@@ -82,9 +82,10 @@ type Runner struct {
 	// Timeout bounds each decision call; zero means no bound beyond the
 	// client's own timeouts.
 	Timeout time.Duration
-	// Discard drops each outcome once it is streamed to Log: Execute then
-	// returns results without Outcomes, and memory stays flat however many
-	// decisions a run makes (a load run needs only the records and latency).
+	// Discard drops each outcome of a real-time run once it is streamed to
+	// Log: Execute then returns results without Outcomes, so memory does not
+	// grow with the decisions made (a load run needs only the records and
+	// the latency). Virtual-time runs keep their outcomes.
 	Discard bool
 	// OnError is what a failed call counts as: FailClosed (denied, the
 	// default) or FailOpen (allowed without the limiter).

@@ -191,7 +191,7 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
-	if _, err := lim.Allow(ctx, o.Prefix+"probe", 1, algorithms.At(VirtualEpoch)); err != nil {
+	if _, err := lim.Allow(ctx, o.Prefix+"{probe}", 1, algorithms.At(VirtualEpoch)); err != nil {
 		return nil, err
 	}
 

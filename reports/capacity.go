@@ -153,14 +153,70 @@ func capacityNotes(r *harness.CapacityResults) []string {
 			span = fmt.Sprintf("%.0f-%.0f B", lo, hi)
 		}
 		notes = append(notes,
-			"MU = MEMORY USAGE key SAMPLES 0; MU+TTL adds "+span+" per key, measured on calibration keys with a TTL at the same N (expires entry, dict slots, allocator rounding of the key's entry); agree = MU+TTL / used_memory Δ",
+			"MU = MEMORY USAGE key SAMPLES 0; MU+TTL adds "+span+" per key: what a key with a TTL costs beyond its MU (expires entry, both dicts' slots, allocator rounding of the key's entry), measured on N calibration keys (at least 1000) with a TTL; agree = MU+TTL / used_memory Δ",
+			"what is left is MEMORY USAGE's own: it counts a skiplist member's dictEntry as 24 B (the allocator gives 32) and an embstr value unrounded (agree below 1), and a shared integer object (a counter below 10000) as 16 B (agree above 1)",
 			fmt.Sprintf("used_memory Δ: INFO used_memory after minus before filling N keys, less client buffers, / N; the projection is %s x used_memory Δ; window %s, key names %s",
 				formatCount(r.Config.ActiveKeys), formatWindow(r.Config.WindowMS), keyNameSpan(r)))
 	}
+	if p := projectionNote(r); p != "" {
+		notes = append(notes, p)
+	}
+	notes = append(notes, clusterNodeNotes(r)...)
 	for _, w := range r.Warnings {
 		notes = append(notes, "warning: "+w)
 	}
 	return notes
+}
+
+// clusterNodeNotes split each row over the masters of a Redis Cluster:
+// keys held and used_memory Δ per master (none for a single server).
+func clusterNodeNotes(r *harness.CapacityResults) []string {
+	var notes []string
+	for _, row := range r.Results {
+		if len(row.Nodes) == 0 {
+			continue
+		}
+		if notes == nil {
+			var addrs []string
+			for _, n := range row.Nodes {
+				addrs = append(addrs, n.Addr)
+			}
+			notes = append(notes, "Redis Cluster, per master ("+strings.Join(addrs, " | ")+"): keys, used_memory Δ, Δ per key")
+		}
+		var parts []string
+		for _, n := range row.Nodes {
+			per := 0.0
+			if n.Keys > 0 {
+				per = float64(n.UsedMemoryDeltaBytes) / float64(n.Keys)
+			}
+			parts = append(parts, fmt.Sprintf("%d keys %s %.0f B/key", n.Keys, formatBytes(n.UsedMemoryDeltaBytes), per))
+		}
+		notes = append(notes, fmt.Sprintf("%s at limit %d: %s", row.Algorithm, row.Limit, strings.Join(parts, " | ")))
+	}
+	return notes
+}
+
+// projectionNote says what M keys need at one limit (1000 when measured,
+// else the largest), per algorithm: "1M keys at limit 1000 need: ...".
+func projectionNote(r *harness.CapacityResults) string {
+	limit := int64(0)
+	for _, row := range r.Results {
+		if row.Limit == 1000 {
+			limit = 1000
+			break
+		}
+		limit = max(limit, row.Limit)
+	}
+	var parts []string
+	for _, row := range r.Results {
+		if row.Limit == limit && row.ProjectedBytes > 0 {
+			parts = append(parts, row.Algorithm+" "+formatBytes(row.ProjectedBytes))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s keys at limit %d need: %s", formatCount(r.Config.ActiveKeys), limit, strings.Join(parts, ", "))
 }
 
 func keyNameSpan(r *harness.CapacityResults) string {
@@ -429,14 +485,12 @@ func PlotCapacity(r *harness.CapacityResults, path string) error {
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = logTicks{format: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }}
 	p.Y.Tick.Marker = logTicks{format: formatDecimalBytes}
+	// x: whole decades around the limits; y: a little air around the data
 	lo, hi := math.Pow(10, math.Floor(math.Log10(xmin))), math.Pow(10, math.Ceil(math.Log10(xmax)))
 	if lo == hi {
 		lo, hi = lo/10, hi*10
 	}
-	ylo, yhi := math.Pow(10, math.Floor(math.Log10(ymin))), math.Pow(10, math.Ceil(math.Log10(ymax)))
-	if ylo == yhi {
-		ylo, yhi = ylo/10, yhi*10
-	}
+	ylo, yhi := ymin/1.6, ymax*1.6
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	p.Add(grid)

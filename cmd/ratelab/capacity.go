@@ -154,3 +154,15 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	return nil
 }
+
+// reportCapacity re-renders a capacity directory (ratelab report DIR).
+func reportCapacity(stdout io.Writer, dir, format string) error {
+	res, err := reports.ReadCapacity(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return usageError{err}
+	}
+	if err := reports.WriteCapacityDir(dir, res); err != nil {
+		return err
+	}
+	return reports.WriteCapacity(stdout, format, res)
+}

@@ -16,7 +16,7 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
 	var format string
 	c := &cobra.Command{
 		Use:   "report DIR",
-		Short: "Re-render the tables, report.md and plots of a run from its results.json",
+		Short: "Re-render the tables, report.md and plots of a run, capacity or bench from its results.json",
 		Example: `  ratelab report results/20261122T030000-ab12
   ratelab report results/20261122T030000-ab12 --format markdown`,
 		Args: cobra.ExactArgs(1),
@@ -27,6 +27,15 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
 			dir := args[0]
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usagef("report: %s is not a directory", dir)
+			}
+			// capacity and bench results have rows of their own
+			switch command, err := reports.ResultsCommand(filepath.Join(dir, "results.json")); {
+			case err != nil:
+				return usageError{err}
+			case command == "capacity":
+				return reportCapacity(stdout, dir, format)
+			case command == "bench":
+				return reportBench(stdout, dir, format)
 			}
 			res, err := reports.ReadResults(filepath.Join(dir, "results.json"))
 			if err != nil {

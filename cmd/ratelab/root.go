@@ -76,6 +76,8 @@ Exit codes: 0 ok, 1 a verification or threshold failed, 2 usage or environment e
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	root.AddCommand(newRunCmd(stdout, stderr), newVerifyCmd(stdout, stderr), newReportCmd(stdout, stderr))
+	root.AddCommand(newCleanCmd(stdout, stderr))
 	root.AddCommand(newCapacityCmd(stdout, stderr), newBenchCmd(stdout, stderr))
+	root.AddCommand(newDemoCmd(stdout, stderr))
 	return root
 }
