@@ -20,6 +20,9 @@ type Results struct {
 	// Complete is false when the run stopped early; Error then says why.
 	Complete bool   `json:"complete"`
 	Error    string `json:"error,omitempty"`
+	// Notes say what was left out and why (e.g. a limiter that cannot take
+	// the run's clock).
+	Notes []string `json:"notes,omitempty"`
 	// Results has one row per algorithm x scenario, in run order.
 	Results []Row `json:"results"`
 }

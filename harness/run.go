@@ -117,6 +117,15 @@ func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress 
 				if err != nil {
 					return err
 				}
+				if c, ok := l.(Capable); ok && !c.InjectsTime() && cfg.Clock == VirtualClock {
+					// replayed at full speed, its own clock would see no time pass
+					note := fmt.Sprintf("%s was not run on %s: it reads Redis TIME and cannot take virtual time (use --clock redis)", aname, sname)
+					res.Notes = append(res.Notes, note)
+					if progress != nil {
+						fmt.Fprintln(progress, note)
+					}
+					continue
+				}
 				jobs = append(jobs, Job{Limiter: l, Limit: lim, Schedule: sched,
 					Prefix: prefix + aname + ":" + sname + ":"})
 			}

@@ -255,6 +255,7 @@ func verdicts(r *harness.Results) []string {
 			row.Algorithm, row.Scenario, row.MaxInWindow, formatWindow(row.WindowMS),
 			formatFixed(row.Ratio, 2), row.Limit))
 	}
+	out = append(out, r.Notes...)
 	for _, row := range r.Results {
 		if row.Errors == 0 {
 			continue

@@ -87,7 +87,7 @@ printed), 2 usage or environment error.`,
 	fl.DurationVar(&f.realTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random trials")
 	fl.StringVar(&f.format, "format", "table", "table or json")
-	fl.StringVar(&f.out, "out", "", "also write verify.json and decisions.jsonl to this directory")
+	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory")
 	return c
 }
 
@@ -210,11 +210,26 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if err := fj.Close(); err != nil {
 			return err
 		}
+		fh, err := os.Create(filepath.Join(f.out, "report.html"))
+		if err != nil {
+			return usagef("--out: %w", err)
+		}
+		if err := reports.WriteVerifyHTML(fh, rep); err != nil {
+			fh.Close()
+			return err
+		}
+		if err := fh.Close(); err != nil {
+			return err
+		}
 	}
 	if err := reports.WriteVerify(stdout, f.format, rep); err != nil {
 		return err
 	}
-	if rep.Verdict != harness.Holds {
+	switch rep.Verdict {
+	case harness.Holds:
+	case harness.Inconclusive:
+		return failError{fmt.Sprintf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)}
+	default:
 		return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 	}
 	return nil
