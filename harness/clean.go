@@ -12,7 +12,7 @@ import (
 // it could remove them).
 type Leftover struct {
 	// Prefix is the run's key prefix, "ratelab:<run id>:".
-	Prefix string `json:"prefix"`
+	Prefix string   `json:"prefix"`
 	Keys   []string `json:"keys"`
 	// MemoryBytes sums MEMORY USAGE (SAMPLES 0) over Keys.
 	MemoryBytes int64 `json:"memory_bytes"`

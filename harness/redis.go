@@ -39,9 +39,10 @@ type Redis struct {
 	Info   RedisInfo
 	// stop stops what ratelab started (processes, a container, temporary
 	// files); nil for the user's server.
-	stop     func() error
-	stopOnce sync.Once
-	stopErr  error
+	stop        func() error
+	stopOnce    sync.Once
+	stopErr     error
+	containerID string
 }
 
 // ErrNoRedis is wrapped by Open when no way to get a Redis was found.
@@ -141,6 +142,7 @@ func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt.ReadTimeout = o.Timeout
 	opt.WriteTimeout = o.Timeout
 	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true // a per-call deadline (--timeout) bounds each command
 	if opt.TLSConfig != nil && o.RootCAs != nil {
 		opt.TLSConfig.RootCAs = o.RootCAs
 	}
@@ -265,7 +267,7 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout time.Duration
 			p.logMu.Unlock()
 		}
 	}()
-	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: timeout, MaxRetries: -1})
+	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: timeout, MaxRetries: -1, ContextTimeoutEnabled: true})
 	r := &Redis{Client: p.client}
 	if err := r.ready(ctx, timeout); err != nil {
 		_ = p.stop()

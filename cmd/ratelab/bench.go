@@ -63,13 +63,15 @@ clients, pipeline and key space, in runs alternating with ratelab's (A B,
 B A, ...), each from fresh keys and making the same number of decisions: the
 first ratelab run lasts --duration and sets that number (a short warm-up run
 before it is not counted). The table shows the medians and their ratio
-ratelab/redis-benchmark; on a busy machine, more --rounds steady them.
+ratelab/redis-benchmark. Comparisons default to 9 rounds of 1 s runs: many
+short alternating runs ride out bursts of other load better than a few long
+ones; on a busy machine, more --rounds steady the medians further.
 --cpuprofile writes ratelab's CPU profile, to see where the client's time goes.
 
 Keys are under the run's prefix and removed after each run.`,
 		Example: `  ratelab bench
   ratelab bench --algorithms sliding-log --compare-redis-benchmark
-  ratelab bench --algorithms sliding-log --clients 50 --pipeline 16 --compare-redis-benchmark --rounds 5
+  ratelab bench --algorithms sliding-log --clients 50 --pipeline 16 --compare-redis-benchmark --rounds 15
   ratelab bench --rate 20000 --duration 10s --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
@@ -82,13 +84,13 @@ Keys are under the run's prefix and removed after each run.`,
 	fl.DurationVar(&f.window, "window", harness.DefaultBenchLimit.Window, "window of the limit")
 	fl.IntVar(&f.clients, "clients", harness.DefaultBenchClients, "connections, each sending pipelines and waiting for their replies")
 	fl.IntVar(&f.pipeline, "pipeline", harness.DefaultBenchPipeline, "decisions (EVALSHA) per pipeline")
-	fl.DurationVar(&f.duration, "duration", harness.DefaultBenchDuration, "length of the first run of each algorithm and path; later runs make as many decisions")
+	fl.DurationVar(&f.duration, "duration", 0, "length of the first run of each algorithm and path; later runs make as many decisions (default 3s, or 1s when comparing)")
 	fl.Int64Var(&f.requests, "requests", 0, "decisions per run instead of --duration")
 	fl.IntVar(&f.keys, "keys", harness.DefaultBenchKeys, "the allow path's key space (redis-benchmark -r)")
 	fl.Float64Var(&f.rate, "rate", 0, "target decisions per second of all clients (0: as fast as replies come); latencies corrected for coordinated omission")
 	fl.BoolVar(&f.compare, "compare-redis-benchmark", false, "also run redis-benchmark with the same EVALSHA, clients and pipeline, and print the ratio")
 	fl.StringVar(&f.rbBinary, "redis-benchmark", "redis-benchmark", "the redis-benchmark binary")
-	fl.IntVar(&f.rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 3 when comparing)")
+	fl.IntVar(&f.rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 9 when comparing)")
 	fl.IntVar(&f.procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>)")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
@@ -130,7 +132,7 @@ func (f *benchFlags) config(c *cobra.Command) (harness.BenchConfig, error) {
 		return cfg, usagef("--clients: must be in 1..1000, got %d", f.clients)
 	case f.pipeline < 1:
 		return cfg, usagef("--pipeline: must be >= 1, got %d", f.pipeline)
-	case f.duration <= 0:
+	case c.Flags().Changed("duration") && f.duration <= 0:
 		return cfg, usagef("--duration: must be > 0, got %s", f.duration)
 	case f.requests < 0:
 		return cfg, usagef("--requests: must be >= 0, got %d", f.requests)

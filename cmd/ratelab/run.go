@@ -100,7 +100,11 @@ clock), client (real time, the harness's own clock injected).`,
   ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
   ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
   ratelab run --format json > results.json
-  ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl`,
+  ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl
+  ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
+  ratelab run --redis container --redis-image ratelab/redis:local # make redis-image builds it (no registry needed)
+  ratelab run --redis redis+cluster://ratelab:secret@10.0.0.5:7000,10.0.0.6:7000
+  ratelab run --redis rediss://redis.internal:6380 --redis-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
 	}

@@ -1,0 +1,135 @@
+package harness_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+)
+
+func TestFillPlan(t *testing.T) {
+	hour := time.Hour
+	cases := []struct {
+		name      string
+		alg       string
+		limit     algorithms.Limit
+		calls     int
+		units     int64
+		lastStart time.Duration // offset of the last call: all within one window
+	}{
+		// one member per unit, spread over the window
+		{"sliding-log 10", "sliding-log", algorithms.Limit{Limit: 10, Window: hour}, 10, 10, 54 * time.Minute},
+		{"sliding-log 129", "sliding-log", algorithms.Limit{Limit: 129, Window: hour}, 129, 129, 128 * (hour / 129)},
+		// one call per block carrying the block's share
+		{"bucketed-hash default precision", "bucketed-hash", algorithms.Limit{Limit: 100, Window: hour}, 10, 100, 54 * time.Minute},
+		{"bucketed-hash fewer units than blocks", "bucketed-hash", algorithms.Limit{Limit: 5, Window: hour}, 5, 5, 54 * time.Minute},
+		{"bucketed-hash 1m precision", "bucketed-hash", algorithms.Limit{Limit: 1000, Window: hour, Precision: time.Minute}, 60, 1000, 59 * time.Minute},
+		// the counter or bucket ends at the limit with one call
+		{"fixed-window", "fixed-window", algorithms.Limit{Limit: 10000, Window: hour}, 1, 10000, 0},
+		{"reservoir", "reservoir", algorithms.Limit{Limit: 10000, Window: hour}, 1, 10000, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan := harness.FillPlan(c.alg, c.limit)
+			var units int64
+			for i, call := range plan {
+				units += call.Cost
+				if call.Cost < 1 || call.Cost > c.limit.Limit {
+					t.Errorf("call %d: cost %d outside 1..%d", i, call.Cost, c.limit.Limit)
+				}
+				if i > 0 && call.Offset <= plan[i-1].Offset {
+					t.Errorf("call %d: offset %v not after %v", i, call.Offset, plan[i-1].Offset)
+				}
+			}
+			if len(plan) != c.calls || units != c.units || plan[len(plan)-1].Offset != c.lastStart {
+				t.Errorf("got %d calls, %d units, last at %v; want %d, %d, %v",
+					len(plan), units, plan[len(plan)-1].Offset, c.calls, c.units, c.lastStart)
+			}
+		})
+	}
+}
+
+func TestCapacityKeys(t *testing.T) {
+	cases := []struct {
+		wanted      int
+		callsPerKey int64
+		budget      int64
+		want        int
+	}{
+		{10000, 1, 100_000, 10000},      // within the budget
+		{10000, 10, 100_000, 10000},     // exactly the budget
+		{10000, 100, 100_000, 1000},     // scaled down
+		{10000, 10000, 100_000, 10},     // scaled down to the minimum
+		{10000, 1_000_000, 100_000, 10}, // never below the minimum
+		{5, 1_000_000, 100_000, 5},      // never above what was asked for
+	}
+	for _, c := range cases {
+		if got := harness.CapacityKeys(c.wanted, c.callsPerKey, c.budget); got != c.want {
+			t.Errorf("CapacityKeys(%d, %d, %d) = %d, want %d", c.wanted, c.callsPerKey, c.budget, got, c.want)
+		}
+	}
+}
+
+// A small capacity run: the sorted set turns into a skiplist at the 129th
+// entry, a trimmed one stays a skiplist, big keys agree with used_memory,
+// and nothing is left behind.
+func TestRunCapacity(t *testing.T) {
+	foreign := srv.Key(t)
+	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
+	res, err := harness.RunCapacity(ctx, srv.Redis, harness.CapacityConfig{
+		Algorithms: []string{"sliding-log", "fixed-window"},
+		Limits:     []int64{10, 128, 129},
+		Keys:       300,
+		Budget:     20_000,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Command != "capacity" || len(res.Results) != 6 {
+		t.Fatalf("complete %v command %q rows %d", res.Complete, res.Command, len(res.Results))
+	}
+	want := []struct {
+		alg      string
+		limit    int64
+		keys     int
+		encoding string
+		entries  int64
+	}{
+		{"sliding-log", 10, 300, "listpack", 10},
+		{"sliding-log", 128, 156, "listpack", 128}, // 20000 / 128 calls per key
+		{"sliding-log", 129, 155, "skiplist", 129},
+		{"fixed-window", 10, 300, "int", 1},
+		{"fixed-window", 128, 300, "int", 1},
+		{"fixed-window", 129, 300, "int", 1},
+	}
+	for i, w := range want {
+		r := res.Results[i]
+		if r.Algorithm != w.alg || r.Limit != w.limit || r.Keys != w.keys || r.Encoding != w.encoding || r.Entries != w.entries {
+			t.Errorf("row %d: got %s limit %d keys %d %s %d entries; want %s %d %d %s %d",
+				i, r.Algorithm, r.Limit, r.Keys, r.Encoding, r.Entries, w.alg, w.limit, w.keys, w.encoding, w.entries)
+		}
+		if r.MemoryBytes <= 0 || r.UsedMemoryDeltaBytes <= 0 || r.TTLOverheadBytes <= 0 || r.ProjectedBytes <= 0 {
+			t.Errorf("row %d: memory %d delta %.0f overhead %.0f projected %d", i, r.MemoryBytes, r.UsedMemoryDeltaBytes, r.TTLOverheadBytes, r.ProjectedBytes)
+		}
+		if r.Algorithm == "sliding-log" && (r.Agreement < 0.85 || r.Agreement > 1.15) {
+			t.Errorf("row %d: MU+TTL %.0f against used_memory delta %.0f: agreement %.2f", i, r.MemoryWithTTLBytes, r.UsedMemoryDeltaBytes, r.Agreement)
+		}
+	}
+	if lp, sl := res.Results[1].MemoryBytes, res.Results[2].MemoryBytes; sl < 2*lp {
+		t.Errorf("skiplist at 129 (%d B) not much larger than listpack at 128 (%d B)", sl, lp)
+	}
+	tr := res.Trim
+	if tr == nil || tr.Encoding != "skiplist" || tr.Entries != 51 || tr.FreshEncoding != "listpack" || tr.MemoryBytes <= tr.FreshMemoryBytes {
+		t.Errorf("trim: %+v; want a 51-entry skiplist larger than a fresh 51-entry listpack", tr)
+	}
+	if res.Server.ZsetMaxListpackEntries != 128 {
+		t.Errorf("zset-max-listpack-entries %d", res.Server.ZsetMaxListpackEntries)
+	}
+	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+		t.Errorf("keys left behind: %d", len(keys))
+	}
+	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {
+		t.Errorf("foreign key changed: %q", v)
+	}
+}

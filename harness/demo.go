@@ -1,0 +1,227 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// DemoScenario is the schedule `ratelab demo` shows: seed 001's harness, a
+// full burst of L just before a window boundary and another just after.
+const DemoScenario = "boundary-burst"
+
+// Demo defaults: boundary-burst's own limit, a 10 s window, and at least
+// one second of countdown before the first burst.
+const (
+	DefaultDemoLimit  int64 = 50
+	DefaultDemoWindow       = 10 * time.Second
+	DefaultDemoLead         = time.Second
+)
+
+// DemoConfig is what `ratelab demo` runs.
+type DemoConfig struct {
+	// Algorithms are registry names; empty means all.
+	Algorithms []string
+	// Limit (cost units per window) and Window; zero means the defaults.
+	Limit  int64
+	Window time.Duration
+	// Lead is the shortest countdown before the first burst; zero means
+	// DefaultDemoLead. The demo parks until the first window boundary on
+	// the Redis server's clock that leaves at least Lead before the burst
+	// ahead of it, so it waits between Lead and Lead + Window.
+	Lead time.Duration
+	// RunID names the key prefix "ratelab:<RunID>:"; empty picks a fresh one.
+	RunID string
+}
+
+// DemoPlan is what the demo is about to do, told to the observer before it
+// parks.
+type DemoPlan struct {
+	Algorithms []string
+	// Describe holds each algorithm's own description of its limit.
+	Describe []string
+	Limit    algorithms.Limit
+	Schedule scenarios.Schedule
+	// Boundary is the window boundary the bursts straddle, on the Redis
+	// server's clock; Offset is that clock minus the local clock.
+	Boundary time.Time
+	Offset   time.Duration
+	// FirstLocal is when the first burst starts, on the local clock.
+	FirstLocal time.Time
+}
+
+// DemoDecision is one decision as it happens.
+type DemoDecision struct {
+	// Algorithm indexes DemoPlan.Algorithms.
+	Algorithm int
+	// Seq indexes the schedule's arrivals; At is the arrival's scheduled
+	// offset from the boundary.
+	Seq int
+	At  time.Duration
+	// T is the decision's time from the boundary on the Redis clock (the
+	// limiter's DecidedAt); Recv is when its answer arrived, on the Redis
+	// clock, from the boundary.
+	T, Recv time.Duration
+	Cost    int64
+	Allowed bool
+	Err     error
+}
+
+// DemoObserver is told what the demo does, as it happens. Decided is called
+// from several goroutines at once.
+type DemoObserver interface {
+	Planned(p DemoPlan)
+	Decided(d DemoDecision)
+}
+
+// Demo runs seed 001's boundary burst in real time on the Redis server's
+// clock against every algorithm at once (each on its own key): it parks
+// until a window boundary, sends L requests just before it and L just after
+// it (boundary-burst: at -W/10 and +W/10, 1 ms apart at most), telling obs
+// about the plan and every decision, then measures memory and removes its
+// keys. The Results hold one boundary-burst row per algorithm (clock
+// "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
+// A cancelled ctx stops it; the Results then hold what was measured.
+func Demo(ctx context.Context, rd *Redis, cfg DemoConfig, obs DemoObserver, log *DecisionLog) (*Results, error) {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = DefaultDemoLimit
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultDemoWindow
+	}
+	if cfg.Lead <= 0 {
+		cfg.Lead = DefaultDemoLead
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = NewRunID()
+	}
+	prefix := KeyPrefix + cfg.RunID + ":"
+	res := &Results{
+		Tool: "ratelab", Command: "demo",
+		Config: RunConfig{
+			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
+			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
+			Clock: string(RedisClock), Prefix: prefix,
+		},
+		Redis: rd.Info, StartedAt: time.Now().UTC(), Results: []Row{},
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if keys, err := ScanKeys(cctx, rd.Client, prefix); err == nil {
+			_ = DeleteKeys(cctx, rd.Client, keys)
+		}
+	}()
+	err := func() error {
+		sc, err := scenarios.Get(DemoScenario)
+		if err != nil {
+			return err
+		}
+		sched := sc.Build(scenarios.Params{Limit: cfg.Limit, Window: cfg.Window})
+		lim := algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}
+		plan := DemoPlan{Algorithms: cfg.Algorithms, Limit: lim, Schedule: sched}
+		jobs := make([]Job, len(cfg.Algorithms))
+		for i, name := range cfg.Algorithms {
+			l, err := algorithms.New(name, rd.Client, lim)
+			if err != nil {
+				return err
+			}
+			jobs[i] = Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":" + DemoScenario + ":"}
+			plan.Describe = append(plan.Describe, l.Describe())
+		}
+		// scripts cached before the clock starts: no first-call EVAL in the burst
+		if err := LoadScripts(ctx, rd.Client); err != nil {
+			return err
+		}
+		offset, err := ServerClockOffset(ctx, rd.Client, 16)
+		if err != nil {
+			return fmt.Errorf("read the Redis clock: %w", err)
+		}
+		first := sched.Arrivals[0].At
+		now := time.Now().Add(offset)
+		plan.Boundary = alignUp(now.Add(cfg.Lead-first), cfg.Window)
+		plan.Offset = offset
+		plan.FirstLocal = plan.Boundary.Add(first).Add(-offset)
+		if obs != nil {
+			obs.Planned(plan)
+		}
+		r := &Runner{Redis: rd.Client, Clock: RedisClock, Log: log}
+		results := make([]JobResult, len(jobs))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range jobs {
+			results[i] = JobResult{Job: jobs[i], Anchor: plan.Boundary, Latency: newHist()}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				jr := &results[i]
+				jr.Outcomes = r.demoJob(ctx, i, jr, offset, obs)
+				jr.Duration = time.Since(start)
+			}(i)
+		}
+		wg.Wait()
+		if log != nil {
+			if err := log.Flush(); err != nil {
+				return fmt.Errorf("decisions log: %w", err)
+			}
+		}
+		for _, jr := range results {
+			row := summarize(jr, RedisClock)
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			keys, err := ScanKeys(mctx, rd.Client, jr.Job.Prefix)
+			if err == nil {
+				row.Keys = int64(len(keys))
+				row.MemoryBytes, err = MemoryUsage(mctx, rd.Client, keys)
+			}
+			cancel()
+			res.Results = append(res.Results, row)
+			if err != nil {
+				return fmt.Errorf("memory of %s: %w", jr.Job.Limiter.Name(), err)
+			}
+		}
+		return ctx.Err()
+	}()
+	res.DurationMS = time.Since(res.StartedAt).Milliseconds()
+	res.Complete = err == nil
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, err
+}
+
+// demoJob sends one job's arrivals in order at boundary+At on the Redis
+// clock (one client: boundary-burst has one) and tells obs each decision.
+func (r *Runner) demoJob(ctx context.Context, idx int, jr *JobResult, offset time.Duration, obs DemoObserver) []Outcome {
+	arr := jr.Job.Schedule.Arrivals
+	out := make([]Outcome, 0, len(arr))
+	for seq, a := range arr {
+		due := jr.Anchor.Add(a.At).Add(-offset)
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		o := r.decide(ctx, jr.Job, seq, jr.Anchor, algorithms.ServerTime())
+		out = append(out, o)
+		_ = jr.Latency.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
+		if obs != nil {
+			obs.Decided(DemoDecision{Algorithm: idx, Seq: seq, At: a.At,
+				T: o.Decision.DecidedAt.Sub(jr.Anchor), Recv: o.Recv.Add(offset).Sub(jr.Anchor),
+				Cost: a.Cost, Allowed: o.Decision.Allowed, Err: o.Err})
+		}
+	}
+	return out
+}

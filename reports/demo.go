@@ -1,0 +1,508 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+// LiveDemo draws `ratelab demo` as it happens (it is a harness.DemoObserver).
+//
+// On a terminal (tty) it redraws one frame every 100 ms: the plan, a
+// countdown while it is parked before the boundary, then one timeline per
+// algorithm — each burst's requests in arrival order, a █ per accepted, a ·
+// per denied, ░ not yet sent, the window boundary ┃ between the bursts — and
+// the accepted cost in the trailing window against the limit. Elsewhere it
+// writes plain lines: the plan, a countdown line per second, one line per
+// algorithm when a burst is over, and the final timeline in ASCII.
+//
+// Call Start after Planned may be called, Stop when the demo is over.
+type LiveDemo struct {
+	w     io.Writer
+	tty   bool
+	width int
+
+	mu       sync.Mutex
+	plan     *harness.DemoPlan
+	status   [][]int8 // [algorithm][seq]: 0 not yet, 1 accepted, 2 denied, 3 error
+	accepted [][]harness.Event
+	segs     [][2]int // [first, end) arrival index of each burst
+	printed  []bool   // plain: burst lines written
+	lastTick int      // plain: last countdown second written
+	lines    int      // tty: lines of the last frame
+	last     time.Duration
+	planned  time.Time // local time Planned was called
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// Symbols of the timeline.
+const (
+	markAccepted = "█"
+	markDenied   = "·"
+	markMixed    = "▄"
+	markPending  = "░"
+	markBoundary = "┃"
+)
+
+// NewLiveDemo draws on w, as a terminal frame when tty (width columns; 0
+// means 100), else as plain lines.
+func NewLiveDemo(w io.Writer, tty bool, width int) *LiveDemo {
+	if width <= 0 {
+		width = 100
+	}
+	return &LiveDemo{w: w, tty: tty, width: width, lastTick: -1}
+}
+
+// Planned implements harness.DemoObserver.
+func (l *LiveDemo) Planned(p harness.DemoPlan) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.plan = &p
+	l.planned = time.Now()
+	n := len(p.Schedule.Arrivals)
+	l.status = make([][]int8, len(p.Algorithms))
+	l.accepted = make([][]harness.Event, len(p.Algorithms))
+	for i := range l.status {
+		l.status[i] = make([]int8, n)
+	}
+	// bursts: split where the boundary is crossed
+	start := 0
+	for i := 1; i <= n; i++ {
+		if i == n || (p.Schedule.Arrivals[i-1].At < 0) != (p.Schedule.Arrivals[i].At < 0) {
+			l.segs = append(l.segs, [2]int{start, i})
+			start = i
+		}
+	}
+	l.printed = make([]bool, len(l.segs))
+	if !l.tty {
+		bursts := make([]string, len(l.segs))
+		for i, s := range l.segs {
+			bursts[i] = signed(p.Schedule.Arrivals[s[0]].At)
+		}
+		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s; parked until the window boundary at %s (Redis clock); bursts of %d at %s from it\n",
+			len(p.Algorithms), p.Limit, p.Boundary.Format("15:04:05.000"), l.segs[0][1]-l.segs[0][0], strings.Join(bursts, " and "))
+	}
+}
+
+// Decided implements harness.DemoObserver.
+func (l *LiveDemo) Decided(d harness.DemoDecision) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.plan == nil || d.Algorithm >= len(l.status) || d.Seq >= len(l.status[d.Algorithm]) {
+		return
+	}
+	switch {
+	case d.Err != nil:
+		l.status[d.Algorithm][d.Seq] = 3
+	case d.Allowed:
+		l.status[d.Algorithm][d.Seq] = 1
+		l.accepted[d.Algorithm] = append(l.accepted[d.Algorithm], harness.Event{At: d.T, Cost: d.Cost})
+	default:
+		l.status[d.Algorithm][d.Seq] = 2
+	}
+	l.last = max(l.last, d.Recv)
+}
+
+// Start begins drawing (every 100 ms) until Stop.
+func (l *LiveDemo) Start() {
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	if l.tty {
+		fmt.Fprint(l.w, "\x1b[?25l") // hide the cursor while redrawing
+	}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.tick(false)
+			}
+		}
+	}()
+}
+
+// Stop draws the final frame (plain: the timeline in ASCII) and returns.
+func (l *LiveDemo) Stop() {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+	l.tick(true)
+	if l.tty {
+		fmt.Fprint(l.w, "\x1b[?25h")
+	}
+}
+
+func (l *LiveDemo) tick(final bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.plan == nil {
+		return
+	}
+	if l.tty {
+		l.drawFrame(final)
+		return
+	}
+	l.plainLines(final)
+}
+
+// now is the time from the boundary on the Redis clock.
+func (l *LiveDemo) now() time.Duration {
+	return time.Now().Add(l.plan.Offset).Sub(l.plan.Boundary)
+}
+
+func (l *LiveDemo) plainLines(final bool) {
+	p := l.plan
+	wait := time.Until(p.FirstLocal)
+	if wait > 0 && !final {
+		if s := int(math.Ceil(wait.Seconds())); s != l.lastTick {
+			l.lastTick = s
+			fmt.Fprintf(l.w, "first burst in %ds\n", s)
+		}
+		return
+	}
+	for si, seg := range l.segs {
+		if l.printed[si] || !l.segDone(seg) {
+			continue
+		}
+		l.printed[si] = true
+		fmt.Fprintf(l.w, "burst at %s:\n", signed(p.Schedule.Arrivals[seg[0]].At))
+		for a, name := range p.Algorithms {
+			acc, den := l.segCounts(a, seg)
+			fmt.Fprintf(l.w, "  %-*s accepted %d, denied %d; in the last %s: %d/%d\n",
+				l.labelWidth(), name, acc, den, p.Limit.Window, l.trailing(a), p.Limit.Limit)
+		}
+	}
+	if final {
+		fmt.Fprintln(l.w)
+		for _, line := range l.timeline(false) {
+			fmt.Fprintln(l.w, line)
+		}
+	}
+}
+
+func (l *LiveDemo) segDone(seg [2]int) bool {
+	for a := range l.status {
+		for i := seg[0]; i < seg[1]; i++ {
+			if l.status[a][i] == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (l *LiveDemo) segCounts(a int, seg [2]int) (acc, den int64) {
+	arr := l.plan.Schedule.Arrivals
+	for i := seg[0]; i < seg[1]; i++ {
+		switch l.status[a][i] {
+		case 1:
+			acc += arr[i].Cost
+		case 2:
+			den += arr[i].Cost
+		}
+	}
+	return acc, den
+}
+
+// trailing is algorithm a's accepted cost in the trailing window ending at
+// the last answer (or now, while running).
+func (l *LiveDemo) trailing(a int) int64 {
+	end := l.last
+	var sum int64
+	for _, e := range l.accepted[a] {
+		if e.At > end-l.plan.Limit.Window && e.At <= end {
+			sum += e.Cost
+		}
+	}
+	return sum
+}
+
+func (l *LiveDemo) labelWidth() int {
+	n := 0
+	for _, name := range l.plan.Algorithms {
+		n = max(n, len(name))
+	}
+	return n + 2
+}
+
+func (l *LiveDemo) drawFrame(final bool) {
+	p := l.plan
+	var lines []string
+	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · window boundary at %s on the Redis clock",
+		len(p.Algorithms), p.Limit, p.Boundary.Format("15:04:05.000")))
+	wait := time.Until(p.FirstLocal)
+	switch {
+	case wait > 0 && !final:
+		total := p.FirstLocal.Sub(l.planned)
+		lines = append(lines, fmt.Sprintf("parked: first burst in \x1b[1m%4.1fs\x1b[0m  %s", wait.Seconds(), bar(1-wait.Seconds()/total.Seconds(), 30)))
+	case !final:
+		lines = append(lines, fmt.Sprintf("firing: %s from the boundary", signed(l.now().Round(10*time.Millisecond))))
+	default:
+		lines = append(lines, fmt.Sprintf("done: last answer at %s from the boundary", signed(l.last.Round(time.Millisecond))))
+	}
+	lines = append(lines, "")
+	lines = append(lines, l.timeline(true)...)
+	var b strings.Builder
+	if l.lines > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", l.lines)
+	}
+	for _, line := range lines {
+		b.WriteString("\r\x1b[2K")
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	l.lines = len(lines)
+	_, _ = io.WriteString(l.w, b.String())
+}
+
+// timeline renders the header, one line per algorithm and the legend; tty
+// selects the Unicode marks and colours, else ASCII.
+func (l *LiveDemo) timeline(tty bool) []string {
+	p := l.plan
+	arr := p.Schedule.Arrivals
+	lw := l.labelWidth()
+	longest := 0
+	for _, s := range l.segs {
+		longest = max(longest, s[1]-s[0])
+	}
+	const countW = 22
+	room := (l.width - lw - countW - 4*len(l.segs)) / max(len(l.segs), 1)
+	per := max(1, int(math.Ceil(float64(longest)/float64(max(room, 4)))))
+	acc, den, mix, pend, bound := markAccepted, markDenied, markMixed, markPending, markBoundary
+	if !tty {
+		acc, den, mix, pend, bound = "#", ".", "+", " ", "|"
+	}
+	colour := func(code, s string) string {
+		if !tty {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	segWidth := func(s [2]int) int { return (s[1] - s[0] + per - 1) / per }
+
+	// header: each burst's time and size, the boundary between
+	head := strings.Repeat(" ", lw)
+	for si, s := range l.segs {
+		if si > 0 || arr[s[0]].At >= 0 {
+			head += " " + bound + "  "
+		} else {
+			head += "  "
+		}
+		label := fmt.Sprintf("%s: %d", signed(arr[s[0]].At), s[1]-s[0])
+		head += pad(label, segWidth(s))
+		if si == 0 && arr[s[0]].At < 0 && len(l.segs) == 1 {
+			head += " " + bound
+		}
+	}
+	head += fmt.Sprintf("  in last %s", p.Limit.Window)
+	out := []string{head}
+	for a, name := range p.Algorithms {
+		line := fmt.Sprintf("%-*s", lw, name)
+		for si, s := range l.segs {
+			if si > 0 || arr[s[0]].At >= 0 {
+				line += " " + bound + "  "
+			} else {
+				line += "  "
+			}
+			for c := s[0]; c < s[1]; c += per {
+				var na, nd, np int
+				for i := c; i < min(c+per, s[1]); i++ {
+					switch l.status[a][i] {
+					case 0:
+						np++
+					case 1:
+						na++
+					default:
+						nd++
+					}
+				}
+				switch {
+				case np > 0 && na+nd == 0:
+					line += colour("2", pend)
+				case nd == 0 && np == 0:
+					line += colour("32", acc)
+				case na == 0 && np == 0:
+					line += colour("31", den)
+				default:
+					line += colour("33", mix)
+				}
+			}
+		}
+		n := l.trailing(a)
+		count := fmt.Sprintf("%d/%d", n, p.Limit.Limit)
+		if n > p.Limit.Limit {
+			count = colour("1;31", count) + fmt.Sprintf(" %.2fx the limit", float64(n)/float64(p.Limit.Limit))
+		}
+		out = append(out, line+"  "+count)
+	}
+	unit := "1 request"
+	if per > 1 {
+		unit = fmt.Sprintf("%d requests", per)
+	}
+	out = append(out, "", fmt.Sprintf("%s accepted  %s denied  %s mixed  %s window boundary; one mark = %s, in arrival order",
+		colour("32", acc), colour("31", den), colour("33", mix), bound, unit))
+	return out
+}
+
+// bar is a progress bar of width cells, f in [0, 1].
+func bar(f float64, width int) string {
+	f = min(max(f, 0), 1)
+	n := int(math.Round(f * float64(width)))
+	return "[" + strings.Repeat("█", n) + strings.Repeat("░", width-n) + "]"
+}
+
+func pad(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return s + strings.Repeat(" ", n-len(s))
+}
+
+// signed renders a duration with its sign: "-1s", "+1.05s".
+func signed(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+// burst is what one algorithm did in the two bursts of a boundary-burst
+// row, from its timeline (times in ms from the boundary).
+type burst struct {
+	beforeAcc, beforeDen, afterAcc, afterDen int64
+	beforeStart, beforeEnd                   float64
+	afterStart, afterEnd                     float64
+	hasBefore, hasAfter                      bool
+}
+
+func burstsOf(row harness.Row) burst {
+	var b burst
+	for _, p := range row.Timeline {
+		if p.TMS < 0 {
+			if !b.hasBefore {
+				b.beforeStart = p.TMS
+			}
+			b.hasBefore = true
+			b.beforeEnd = p.TMS
+			b.beforeAcc, b.beforeDen = p.Accepted, p.Denied
+			continue
+		}
+		if !b.hasAfter {
+			b.afterStart = p.TMS
+		}
+		b.hasAfter = true
+		b.afterEnd = p.TMS
+		b.afterAcc, b.afterDen = p.Accepted-b.beforeAcc, p.Denied-b.beforeDen
+	}
+	return b
+}
+
+var precisionRe = regexp.MustCompile(`precision ([0-9a-zµ.]+)\)`)
+
+// Explain tells, per algorithm row of a boundary-burst run (what `ratelab
+// demo` measures), what happened and why, from the measured numbers only:
+// the accepted and denied cost of the burst before the boundary and of the
+// one after, the time between them, the most accepted in one window against
+// the limit and the ideal, and, for the algorithms ratelab knows, the
+// mechanism's own arithmetic applied to the measured times (the refill a
+// token bucket earned in the measured gap, the weight the sliding counter
+// gave the previous window at the measured instant). Rows without a
+// timeline on both sides of the boundary get only the measured totals. The
+// first line describes the bursts.
+func Explain(r *harness.Results) []string {
+	var out []string
+	for i, row := range r.Results {
+		b := burstsOf(row)
+		W := time.Duration(row.WindowMS) * time.Millisecond
+		L := row.Limit
+		if i == 0 && b.hasBefore && b.hasAfter {
+			out = append(out, fmt.Sprintf("Each algorithm got %d requests %s before the window boundary (within %s) and %d more %s after it, "+
+				"%s apart — all inside one %s window, so at most %d should have been accepted.",
+				b.beforeAcc+b.beforeDen, ms(-b.beforeStart), ms(b.beforeEnd-b.beforeStart), b.afterAcc+b.afterDen,
+				ms(b.afterStart), ms(b.afterStart-b.beforeEnd), formatWindow(row.WindowMS), L))
+		}
+		var s strings.Builder
+		fmt.Fprintf(&s, "%s accepted %d of %d before the boundary and %d of %d after it. ",
+			row.Algorithm, b.beforeAcc, b.beforeAcc+b.beforeDen, b.afterAcc, b.afterAcc+b.afterDen)
+		gap := time.Duration((b.afterStart - b.beforeEnd) * float64(time.Millisecond))
+		if b.hasBefore && b.hasAfter && b.beforeAcc > 0 {
+			s.WriteString(mechanism(row, b, W, L, gap))
+		}
+		verdict := "within the limit"
+		if row.Ratio > 1 {
+			verdict = fmt.Sprintf("%sx the limit: %d more than allowed", formatFixed(row.Ratio, 2), row.MaxInWindow-L)
+		}
+		fmt.Fprintf(&s, "Most accepted within one %s window: %d of %d allowed — %s; an exact sliding log would have accepted %d (fidelity %s).",
+			formatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, formatFixed(row.Fidelity, 2))
+		out = append(out, s.String())
+	}
+	return out
+}
+
+// mechanism is the known algorithms' arithmetic on the measured numbers.
+func mechanism(row harness.Row, b burst, W time.Duration, L int64, gap time.Duration) string {
+	rate := float64(L) / W.Seconds() // units per second
+	switch row.Algorithm {
+	case "fixed-window":
+		if b.afterAcc > 0 {
+			return fmt.Sprintf("It counts per window number floor(t/W): the first burst filled the counter of the window that ended at the boundary, "+
+				"and %s later the second burst found the next window's counter empty. ", ms(float64(gap.Milliseconds())))
+		}
+		return "Both bursts fell in one window's counter. "
+	case "sliding-log":
+		return fmt.Sprintf("It keeps a timestamp per accepted request: at %s the %d accepted at %s were still inside the trailing %s "+
+			"(they leave at %s), so it refused what did not fit. ",
+			ms(b.afterStart), b.beforeAcc, ms(b.beforeStart), W, ms(b.beforeStart+float64(W.Milliseconds())))
+	case "bucketed-hash":
+		p := "its precision"
+		if m := precisionRe.FindStringSubmatch(row.LimitDesc); m != nil {
+			p = "blocks of " + m[1]
+		}
+		return fmt.Sprintf("It sums block counters (%s) over the trailing window: the block holding the first burst was still inside the window at %s, "+
+			"so it counted those %d. ", p, ms(b.afterStart), b.beforeAcc)
+	case "reservoir", "gcra":
+		span := time.Duration((b.afterEnd - b.beforeStart) * float64(time.Millisecond))
+		what := fmt.Sprintf("It is a token bucket of %d refilled at %d per %s (%.2f/s)", L, L, W, rate)
+		if row.Algorithm == "gcra" {
+			what = fmt.Sprintf("It is redis_rate's GCRA with burst %d and one unit every %s (%.2f/s)", L, (W / time.Duration(L)).Round(time.Microsecond), rate)
+		}
+		return fmt.Sprintf("%s: from the first request at %s to the last at %s (%s) it earned %.1f on top of the full %d it started with, "+
+			"so the second burst could take about %d. ", what, ms(b.beforeStart), ms(b.afterEnd), span.Round(time.Millisecond),
+			rate*span.Seconds(), L, int64(math.Floor(rate*span.Seconds()+1e-9)))
+	case "sliding-counter":
+		weight := func(at float64) float64 {
+			e := time.Duration(at * float64(time.Millisecond))
+			return float64(W-e) / float64(W)
+		}
+		w0, w1 := weight(b.afterStart), weight(b.afterEnd)
+		e0, e1 := float64(b.beforeAcc)*w0, float64(b.beforeAcc)*w1
+		return fmt.Sprintf("It weighs the previous window's count by its overlap with the trailing window: at %s the %d of the previous window "+
+			"counted %.0f%% = %.1f, leaving room for %.1f, and by the burst's last request at %s %.0f%% = %.1f, room for %.1f — "+
+			"an estimate that assumes those %d were spread over the whole window, when they all came %s before its end. ",
+			ms(b.afterStart), b.beforeAcc, 100*w0, e0, float64(L)-e0, ms(b.afterEnd), 100*w1, e1, float64(L)-e1, b.beforeAcc, ms(-b.beforeEnd))
+	}
+	return ""
+}
+
+// ms renders milliseconds as a short duration ("1s", "1.05s", "250ms").
+func ms(v float64) string {
+	d := time.Duration(math.Round(v*1000)) * time.Microsecond
+	switch {
+	case d.Abs() >= time.Second:
+		d = d.Round(10 * time.Millisecond)
+	case d.Abs() >= 10*time.Millisecond:
+		d = d.Round(time.Millisecond)
+	}
+	return d.String()
+}

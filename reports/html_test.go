@@ -1,0 +1,221 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/harness"
+)
+
+var screenshot = flag.String("screenshot", "", "also save report.html's Chromium screenshot here (default: only in the test's temp dir)")
+
+// sixFixture is the fixture with the two peers added (gcra like reservoir,
+// sliding-counter a little over the limit), as a demo's results.
+func sixFixture() *harness.Results {
+	r := fixture()
+	r.Command = "demo"
+	r.Config.Algorithms = append(r.Config.Algorithms, "gcra", "sliding-counter")
+	var extra []harness.Row
+	for _, row := range r.Results {
+		if row.Algorithm != "reservoir" || row.Scenario != "boundary-burst" {
+			continue
+		}
+		g := row
+		g.Algorithm, g.LimitDesc = "gcra", "rate 50 per 10s, burst 50 (redis_rate GCRA; Redis TIME, ignores injected clocks)"
+		c := row
+		c.Algorithm, c.LimitDesc = "sliding-counter", "50 per 10s (weighted previous window)"
+		c.MaxInWindow, c.Accepted, c.Ratio, c.Fidelity = 53, 53, 1.06, 1.06
+		extra = append(extra, g, c)
+	}
+	r.Results = append(r.Results[:4], extra...) // boundary-burst only, six algorithms
+	r.Config.Scenarios = []string{"boundary-burst"}
+	return r
+}
+
+// report.html is one self-contained page: no scripts, no external files,
+// every plot inlined as SVG, every algorithm's verdict and row.
+func TestWriteHTML(t *testing.T) {
+	dir := t.TempDir()
+	r := sixFixture()
+	if err := WriteDir(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script", "<link", "<img", "src=", "url(", "@import"} {
+		if bytes.Contains(page, []byte(bad)) {
+			t.Errorf("report.html contains %q: not self-contained", bad)
+		}
+	}
+	if n := bytes.Count(page, []byte("<svg")); n != 2 {
+		t.Errorf("%d inline SVGs, want 2 (timeline-boundary-burst, ratio)", n)
+	}
+	if bytes.Contains(page, []byte("<?xml")) {
+		t.Error("an SVG's XML prolog was left inside the HTML")
+	}
+	for _, alg := range r.Config.Algorithms {
+		if !bytes.Contains(page, []byte(`data-algorithm="`+alg+`"`)) {
+			t.Errorf("no verdict for %s", alg)
+		}
+		if !bytes.Contains(page, []byte("<td>"+alg+"</td>")) {
+			t.Errorf("no results row for %s", alg)
+		}
+	}
+	for _, want := range []string{"exceeded the limit: 100 accepted within one 10s window", "held: never more than the limit",
+		"What happened", "weighs the previous window", "7.0.15 at 127.0.0.1:40123 (exec)"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// a figure that is not SVG is an error, not a broken page
+	if err := WriteHTML(&bytes.Buffer{}, r, []Figure{{Name: "x", SVG: []byte("\x89PNG")}}); err == nil {
+		t.Error("a PNG passed as SVG: no error")
+	}
+}
+
+// report.html rendered by headless Chromium (Debian's chromium package;
+// `make chromium` installs it): the DOM it built shows every algorithm's
+// verdict, both plots and the table, and the screenshot is not blank.
+func TestHTMLInChromium(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	r := sixFixture()
+	if err := WriteDir(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + filepath.Join(dir, "report.html")
+	args := func(extra ...string) []string {
+		return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+			"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1280,2200"}, append(extra, url)...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, bin, args("--dump-dom")...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	for _, alg := range r.Config.Algorithms {
+		if !regexp.MustCompile(`<li class="[a-z]*" data-algorithm="` + alg + `"><b>` + alg + `</b>`).Match(dom) {
+			t.Errorf("the rendered DOM has no verdict for %s", alg)
+		}
+	}
+	if n := bytes.Count(dom, []byte("<svg")); n != 2 {
+		t.Errorf("the rendered DOM has %d SVGs, want 2", n)
+	}
+	if n := bytes.Count(dom, []byte("<tr class=")); n != len(r.Results) {
+		t.Errorf("the rendered DOM has %d result rows, want %d", n, len(r.Results))
+	}
+
+	shot := filepath.Join(dir, "report.png")
+	if out, err := exec.CommandContext(ctx, bin, args("--screenshot="+shot)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *screenshot != "" {
+		data, _ := os.ReadFile(shot)
+		if err := os.WriteFile(*screenshot, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the page is drawn: dark text in the top band, the verdicts' orange
+	// (exceeded) and green (held) borders further down
+	if dark := countPixels(img, image.Rect(0, 0, 1280, 120), func(r, g, b uint32) bool { return r < 0x4000 && g < 0x4000 && b < 0x4000 }); dark < 200 {
+		t.Errorf("screenshot: %d dark pixels in the title band: blank page?", dark)
+	}
+	orange := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return r>>8 == 0xd5 && g>>8 == 0x5e && b>>8 == 0x00 })
+	green := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return r>>8 == 0x00 && g>>8 == 0x9e && b>>8 == 0x73 })
+	if orange < 100 || green < 100 {
+		t.Errorf("screenshot: %d orange and %d green pixels: verdicts not drawn", orange, green)
+	}
+}
+
+func countPixels(img image.Image, r image.Rectangle, match func(r, g, b uint32) bool) int {
+	n := 0
+	r = r.Intersect(img.Bounds())
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if match(cr, cg, cb) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// chromium finds Debian's chromium (or another Chromium build) on PATH.
+// There is none: the test fails with how to get it (`make test` installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("headless Chromium is needed to check report.html: run `make chromium` (installs Debian's chromium package)")
+	return ""
+}
+
+// capacity and verify results get the same kind of page.
+func TestWriteCapacityAndVerifyHTML(t *testing.T) {
+	var b bytes.Buffer
+	c := capacityFixture()
+	if err := WriteCapacityHTML(&b, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range c.Results {
+		if !bytes.Contains(b.Bytes(), []byte("<td>"+row.Algorithm+"</td>")) {
+			t.Errorf("capacity report.html has no row for %s", row.Algorithm)
+		}
+	}
+	if !bytes.Contains(b.Bytes(), []byte("Memory per key")) {
+		t.Error("capacity report.html has no memory table")
+	}
+	// the directory hook inlines the memory plot
+	dir := t.TempDir()
+	if err := WriteCapacityDir(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCapacityHTMLDir(dir, c, []string{"memory.png"}); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || bytes.Count(page, []byte("<svg")) != 1 {
+		t.Errorf("capacity report.html: %v, want one inline SVG", err)
+	}
+	for _, violated := range []bool{false, true} {
+		b.Reset()
+		v := verifyFixture(violated)
+		if err := WriteVerifyHTML(&b, v); err != nil {
+			t.Fatal(err)
+		}
+		want := `class="held" data-algorithm="` + v.Target + `"`
+		if violated {
+			want = `class="over" data-algorithm="` + v.Target + `"`
+		}
+		if !bytes.Contains(b.Bytes(), []byte(want)) || !bytes.Contains(b.Bytes(), []byte("Families")) {
+			t.Errorf("verify report.html (violated=%v) lacks %s or the families table", violated, want)
+		}
+		if violated && !bytes.Contains(b.Bytes(), []byte("Counter-example")) {
+			t.Error("no counter-example table")
+		}
+	}
+}
