@@ -30,7 +30,9 @@ const clusterSlots = 16384
 // every node reports cluster_state:ok and knows all masters. Its nodes.conf
 // files live in a temporary directory; Close stops the processes and
 // removes it.
-func startCluster(ctx context.Context, timeout time.Duration) (*Redis, error) {
+//
+// It waits up to timeout for the cluster; its client dials with dial.
+func startCluster(ctx context.Context, timeout, dial time.Duration) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: --redis cluster starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
@@ -70,7 +72,7 @@ func startCluster(ctx context.Context, timeout time.Duration) (*Redis, error) {
 			if err != nil {
 				return fail(err)
 			}
-			p, lastErr = spawnRedis(ctx, bin, port, time.Until(deadline), []string{
+			p, lastErr = spawnRedis(ctx, bin, port, time.Until(deadline), dial, []string{
 				"--cluster-enabled", "yes",
 				"--cluster-port", strconv.Itoa(bus),
 				"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
@@ -106,7 +108,7 @@ func startCluster(ctx context.Context, timeout time.Duration) (*Redis, error) {
 			return fail(fmt.Errorf("%s: %w", p.addr, err))
 		}
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: timeout, MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	r := &Redis{Client: c, Info: RedisInfo{Mode: "cluster", Addr: strings.Join(addrs, ","), Version: procs[0].version}, stop: stop}
 	if err := r.clusterReady(ctx, time.Until(deadline)); err != nil {
 		_ = c.Close()

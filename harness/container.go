@@ -101,7 +101,9 @@ func DockerHealthy(ctx context.Context, timeout time.Duration) (err error) {
 // (its redis module) and connects to it. The container's port is published
 // on the Docker host's address only (loopback for a local engine). Close
 // removes the container; so does a failed start.
-func startContainer(ctx context.Context, image string, timeout time.Duration) (*Redis, error) {
+//
+// It waits up to timeout for the container; its client dials with dial.
+func startContainer(ctx context.Context, image string, timeout, dial time.Duration) (*Redis, error) {
 	disableRyuk()
 	if err := DockerHealthy(ctx, min(timeout, 5*time.Second)); err != nil {
 		return nil, fmt.Errorf("%w: --redis container needs a Docker engine: %v", ErrNoRedis, err)
@@ -153,7 +155,7 @@ func startContainer(ctx context.Context, image string, timeout time.Duration) (*
 	if h, p, err := net.SplitHostPort(endpoint); err == nil && h == "localhost" {
 		endpoint = net.JoinHostPort("127.0.0.1", p)
 	}
-	c := redis.NewClient(&redis.Options{Addr: endpoint, DialTimeout: timeout, MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Addr: endpoint, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	r := &Redis{Client: c, Info: RedisInfo{Mode: "container", Addr: endpoint}, stop: stop, containerID: ctr.GetContainerID()}
 	if err := r.ready(sctx, timeout); err != nil {
 		r.Close()

@@ -96,21 +96,21 @@ func OpenWith(ctx context.Context, spec string, o Options) (*Redis, error) {
 	switch {
 	case spec == "auto" || spec == "":
 		if _, err := exec.LookPath("redis-server"); err == nil {
-			return startExec(ctx, start)
+			return startExec(ctx, start, o.Timeout)
 		}
-		if err := DockerHealthy(ctx, min(o.Timeout, 5*time.Second)); err == nil {
-			return startContainer(ctx, o.image(), start)
-		} else {
-			return nil, fmt.Errorf("%w: redis-server is not on PATH and Docker does not answer (%v). Get a Redis one of these ways: "+
-				"install redis-server (Debian: apt-get install redis-server) for --redis exec; "+
-				"start Docker for --redis container; or pass --redis redis://host:port for a server you have", ErrNoRedis, err)
+		err := DockerHealthy(ctx, min(o.Timeout, 5*time.Second))
+		if err == nil {
+			return startContainer(ctx, o.image(), start, o.Timeout)
 		}
+		return nil, fmt.Errorf("%w: redis-server is not on PATH and Docker does not answer (%v). Get a Redis one of these ways: "+
+			"install redis-server (Debian: apt-get install redis-server) for --redis exec; "+
+			"start Docker for --redis container; or pass --redis redis://host:port for a server you have", ErrNoRedis, err)
 	case spec == "exec":
-		return startExec(ctx, start)
+		return startExec(ctx, start, o.Timeout)
 	case spec == "container":
-		return startContainer(ctx, o.image(), start)
+		return startContainer(ctx, o.image(), start, o.Timeout)
 	case spec == "cluster":
-		return startCluster(ctx, start)
+		return startCluster(ctx, start, o.Timeout)
 	case isClusterURL(spec):
 		return openClusterURL(ctx, spec, o)
 	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
@@ -208,7 +208,9 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-func startExec(ctx context.Context, timeout time.Duration) (*Redis, error) {
+// startExec starts a throwaway redis-server (see OpenWith "exec"): it waits
+// up to timeout for it to answer; its client dials with dial.
+func startExec(ctx context.Context, timeout, dial time.Duration) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: redis-server is not on PATH (Debian: apt-get install redis-server)", ErrNoRedis)
@@ -219,7 +221,7 @@ func startExec(ctx context.Context, timeout time.Duration) (*Redis, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := spawnRedis(ctx, bin, port, timeout, nil)
+		p, err := spawnRedis(ctx, bin, port, timeout, dial, nil)
 		if err == nil {
 			r := &Redis{Client: p.client, Info: RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, stop: p.stop}
 			return r, nil
@@ -240,8 +242,8 @@ type process struct {
 }
 
 // spawnRedis starts redis-server on 127.0.0.1:port with extra arguments and
-// waits until it answers PING (within timeout).
-func spawnRedis(ctx context.Context, bin string, port int, timeout time.Duration, extra []string) (*process, error) {
+// waits until it answers PING (within timeout); its client dials with dial.
+func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Duration, extra []string) (*process, error) {
 	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
@@ -267,7 +269,7 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout time.Duration
 			p.logMu.Unlock()
 		}
 	}()
-	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: timeout, MaxRetries: -1, ContextTimeoutEnabled: true})
+	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	r := &Redis{Client: p.client}
 	if err := r.ready(ctx, timeout); err != nil {
 		_ = p.stop()
