@@ -225,15 +225,17 @@ func TestFaults(t *testing.T) {
 			if r.code != c.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %s", r.code, c.wantCode, r.stderr)
 			}
-			if c.wantCode == exitUsage {
-				// stopped within --max-outage (2s) plus one --timeout (500ms) and the cleanup
-				if d := time.Since(faultAt); d > 4*time.Second {
-					t.Errorf("stopped %v after the fault", d)
-				}
-			}
 			res, err := reports.ReadResults(filepath.Join(out, "results.json"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.wantCode == exitUsage {
+				// the run itself (before its results are rendered) stopped within
+				// --max-outage (2s) plus one --timeout (500ms) and the cleanup (1s)
+				stopped := res.StartedAt.Add(time.Duration(res.DurationMS) * time.Millisecond)
+				if d := stopped.Sub(faultAt); d > 4*time.Second {
+					t.Errorf("the run stopped %v after the fault (exit %v after it)", d, time.Since(faultAt))
+				}
 			}
 			n, errs := readDecisions(t, filepath.Join(out, "decisions.jsonl"))
 			var requests int64
