@@ -140,6 +140,8 @@ func TestForeignKeysUntouched(t *testing.T) {
 	commands := [][]string{
 		{"run", "--redis", url, "--out", t.TempDir()},
 		{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms"},
+		{"capacity", "--redis", url, "--algorithms", "sliding-log,bucketed-hash", "--limits", "10,129", "--keys", "200", "--out", t.TempDir()},
+		{"bench", "--redis", url, "--algorithms", "sliding-log", "--duration", "500ms", "--clients", "4", "--out", t.TempDir()},
 	}
 	for _, args := range commands {
 		code, _, stderr := ratelab(t, args...)
