@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,19 +127,15 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	cfg.RunID = harness.NewRunID()
-	out := f.out
-	if out == "" {
-		out = filepath.Join("results", cfg.RunID)
+	out, err := outDir(f.out, cfg.RunID)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return usagef("--out: %w", err)
-	}
-	rd, err := f.redis.open(c)
+	rd, err := openRedis(c, &f.redis, stderr)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
 	res, runErr := harness.RunCapacity(c.Context(), rd, cfg, stderr)
 	if err := reports.WriteCapacityDir(out, res); err != nil {
 		return fmt.Errorf("write results to %s: %w", out, err)

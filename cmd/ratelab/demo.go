@@ -96,14 +96,11 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := harness.NewRunID()
-	out := f.out
-	if out == "" {
-		out = filepath.Join("results", runID)
+	out, err := outDir(f.out, runID)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return usagef("--out: %w", err)
-	}
-	rd, err := f.redis.open(c)
+	rd, err := openRedis(c, &f.redis, stderr)
 	if err != nil {
 		return err
 	}
@@ -115,7 +112,6 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		show = stderr
 	}
 	tty, width := terminal(show)
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
 
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {

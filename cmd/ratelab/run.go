@@ -203,19 +203,15 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = harness.NewRunID()
-	out := f.out
-	if out == "" {
-		out = filepath.Join("results", cfg.RunID)
+	out, err := outDir(f.out, cfg.RunID)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return usagef("--out: %w", err)
-	}
-	rd, err := f.redis.open(c)
+	rd, err := openRedis(c, &f.redis, stderr)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
 
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
