@@ -46,7 +46,8 @@ type RunConfig struct {
 
 // RedisInfo describes the Redis a run used.
 type RedisInfo struct {
-	// Mode is "exec" (a throwaway redis-server), "url" or "container".
+	// Mode is "exec" (a throwaway redis-server), "url", "container",
+	// "cluster" (a throwaway local Cluster) or "cluster-url".
 	Mode    string `json:"mode"`
 	Addr    string `json:"addr"`
 	Version string `json:"version"`

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -86,16 +87,36 @@ func writeBenchText(w io.Writer, r *harness.BenchResults, markdown bool) error {
 		return err
 	}
 	compared := benchCompared(r)
-	header := []any{"algorithm", "path", "clients", "pipeline", "decisions/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
-		"server µs/call", "server CPU", "client CPU", "allowed"}
-	if compared {
-		header = append(header, "redis-benchmark/s", "its client CPU", "ratio")
-	}
+	header, rows := benchTable(r, escape)
 	align := []tw.Align{tw.AlignLeft, tw.AlignLeft}
 	for range len(header) - 2 {
 		align = append(align, tw.AlignRight)
 	}
-	rows := make([][]string, 0, len(r.Results))
+	var rend tw.Renderer = renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
+	if markdown {
+		rend = renderer.NewMarkdown()
+	}
+	if err := renderAny(&b, rend, header, align, rows); err != nil {
+		return err
+	}
+	if markdown {
+		b.WriteByte('\n')
+	}
+	for _, n := range benchNotes(r, compared) {
+		fmt.Fprintf(&b, "%s%s\n", bullet, escape(n))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// benchTable is the bench table's header and rows, cells escaped by escape.
+func benchTable(r *harness.BenchResults, escape func(string) string) (header []any, rows [][]string) {
+	compared := benchCompared(r)
+	header = []any{"algorithm", "path", "clients", "pipeline", "decisions/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
+		"server µs/call", "server CPU", "client CPU", "allowed"}
+	if compared {
+		header = append(header, "redis-benchmark/s", "its client CPU", "ratio")
+	}
 	for _, row := range r.Results {
 		cells := []string{
 			escape(row.Algorithm), escape(row.Path),
@@ -117,21 +138,43 @@ func writeBenchText(w io.Writer, r *harness.BenchResults, markdown bool) error {
 		}
 		rows = append(rows, cells)
 	}
-	var rend tw.Renderer = renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
-	if markdown {
-		rend = renderer.NewMarkdown()
+	return header, rows
+}
+
+// WriteBenchHTML writes report.html for bench results: the configuration,
+// the throughput and latency table with its notes, and the figures.
+func WriteBenchHTML(w io.Writer, r *harness.BenchResults, figures []Figure) error {
+	if r == nil {
+		return fmt.Errorf("reports: no bench results to write")
 	}
-	if err := renderAny(&b, rend, header, align, rows); err != nil {
-		return err
+	c := r.Config
+	doc := HTMLDoc{Title: "ratelab bench report", Figures: figures, Notes: benchNotes(r, benchCompared(r))}
+	if !r.Complete {
+		doc.Incomplete = r.Error
+		if doc.Incomplete == "" {
+			doc.Incomplete = "the run stopped early (no error recorded)"
+		}
 	}
-	if markdown {
-		b.WriteByte('\n')
+	doc.Config = [][2]string{
+		{"algorithms", orNone(strings.Join(c.Algorithms, ", "))},
+		{"paths", orNone(strings.Join(c.Paths, ", "))},
+		{"limit", fmt.Sprintf("%d per %s", c.Limit, formatWindow(c.WindowMS))},
+		{"clients, pipeline", fmt.Sprintf("%d, %d", c.Clients, c.Pipeline)},
+		{"Redis", strings.ReplaceAll(redisDesc(r.Redis), "`", "")},
+		{"started at", r.StartedAt.UTC().Format(time.RFC3339)},
+		{"duration", (time.Duration(r.DurationMS) * time.Millisecond).String()},
 	}
-	for _, n := range benchNotes(r, compared) {
-		fmt.Fprintf(&b, "%s%s\n", bullet, escape(n))
+	header, rows := benchTable(r, noEscape)
+	t := HTMLTable{Title: "Decisions per second and latency"}
+	for i, h := range header {
+		t.Header = append(t.Header, fmt.Sprint(h))
+		t.Right = append(t.Right, i > 1)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	for _, cells := range rows {
+		t.Rows = append(t.Rows, HTMLRow{Cells: cells})
+	}
+	doc.Tables = []HTMLTable{t}
+	return WriteHTMLDoc(w, doc)
 }
 
 func formatPct(part, whole int64) string {
@@ -206,6 +249,13 @@ func WriteBenchDir(dir string, r *harness.BenchResults) error {
 			}
 		}
 		plots = append(plots, "throughput.png")
+	}
+	figs, err := readFigures(dir, plots)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(file("report.html"), func(w io.Writer) error { return WriteBenchHTML(w, r, figs) }); err != nil {
+		return err
 	}
 	return writeFile(file("report.md"), func(w io.Writer) error {
 		var b bytes.Buffer

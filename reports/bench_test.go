@@ -90,6 +90,10 @@ func TestBenchDir(t *testing.T) {
 	for _, f := range []string{"latency-allow.png", "latency-allow.svg", "latency-deny.png", "throughput.png", "throughput.svg"} {
 		checkImage(t, filepath.Join(dir, f))
 	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "ratelab bench report") {
+		t.Errorf("report.html: %v, inlined SVG %v", err, strings.Contains(string(page), "<svg"))
+	}
 	report, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -342,6 +342,9 @@ func WriteCapacityDir(dir string, r *harness.CapacityResults) error {
 		}
 		plots = append(plots, "memory.png")
 	}
+	if err := writeCapacityHTMLDir(dir, r, plots); err != nil {
+		return err
+	}
 	return writeFile(file("report.md"), func(w io.Writer) error {
 		var b bytes.Buffer
 		b.WriteString("# ratelab capacity report\n\n")

@@ -90,6 +90,10 @@ func TestCapacityDir(t *testing.T) {
 	for _, f := range []string{"memory.png", "memory.svg"} {
 		checkImage(t, filepath.Join(dir, f))
 	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "ratelab capacity report") {
+		t.Errorf("report.html: %v, inlined SVG %v", err, strings.Contains(string(page), "<svg"))
+	}
 	report, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)
