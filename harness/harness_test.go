@@ -101,8 +101,10 @@ func TestRunBoundaryBurstRedisClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := rowsByAlgorithm(res)
-	if r := rows["fixed-window"]; r.MaxInWindow != 40 || r.Ratio != 2 {
-		t.Errorf("fixed-window: max %d ratio %v, want 40 2", r.MaxInWindow, r.Ratio)
+	// 40 (2x) when the first burst is done before the boundary; a loaded
+	// machine can push part of it past, so the real-time verdict is "> 20"
+	if r := rows["fixed-window"]; r.MaxInWindow <= 20 || r.MaxInWindow > 40 {
+		t.Errorf("fixed-window: max %d ratio %v, want 21..40 (over the limit)", r.MaxInWindow, r.Ratio)
 	}
 	if r := rows["sliding-log"]; r.MaxInWindow != 20 || r.Accepted != 20 {
 		t.Errorf("sliding-log: max %d accepted %d, want 20 20", r.MaxInWindow, r.Accepted)

@@ -92,7 +92,8 @@ func TestRedisEngineErrors(t *testing.T) {
 		{"--redis-image without a container", []string{"--redis", "exec", "--redis-image", "redis:7"},
 			[]string{"--redis-image: only --redis container uses an image"}},
 	}
-	const timeout = 700 * time.Millisecond
+	// long enough for a TLS handshake on a loaded 2-core machine
+	const timeout = 2 * time.Second
 	for _, c := range cases {
 		for _, cmd := range []string{"run", "verify"} {
 			args := append([]string{cmd, "--connect-timeout", timeout.String()}, c.args...)
