@@ -36,23 +36,7 @@ func WriteBench(w io.Writer, format string, r *harness.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
-	var err error
-	switch format {
-	case "table":
-		err = writeBenchText(w, r, false)
-	case "markdown":
-		err = writeBenchText(w, r, true)
-	case "json":
-		err = writeIndentedJSON(w, r)
-	case "csv":
-		err = writeRowsCSV(w, r.Results)
-	default:
-		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
-	}
-	if err != nil {
-		return fmt.Errorf("reports: %s output: %w", format, err)
-	}
-	return nil
+	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeBenchText(w, r, markdown) }, r, r.Results)
 }
 
 func benchCompared(r *harness.BenchResults) bool {
@@ -107,6 +91,27 @@ func writeBenchText(w io.Writer, r *harness.BenchResults, markdown bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeIn renders a results value in one of Formats: text for "table"
+// (markdown false) and "markdown", v as indented JSON, rows (a slice of
+// structs) as CSV. An unknown format names --format.
+func writeIn[T any](w io.Writer, format string, text func(w io.Writer, markdown bool) error, v any, rows []T) error {
+	var err error
+	switch format {
+	case "table", "markdown":
+		err = text(w, format == "markdown")
+	case "json":
+		err = writeIndentedJSON(w, v)
+	case "csv":
+		err = writeRowsCSV(w, rows)
+	default:
+		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
+	}
+	if err != nil {
+		return fmt.Errorf("reports: %s output: %w", format, err)
+	}
+	return nil
 }
 
 // benchTable is the bench table's header and rows, cells escaped by escape.

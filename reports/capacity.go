@@ -41,23 +41,7 @@ func WriteCapacity(w io.Writer, format string, r *harness.CapacityResults) error
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
-	var err error
-	switch format {
-	case "table":
-		err = writeCapacityText(w, r, false)
-	case "markdown":
-		err = writeCapacityText(w, r, true)
-	case "json":
-		err = writeIndentedJSON(w, r)
-	case "csv":
-		err = writeRowsCSV(w, r.Results)
-	default:
-		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
-	}
-	if err != nil {
-		return fmt.Errorf("reports: %s output: %w", format, err)
-	}
-	return nil
+	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeCapacityText(w, r, markdown) }, r, r.Results)
 }
 
 func capacityHeader(r *harness.CapacityResults) []any {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -185,27 +183,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	res, runErr := harness.RunBench(c.Context(), rd, cfg, stderr)
-	if err := reports.WriteBenchDir(out, res); err != nil {
-		return fmt.Errorf("write results to %s: %w", out, err)
-	}
-	if err := reports.WriteBench(stdout, f.format, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, report.md, plots) — %d ms\n", out, res.DurationMS)
-	if runErr != nil {
-		return fmt.Errorf("bench stopped early (results marked incomplete): %w", runErr)
-	}
-	return nil
-}
-
-// reportBench re-renders a bench directory (ratelab report DIR).
-func reportBench(stdout io.Writer, dir, format string) error {
-	res, err := reports.ReadBench(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return usageError{err}
-	}
-	if err := reports.WriteBenchDir(dir, res); err != nil {
-		return err
-	}
-	return reports.WriteBench(stdout, format, res)
+	return publish(stdout, stderr, "bench", out, res.DurationMS, runErr,
+		func(dir string) error { return reports.WriteBenchDir(dir, res) },
+		func(w io.Writer) error { return reports.WriteBench(w, f.format, res) })
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -137,27 +135,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	defer rd.Close()
 	res, runErr := harness.RunCapacity(c.Context(), rd, cfg, stderr)
-	if err := reports.WriteCapacityDir(out, res); err != nil {
-		return fmt.Errorf("write results to %s: %w", out, err)
-	}
-	if err := reports.WriteCapacity(stdout, f.format, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, report.md, plots) — %d ms\n", out, res.DurationMS)
-	if runErr != nil {
-		return fmt.Errorf("capacity stopped early (results marked incomplete): %w", runErr)
-	}
-	return nil
-}
-
-// reportCapacity re-renders a capacity directory (ratelab report DIR).
-func reportCapacity(stdout io.Writer, dir, format string) error {
-	res, err := reports.ReadCapacity(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return usageError{err}
-	}
-	if err := reports.WriteCapacityDir(dir, res); err != nil {
-		return err
-	}
-	return reports.WriteCapacity(stdout, format, res)
+	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
+		func(dir string) error { return reports.WriteCapacityDir(dir, res) },
+		func(w io.Writer) error { return reports.WriteCapacity(w, f.format, res) })
 }

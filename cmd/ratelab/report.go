@@ -33,18 +33,11 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
 			case err != nil:
 				return usageError{err}
 			case command == "capacity":
-				return reportCapacity(stdout, dir, format)
+				return rerender(stdout, dir, format, reports.ReadCapacity, reports.WriteCapacityDir, reports.WriteCapacity)
 			case command == "bench":
-				return reportBench(stdout, dir, format)
+				return rerender(stdout, dir, format, reports.ReadBench, reports.WriteBenchDir, reports.WriteBench)
 			}
-			res, err := reports.ReadResults(filepath.Join(dir, "results.json"))
-			if err != nil {
-				return usageError{err}
-			}
-			if err := reports.WriteDir(dir, res); err != nil {
-				return err
-			}
-			return reports.Write(stdout, format, res)
+			return rerender(stdout, dir, format, reports.ReadResults, reports.WriteDir, reports.Write)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -222,15 +221,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
-	if err := reports.WriteDir(out, res); err != nil {
-		return fmt.Errorf("write results to %s: %w", out, err)
-	}
-	if err := reports.Write(stdout, f.format, res); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, plots) — %d ms\n", out, res.DurationMS)
-	if runErr != nil {
-		return fmt.Errorf("run stopped early (results marked incomplete): %w", runErr)
-	}
-	return nil
+	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
+		func(dir string) error { return reports.WriteDir(dir, res) },
+		func(w io.Writer) error { return reports.Write(w, f.format, res) })
 }
