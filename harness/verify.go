@@ -66,6 +66,12 @@ type VerifyOptions struct {
 	Log *DecisionLog
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
+	// Timeout bounds each decision call (zero: 500 ms); MaxOutage stops the
+	// verification with an error wrapping ErrOutage when calls keep failing
+	// that long (zero: 2 s), so a Redis that dies or hangs never holds a CI
+	// job. A failed call is an error in the report, never a verdict.
+	Timeout   time.Duration
+	MaxOutage time.Duration
 }
 
 // VerifyReport is the outcome of Verify.
@@ -170,6 +176,12 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 	if o.Prefix == "" {
 		o.Prefix = KeyPrefix + NewRunID() + ":verify:"
 	}
+	if o.Timeout <= 0 {
+		o.Timeout = 500 * time.Millisecond
+	}
+	if o.MaxOutage <= 0 {
+		o.MaxOutage = 2 * time.Second
+	}
 	if o.RealTimeMax <= 0 {
 		o.RealTimeMax = time.Minute
 	}
@@ -184,7 +196,8 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		if rdb == nil {
 			return
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		// a few round trips: a Redis that hangs cannot hold the verification
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(2*o.Timeout, time.Second))
 		defer cancel()
 		if ks, err := ScanKeys(cctx, rdb, o.Prefix); err == nil {
 			_ = DeleteKeys(cctx, rdb, ks)
@@ -233,7 +246,8 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		}
 		// a target on an injected clock met the boundaries in virtual time:
 		// its real-time trials need not wait for one
-		r := &Runner{Redis: rdb, Clock: clock, Log: o.Log, Progress: o.Progress, Parallel: 8, Unaligned: inject}
+		r := &Runner{Redis: rdb, Clock: clock, Log: o.Log, Progress: o.Progress, Parallel: 8, Unaligned: inject,
+			Timeout: o.Timeout, MaxOutage: o.MaxOutage}
 		if o.Progress != nil && clock != VirtualClock {
 			fmt.Fprintf(o.Progress, "verify: %d real-time trials on the %s clock\n", len(idx), clock)
 		}

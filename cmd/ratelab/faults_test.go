@@ -249,3 +249,26 @@ func TestFaults(t *testing.T) {
 		})
 	}
 }
+
+// verify against a Redis that hangs mid-way stops with exit 2, never a
+// verdict, instead of holding the CI job.
+func TestVerifyRedisHangs(t *testing.T) {
+	v := startVictim(t)
+	ch := runAsync("verify", "--redis", "redis://"+v.addr, "--algorithm", "sliding-log", "--limit", "50", "--window", "3s")
+	time.Sleep(700 * time.Millisecond)
+	stopped := time.Now()
+	v.signal(t, syscall.SIGSTOP)
+	var r runResult
+	select {
+	case r = <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal("verify hung on a stopped Redis")
+	}
+	t.Logf("verify exited %v after SIGSTOP", time.Since(stopped).Round(time.Millisecond))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Redis kept failing") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the outage", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "HOLDS") || strings.Contains(r.stdout, "VIOLATED") {
+		t.Errorf("a verdict was printed: %s", r.stdout)
+	}
+}

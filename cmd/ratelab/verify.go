@@ -33,6 +33,8 @@ type verifyFlags struct {
 	seed        int64
 	format      string
 	out         string
+	timeout     time.Duration
+	maxOutage   time.Duration
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -87,6 +89,8 @@ printed), 2 usage or environment error.`,
 	fl.DurationVar(&f.realTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random trials")
 	fl.StringVar(&f.format, "format", "table", "table or json")
+	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
+	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
 	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory")
 	return c
 }
@@ -121,6 +125,12 @@ func (f *verifyFlags) check(c *cobra.Command) error {
 	}
 	if f.skew < 0 || f.skew >= f.window/2 {
 		return usagef("--skew: must be in 0..window/2, got %s", f.skew)
+	}
+	if f.timeout <= 0 {
+		return usagef("--timeout: must be > 0, got %s", f.timeout)
+	}
+	if f.maxOutage <= 0 {
+		return usagef("--max-outage: must be > 0, got %s", f.maxOutage)
 	}
 	if f.clients < 1 || f.clients > 256 {
 		return usagef("--clients: must be in 1..256, got %d", f.clients)
@@ -186,7 +196,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		defer log.Close()
 	}
 	opts := harness.VerifyOptions{Limit: l, Skew: f.skew, Clients: f.clients, RealTimeMax: f.realTimeMax,
-		Seed: f.seed, Log: log, Progress: stderr}
+		Seed: f.seed, Log: log, Progress: stderr, Timeout: f.timeout, MaxOutage: f.maxOutage}
 	var rdb redis.UniversalClient // none for --http
 	if rd != nil {
 		rdb = rd.Client
