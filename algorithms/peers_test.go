@@ -10,6 +10,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // The sliding-window counter on fixed instants (limit 10 per 10 s, so the
@@ -84,7 +86,7 @@ func TestSlidingCounterOverAdmits(t *testing.T) {
 	w := 10 * time.Second
 	lim := newLimiter(t, "sliding-counter", algorithms.Limit{Limit: L, Window: w})
 	key := srv.Key(t)
-	var accepted []harness.Event
+	var accepted []measure.Event
 	for at := -time.Millisecond; at < w; at += 100 * time.Millisecond {
 		for {
 			d, err := lim.Allow(ctx, key, 1, algorithms.At(b0.Add(at)))
@@ -94,10 +96,10 @@ func TestSlidingCounterOverAdmits(t *testing.T) {
 			if !d.Allowed {
 				break
 			}
-			accepted = append(accepted, harness.Event{At: at, Cost: 1})
+			accepted = append(accepted, measure.Event{At: at, Cost: 1})
 		}
 	}
-	got, _ := harness.MaxInWindow(accepted, w)
+	got, _ := measure.MaxInWindow(accepted, w)
 	// 20 at -1 ms, then one whenever the weight has fallen by a unit: 19 more
 	// before the burst leaves the trailing window at 9.999 s
 	if got != 2*L-1 {
@@ -116,7 +118,7 @@ func TestSlidingCounterKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keys, err := harness.ScanKeys(ctx, srv.Client(), "{"+prefix)
+	keys, err := engine.ScanKeys(ctx, srv.Client(), "{"+prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestGCRAIsRedisRate(t *testing.T) {
 		}
 	}
 	// the key is the caller's (no "rate:" prefix), so run-prefix SCANs find it
-	keys, err := harness.ScanKeys(ctx, srv.Client(), srv.Key(t)[:len("test:")])
+	keys, err := engine.ScanKeys(ctx, srv.Client(), srv.Key(t)[:len("test:")])
 	if err != nil {
 		t.Fatal(err)
 	}

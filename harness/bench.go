@@ -24,19 +24,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
-
-// Bench paths (contract: the "path" of a bench row).
-const (
-	// PathAllow spreads decisions over many keys (Keys), so nearly all are accepted.
-	PathAllow = "allow"
-	// PathDeny sends every decision to one hot key held at its limit, so
-	// nearly all are denied.
-	PathDeny = "deny"
-)
-
-// BenchPaths lists the paths in run order.
-var BenchPaths = []string{PathAllow, PathDeny}
 
 // Bench defaults.
 const (
@@ -101,116 +91,6 @@ type BenchConfig struct {
 	RunID string
 }
 
-// BenchResults is what `ratelab bench` measured; results.json holds it.
-type BenchResults struct {
-	// Tool is "ratelab"; Command is "bench".
-	Tool    string         `json:"tool"`
-	Command string         `json:"command"`
-	Config  BenchRunConfig `json:"config"`
-	Redis   RedisInfo      `json:"redis"`
-	// StartedAt is the wall-clock start (UTC); DurationMS the wall time, ms.
-	StartedAt  time.Time `json:"started_at"`
-	DurationMS int64     `json:"duration_ms"`
-	Complete   bool      `json:"complete"`
-	Error      string    `json:"error,omitempty"`
-	// Results has one row per algorithm x path, in run order.
-	Results []BenchRow `json:"results"`
-}
-
-// BenchRunConfig repeats what was asked for, after defaults.
-type BenchRunConfig struct {
-	Algorithms            []string `json:"algorithms"`
-	Paths                 []string `json:"paths"`
-	Limit                 int64    `json:"limit"`
-	WindowMS              int64    `json:"window_ms"`
-	Clients               int      `json:"clients"`
-	Pipeline              int      `json:"pipeline"`
-	DurationMS            int64    `json:"duration_ms"`
-	Requests              int64    `json:"requests,omitempty"`
-	Keys                  int      `json:"keys"`
-	RatePerS              float64  `json:"rate_per_s,omitempty"`
-	Rounds                int      `json:"rounds"`
-	Procs                 int      `json:"procs"`
-	CompareRedisBenchmark bool     `json:"compare_redis_benchmark"`
-	RedisBenchmark        string   `json:"redis_benchmark,omitempty"`
-	Prefix                string   `json:"prefix"`
-}
-
-// BenchRow is the throughput and latency of one algorithm on one path.
-type BenchRow struct {
-	Algorithm string `json:"algorithm"`
-	// Path is PathAllow or PathDeny.
-	Path     string `json:"path"`
-	Clients  int    `json:"clients"`
-	Pipeline int    `json:"pipeline"`
-	// Keys is the key space (1 on the deny path).
-	Keys      int    `json:"keys"`
-	Limit     int64  `json:"limit"`
-	WindowMS  int64  `json:"window_ms"`
-	LimitDesc string `json:"limit_desc"`
-	// RatePerS is the target rate (0: closed loop); Corrected says the
-	// latencies were corrected for coordinated omission.
-	RatePerS  float64 `json:"rate_per_s,omitempty"`
-	Corrected bool    `json:"corrected,omitempty"`
-	// Decisions, Allowed, Denied and Errors count ratelab's decisions over all its runs.
-	Decisions int64 `json:"decisions"`
-	Allowed   int64 `json:"allowed"`
-	Denied    int64 `json:"denied"`
-	Errors    int64 `json:"errors"`
-	// DecisionsPerS is the median of ratelab's runs, decisions per second.
-	DecisionsPerS float64 `json:"decisions_per_s"`
-	// Latency of one decision as the client saw it (the round trip of its
-	// pipeline), µs, over all ratelab runs.
-	P50US  int64 `json:"p50_us"`
-	P99US  int64 `json:"p99_us"`
-	P999US int64 `json:"p999_us"`
-	MaxUS  int64 `json:"max_us"`
-	// ServerUSPerCall is Redis's own time per EVALSHA during ratelab's runs
-	// (INFO commandstats: usec / calls), µs; ServerCPUPct is redis-server's
-	// CPU (user + sys) over the runs' wall time, % of one core.
-	ServerUSPerCall float64 `json:"server_us_per_call"`
-	ServerCPUPct    float64 `json:"server_cpu_pct"`
-	// ClientCPUPct is ratelab's own CPU over its runs' wall time, % of one core.
-	ClientCPUPct float64 `json:"client_cpu_pct"`
-	// RedisBenchmarkPerS is the median of redis-benchmark's runs (same
-	// script, arguments, clients, pipeline and number of decisions), and
-	// Ratio = DecisionsPerS / RedisBenchmarkPerS. Only when compared.
-	RedisBenchmarkPerS            float64 `json:"redis_benchmark_per_s,omitempty"`
-	RedisBenchmarkServerUSPerCall float64 `json:"redis_benchmark_server_us_per_call,omitempty"`
-	RedisBenchmarkServerCPUPct    float64 `json:"redis_benchmark_server_cpu_pct,omitempty"`
-	RedisBenchmarkClientCPUPct    float64 `json:"redis_benchmark_client_cpu_pct,omitempty"`
-	Ratio                         float64 `json:"ratio,omitempty"`
-	// Runs lists every run in the order made.
-	Runs []BenchRun `json:"runs"`
-	// CDF is the latency distribution of ratelab's decisions: the latency
-	// at each quantile, for plots.
-	CDF []CDFPoint `json:"cdf,omitempty"`
-}
-
-// BenchRun is one run of one tool.
-type BenchRun struct {
-	// Tool is "ratelab" or "redis-benchmark".
-	Tool      string  `json:"tool"`
-	Decisions int64   `json:"decisions"`
-	Seconds   float64 `json:"seconds"`
-	PerS      float64 `json:"per_s"`
-	// ServerUSPerCall and ServerCPUPct as in BenchRow, for this run.
-	ServerUSPerCall float64 `json:"server_us_per_call"`
-	ServerCPUPct    float64 `json:"server_cpu_pct"`
-	// ClientCPUPct is the tool's own CPU (user + sys) over the run's wall
-	// time, % of one core: what the load generator takes from the machine.
-	ClientCPUPct float64 `json:"client_cpu_pct"`
-	P50US        int64   `json:"p50_us"`
-	P99US        int64   `json:"p99_us"`
-}
-
-// CDFPoint is one point of a latency distribution: Quantile (0..1) of the
-// decisions took at most US µs.
-type CDFPoint struct {
-	Quantile float64 `json:"q"`
-	US       int64   `json:"us"`
-}
-
 // cdfQuantiles are the quantiles (percent) a row's CDF is sampled at.
 var cdfQuantiles = []float64{0, 1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90,
 	92, 94, 95, 96, 97, 98, 98.5, 99, 99.3, 99.5, 99.7, 99.8, 99.9, 99.93, 99.95, 99.97, 99.98, 99.99, 99.995, 99.999, 100}
@@ -221,12 +101,12 @@ var cdfQuantiles = []float64{0, 1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55,
 // run from fresh keys and making the same number of decisions. Scripts read
 // Redis TIME (no injected clock), as in production. Keys are under
 // "ratelab:<run id>:" and removed after each run.
-func RunBench(ctx context.Context, rd *Redis, cfg BenchConfig, progress io.Writer) (*BenchResults, error) {
+func RunBench(ctx context.Context, rd *engine.Redis, cfg BenchConfig, progress io.Writer) (*measure.BenchResults, error) {
 	cfg = cfg.withDefaults()
-	prefix := KeyPrefix + cfg.RunID + ":"
-	res := &BenchResults{
+	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	res := &measure.BenchResults{
 		Tool: "ratelab", Command: "bench",
-		Config: BenchRunConfig{
+		Config: measure.BenchRunConfig{
 			Algorithms: cfg.Algorithms, Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
@@ -234,10 +114,10 @@ func RunBench(ctx context.Context, rd *Redis, cfg BenchConfig, progress io.Write
 		},
 		Redis:     rd.Info,
 		StartedAt: time.Now().UTC(),
-		Results:   []BenchRow{},
+		Results:   []measure.BenchRow{},
 	}
 	base := rd.Client
-	nodes, _, err := memoryNodes(ctx, base) // the server, or a cluster's masters: their stats are summed
+	nodes, _, err := engine.Nodes(ctx, base) // the server, or a cluster's masters: their stats are summed
 	if err != nil {
 		return res, err
 	}
@@ -247,8 +127,8 @@ func RunBench(ctx context.Context, rd *Redis, cfg BenchConfig, progress io.Write
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if keys, err := ScanKeys(cctx, base, prefix); err == nil {
-			_ = DeleteKeys(cctx, base, keys)
+		if keys, err := engine.ScanKeys(cctx, base, prefix); err == nil {
+			_ = engine.DeleteKeys(cctx, base, keys)
 		}
 	}()
 	err = func() error {
@@ -314,7 +194,7 @@ func (cfg BenchConfig) withDefaults() BenchConfig {
 		cfg.Algorithms = algorithms.Names()
 	}
 	if len(cfg.Paths) == 0 {
-		cfg.Paths = BenchPaths
+		cfg.Paths = measure.BenchPaths
 	}
 	if cfg.Limit.Limit == 0 {
 		cfg.Limit = DefaultBenchLimit
@@ -344,7 +224,7 @@ func (cfg BenchConfig) withDefaults() BenchConfig {
 		cfg.RedisBenchmark = "redis-benchmark"
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = NewRunID()
+		cfg.RunID = engine.NewRunID()
 	}
 	return cfg
 }
@@ -463,7 +343,7 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 	if err != nil {
 		return s, err
 	}
-	f := infoFields(info)
+	f := engine.InfoFields(info)
 	for _, kv := range strings.Split(f["cmdstat_evalsha"], ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		n, _ := strconv.ParseInt(v, 10, 64)
@@ -485,23 +365,23 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 // measure runs one algorithm x path: a short warm-up run of ratelab (not
 // counted), then Rounds runs of ratelab, alternating with redis-benchmark's
 // when comparing.
-func (b *bencher) measure(ctx context.Context, alg, path, prefix string, seq *int) (BenchRow, error) {
+func (b *bencher) measure(ctx context.Context, alg, path, prefix string, seq *int) (measure.BenchRow, error) {
 	cfg := b.cfg
 	l := cfg.Limit
 	probe, err := algorithms.New(alg, b.base, l)
 	if err != nil {
-		return BenchRow{}, err
+		return measure.BenchRow{}, err
 	}
 	call, err := CaptureCall(alg, l)
 	if err != nil {
-		return BenchRow{}, err
+		return measure.BenchRow{}, err
 	}
-	row := BenchRow{
+	row := measure.BenchRow{
 		Algorithm: alg, Path: path, Clients: cfg.Clients, Pipeline: cfg.Pipeline, Keys: cfg.Keys,
 		Limit: l.Limit, WindowMS: l.Window.Milliseconds(), LimitDesc: probe.Describe(),
-		RatePerS: cfg.Rate, Corrected: cfg.Rate > 0, Runs: []BenchRun{},
+		RatePerS: cfg.Rate, Corrected: cfg.Rate > 0, Runs: []measure.BenchRun{},
 	}
-	if path == PathDeny {
+	if path == measure.PathDeny {
 		row.Keys = 1
 	}
 	// warm-up, not counted: connections, the Go runtime and the server's
@@ -518,7 +398,7 @@ func (b *bencher) measure(ctx context.Context, alg, path, prefix string, seq *in
 	}
 	n := cfg.Requests
 	hist := newHist()
-	var rl, rb []BenchRun
+	var rl, rb []measure.BenchRun
 	var rlStats, rbStats statsSum
 	for round := 0; round < cfg.Rounds; round++ {
 		tools := []string{"ratelab"}
@@ -535,7 +415,7 @@ func (b *bencher) measure(ctx context.Context, alg, path, prefix string, seq *in
 			if err != nil {
 				return row, err
 			}
-			var run BenchRun
+			var run measure.BenchRun
 			if tool == "ratelab" {
 				out, err := b.runRatelab(ctx, call, path, runPrefix, n)
 				if err != nil {
@@ -609,7 +489,7 @@ func (b *bencher) measure(ctx context.Context, alg, path, prefix string, seq *in
 		row.P999US = hist.ValueAtQuantile(99.9)
 		row.MaxUS = hist.Max()
 		for _, q := range cdfQuantiles {
-			row.CDF = append(row.CDF, CDFPoint{Quantile: q / 100, US: hist.ValueAtQuantile(q)})
+			row.CDF = append(row.CDF, measure.CDFPoint{Quantile: q / 100, US: hist.ValueAtQuantile(q)})
 		}
 	}
 	return row, nil
@@ -642,7 +522,7 @@ func (s statsSum) cpuPct() float64 {
 	return 100 * s.cpu / s.wall
 }
 
-func medianPerS(runs []BenchRun) float64 {
+func medianPerS(runs []measure.BenchRun) float64 {
 	if len(runs) == 0 {
 		return 0
 	}
@@ -659,11 +539,11 @@ func medianPerS(runs []BenchRun) float64 {
 
 // cleanup removes a run's keys.
 func (b *bencher) cleanup(ctx context.Context, prefix string) error {
-	keys, err := ScanKeys(ctx, b.base, prefix)
+	keys, err := engine.ScanKeys(ctx, b.base, prefix)
 	if err != nil {
 		return err
 	}
-	return DeleteKeys(ctx, b.base, keys)
+	return engine.DeleteKeys(ctx, b.base, keys)
 }
 
 // benchKey is the key of decision i's key number k: 12 digits, as
@@ -673,7 +553,7 @@ func benchKey(prefix string, k int) string { return fmt.Sprintf("%s{%012d}", pre
 func hotKey(prefix string) string { return prefix + "{hot}" }
 
 type ratelabRun struct {
-	run                     BenchRun
+	run                     measure.BenchRun
 	allowed, denied, errors int64
 	hist                    *hdrhistogram.Histogram
 }
@@ -684,7 +564,7 @@ type ratelabRun struct {
 func (b *bencher) runRatelab(ctx context.Context, call BenchCall, path, prefix string, n int64) (ratelabRun, error) {
 	cfg := b.cfg
 	var keys []string
-	if path == PathAllow {
+	if path == measure.PathAllow {
 		keys = make([]string, cfg.Keys)
 		for i := range keys {
 			keys[i] = benchKey(prefix, i)
@@ -886,7 +766,7 @@ func isRedisError(err error) bool {
 // runRedisBenchmark runs redis-benchmark with call's EVALSHA, the same
 // clients and pipeline, n requests, keys as ratelab's (__rand_int__ is 12
 // digits) and nonces from __rand_int__.
-func (b *bencher) runRedisBenchmark(ctx context.Context, call BenchCall, path, prefix string, n int64) (BenchRun, error) {
+func (b *bencher) runRedisBenchmark(ctx context.Context, call BenchCall, path, prefix string, n int64) (measure.BenchRun, error) {
 	cfg := b.cfg
 	args := b.redisBenchmarkConn()
 	args = append(args, "-c", strconv.Itoa(cfg.Clients), "-P", strconv.Itoa(cfg.Pipeline),
@@ -897,10 +777,10 @@ func (b *bencher) runRedisBenchmark(ctx context.Context, call BenchCall, path, p
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return BenchRun{}, fmt.Errorf("redis-benchmark: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return measure.BenchRun{}, fmt.Errorf("redis-benchmark: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	wall := time.Since(start)
-	run := BenchRun{Tool: "redis-benchmark", Decisions: n}
+	run := measure.BenchRun{Tool: "redis-benchmark", Decisions: n}
 	rec, err := parseRedisBenchmarkCSV(stdout.String())
 	if err != nil {
 		return run, err
@@ -923,7 +803,7 @@ func (b *bencher) runRedisBenchmark(ctx context.Context, call BenchCall, path, p
 // (allow) or "<prefix>{hot}" (deny), nonces "__rand_int__".
 func RedisBenchmarkCommand(call BenchCall, path, prefix string) []string {
 	key := prefix + "{__rand_int__}"
-	if path == PathDeny {
+	if path == measure.PathDeny {
 		key = hotKey(prefix)
 	}
 	out := []string{"EVALSHA", call.SHA, "1", key}

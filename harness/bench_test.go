@@ -9,6 +9,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // The captured call, replayed by hand, decides exactly as Allow does on a
@@ -69,8 +71,8 @@ func TestRedisBenchmarkCommand(t *testing.T) {
 		path string
 		want string
 	}{
-		{harness.PathAllow, `EVALSHA abc 1 p:{__rand_int__} 100 60000000 1  __rand_int__`},
-		{harness.PathDeny, `EVALSHA abc 1 p:{hot} 100 60000000 1  __rand_int__`},
+		{measure.PathAllow, `EVALSHA abc 1 p:{__rand_int__} 100 60000000 1  __rand_int__`},
+		{measure.PathDeny, `EVALSHA abc 1 p:{hot} 100 60000000 1  __rand_int__`},
 	}
 	for _, c := range cases {
 		if got := strings.Join(harness.RedisBenchmarkCommand(call, c.path, "p:"), " "); got != c.want {
@@ -114,13 +116,13 @@ func TestRunBench(t *testing.T) {
 	}
 	// allow: 2000 decisions over 1000 keys never reach 100 on one key; deny:
 	// one key, 100 accepted per run, the rest denied
-	if a := res.Results[0]; a.Path != harness.PathAllow || a.Allowed != 4000 {
+	if a := res.Results[0]; a.Path != measure.PathAllow || a.Allowed != 4000 {
 		t.Errorf("allow path: %s allowed %d of %d", a.Path, a.Allowed, a.Decisions)
 	}
-	if d := res.Results[1]; d.Path != harness.PathDeny || d.Allowed != 200 || d.Denied != 3800 {
+	if d := res.Results[1]; d.Path != measure.PathDeny || d.Allowed != 200 || d.Denied != 3800 {
 		t.Errorf("deny path: %s allowed %d denied %d", d.Path, d.Allowed, d.Denied)
 	}
-	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 }
@@ -128,7 +130,7 @@ func TestRunBench(t *testing.T) {
 // With a target rate the latencies are corrected and the rate holds roughly.
 func TestRunBenchRate(t *testing.T) {
 	res, err := harness.RunBench(ctx, srv.Redis, harness.BenchConfig{
-		Algorithms: []string{"fixed-window"}, Paths: []string{harness.PathDeny},
+		Algorithms: []string{"fixed-window"}, Paths: []string{measure.PathDeny},
 		Clients: 2, Pipeline: 1, Requests: 200, Rate: 2000,
 	}, nil)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Capacity defaults (contract: `ratelab capacity` documents them).
@@ -66,113 +68,6 @@ type CapacityConfig struct {
 	RunID string
 }
 
-// CapacityResults is what `ratelab capacity` measured; results.json holds it.
-type CapacityResults struct {
-	// Tool is "ratelab"; Command is "capacity".
-	Tool    string             `json:"tool"`
-	Command string             `json:"command"`
-	Config  CapacityRunConfig  `json:"config"`
-	Redis   RedisInfo          `json:"redis"`
-	Server  CapacityServerInfo `json:"server"`
-	// StartedAt is the wall-clock start (UTC); DurationMS the wall time, ms.
-	StartedAt  time.Time `json:"started_at"`
-	DurationMS int64     `json:"duration_ms"`
-	// Complete is false when the run stopped early; Error then says why.
-	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"`
-	// Results has one row per algorithm x limit, in run order.
-	Results []CapacityRow `json:"results"`
-	// Trim is the measurement of a sorted set trimmed back below the
-	// listpack limit (nil when sliding-log was not measured).
-	Trim *TrimResult `json:"trim,omitempty"`
-	// Warnings lists conditions that make the deltas less exact (a replica
-	// attached, a server that did not settle).
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// CapacityRunConfig repeats what was asked for, after defaults.
-type CapacityRunConfig struct {
-	Algorithms  []string `json:"algorithms"`
-	Limits      []int64  `json:"limits"`
-	Keys        int      `json:"keys"`
-	ActiveKeys  int64    `json:"active_keys"`
-	WindowMS    int64    `json:"window_ms"`
-	PrecisionMS int64    `json:"precision_ms,omitempty"`
-	Budget      int64    `json:"budget"`
-	Prefix      string   `json:"prefix"`
-}
-
-// CapacityServerInfo is the server configuration the encodings depend on.
-type CapacityServerInfo struct {
-	// ZsetMaxListpackEntries is zset-max-listpack-entries (128 by default):
-	// a sorted set with more members is a skiplist. 0 when CONFIG GET was refused.
-	ZsetMaxListpackEntries int64 `json:"zset_max_listpack_entries"`
-	// HashMaxListpackEntries is hash-max-listpack-entries (512 by default).
-	HashMaxListpackEntries int64 `json:"hash_max_listpack_entries"`
-}
-
-// CapacityRow is the memory of one algorithm's keys filled to one limit.
-// Bytes are per key unless the name says otherwise.
-type CapacityRow struct {
-	Algorithm string `json:"algorithm"`
-	// Limit is the limit the keys were filled to (cost units per window).
-	Limit     int64  `json:"limit"`
-	WindowMS  int64  `json:"window_ms"`
-	LimitDesc string `json:"limit_desc"`
-	// Keys is the N actually used (KeysWanted scaled down by the budget).
-	Keys       int `json:"keys"`
-	KeysWanted int `json:"keys_wanted"`
-	// Calls is the script calls made to fill the Keys keys.
-	Calls int64 `json:"calls"`
-	// KeyNameBytes is the length of one key's name (it is part of the memory).
-	KeyNameBytes int `json:"key_name_bytes"`
-	// Type and Encoding are TYPE and OBJECT ENCODING of a filled key.
-	Type     string `json:"type"`
-	Encoding string `json:"encoding"`
-	// Entries is the elements one key holds: ZCARD, HLEN, or 1 for a STRING.
-	Entries int64 `json:"entries"`
-	// MemoryBytes is MEMORY USAGE key SAMPLES 0, averaged over the keys.
-	MemoryBytes int64 `json:"memory_bytes"`
-	// BytesPerEntry is MemoryBytes / Entries.
-	BytesPerEntry float64 `json:"bytes_per_entry"`
-	// TTLOverheadBytes is what a key with a TTL costs beyond its MEMORY
-	// USAGE, measured on calibration keys at the same N: the expires entry,
-	// both dicts' slots and allocator rounding of the key's dictEntry.
-	TTLOverheadBytes float64 `json:"ttl_overhead_bytes"`
-	// MemoryWithTTLBytes is MemoryBytes + TTLOverheadBytes ("MU + TTL").
-	MemoryWithTTLBytes float64 `json:"memory_with_ttl_bytes"`
-	// UsedMemoryDeltaBytes is the growth of INFO used_memory (less client
-	// buffers, mem_clients_normal) per key while the Keys keys were filled.
-	UsedMemoryDeltaBytes float64 `json:"used_memory_delta_bytes"`
-	// Agreement is MemoryWithTTLBytes / UsedMemoryDeltaBytes (1 = exact).
-	Agreement float64 `json:"agreement"`
-	// ActiveKeys is M; ProjectedBytes = M x UsedMemoryDeltaBytes.
-	ActiveKeys     int64 `json:"active_keys"`
-	ProjectedBytes int64 `json:"projected_bytes"`
-	// FillMS is the wall time of the measured fill, ms.
-	FillMS int64 `json:"fill_ms"`
-	// Nodes splits the Keys keys and the used_memory delta over the masters
-	// of a Redis Cluster, in address order (empty for a single server).
-	Nodes []NodeMemory `json:"nodes,omitempty"`
-}
-
-// TrimResult shows that a sorted set trimmed back below
-// zset-max-listpack-entries stays a skiplist: sliding-log keys filled to
-// FilledEntries, then trimmed by one decision a window later to Entries,
-// against fresh keys filled to the same Entries.
-type TrimResult struct {
-	Algorithm     string `json:"algorithm"`
-	Keys          int    `json:"keys"`
-	FilledEntries int64  `json:"filled_entries"`
-	Entries       int64  `json:"entries"`
-	// Encoding and MemoryBytes (MEMORY USAGE SAMPLES 0, per key) of the trimmed keys.
-	Encoding    string `json:"encoding"`
-	MemoryBytes int64  `json:"memory_bytes"`
-	// FreshEncoding and FreshMemoryBytes of keys filled to Entries directly.
-	FreshEncoding    string `json:"fresh_encoding"`
-	FreshMemoryBytes int64  `json:"fresh_memory_bytes"`
-}
-
 // capacity's fill: workers x pipelined EVALSHA.
 const (
 	fillWorkers  = 2
@@ -207,22 +102,22 @@ const settleTimeout = 3 * time.Second
 // Only keys under "ratelab:<run id>:" are written; all of them are removed
 // before RunCapacity returns, also when ctx is cancelled. The server is never
 // flushed. On error the returned results hold what was measured.
-func RunCapacity(ctx context.Context, rd *Redis, cfg CapacityConfig, progress io.Writer) (*CapacityResults, error) {
+func RunCapacity(ctx context.Context, rd *engine.Redis, cfg CapacityConfig, progress io.Writer) (*measure.CapacityResults, error) {
 	cfg = cfg.withDefaults()
-	prefix := KeyPrefix + cfg.RunID + ":"
-	res := &CapacityResults{
+	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	res := &measure.CapacityResults{
 		Tool: "ratelab", Command: "capacity",
-		Config: CapacityRunConfig{
+		Config: measure.CapacityRunConfig{
 			Algorithms: cfg.Algorithms, Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: prefix,
 		},
 		Redis:     rd.Info,
 		StartedAt: time.Now().UTC(),
-		Results:   []CapacityRow{},
+		Results:   []measure.CapacityRow{},
 	}
 	c := rd.Client
-	nodes, db, err := memoryNodes(ctx, c)
+	nodes, db, err := engine.Nodes(ctx, c)
 	if err != nil {
 		return res, err
 	}
@@ -230,8 +125,8 @@ func RunCapacity(ctx context.Context, rd *Redis, cfg CapacityConfig, progress io
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if keys, err := ScanKeys(cctx, c, prefix); err == nil {
-			_ = DeleteKeys(cctx, c, keys)
+		if keys, err := engine.ScanKeys(cctx, c, prefix); err == nil {
+			_ = engine.DeleteKeys(cctx, c, keys)
 		}
 	}()
 	err = func() error {
@@ -251,7 +146,7 @@ func RunCapacity(ctx context.Context, rd *Redis, cfg CapacityConfig, progress io
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		if info, err := c.Info(ctx, "replication").Result(); err == nil {
-			if n := infoFields(info)["connected_slaves"]; n != "" && n != "0" {
+			if n := engine.InfoFields(info)["connected_slaves"]; n != "" && n != "0" {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s replica(s) attached: the replication backlog may grow with the fills", n))
 			}
 		}
@@ -309,7 +204,7 @@ func (cfg CapacityConfig) withDefaults() CapacityConfig {
 		cfg.Budget = DefaultCapacityBudget
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = NewRunID()
+		cfg.RunID = engine.NewRunID()
 	}
 	return cfg
 }
@@ -420,7 +315,7 @@ func (m *meter) snapshotNode(ctx context.Context, node *redis.Client) (memSnapsh
 	if err != nil && mem.Err() != nil {
 		return memSnapshot{}, err
 	}
-	f := infoFields(mem.Val())
+	f := engine.InfoFields(mem.Val())
 	used, err := strconv.ParseInt(f["used_memory"], 10, 64)
 	if err != nil {
 		return memSnapshot{}, fmt.Errorf("INFO memory has no used_memory")
@@ -500,11 +395,11 @@ func (m *meter) settledNode(ctx context.Context, node *redis.Client) (bool, stri
 	if err != nil {
 		return false, "", fmt.Errorf("MEMORY STATS: %w", err)
 	}
-	if f := infoFields(mem.Val()); f["lazyfree_pending_objects"] != "" && f["lazyfree_pending_objects"] != "0" {
+	if f := engine.InfoFields(mem.Val()); f["lazyfree_pending_objects"] != "" && f["lazyfree_pending_objects"] != "0" {
 		return false, "lazyfree pending", nil
 	}
 	var keys, expires int64
-	if ks := infoFields(keyspace.Val())["db"+strconv.Itoa(m.db)]; ks != "" {
+	if ks := engine.InfoFields(keyspace.Val())["db"+strconv.Itoa(m.db)]; ks != "" {
 		for _, kv := range strings.Split(ks, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			n, _ := strconv.ParseInt(v, 10, 64)
@@ -570,18 +465,18 @@ func replyMap(v any) map[string]any {
 }
 
 // measureCell fills N keys of alg to limit and measures them.
-func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string, limit int64, prefix string, calib map[int]float64) (CapacityRow, error) {
+func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string, limit int64, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
 	l := algorithms.Limit{Limit: limit, Window: cfg.Window}
 	if alg == "bucketed-hash" {
 		l.Precision = cfg.Precision
 	}
 	probe, err := algorithms.New(alg, m.c, l)
 	if err != nil {
-		return CapacityRow{}, err
+		return measure.CapacityRow{}, err
 	}
 	plan := FillPlan(alg, l)
 	n := CapacityKeys(cfg.Keys, int64(len(plan)), cfg.Budget)
-	row := CapacityRow{
+	row := measure.CapacityRow{
 		Algorithm: alg, Limit: limit, WindowMS: cfg.Window.Milliseconds(), LimitDesc: probe.Describe(),
 		Keys: n, KeysWanted: cfg.Keys, Calls: int64(n) * int64(len(plan)), ActiveKeys: cfg.ActiveKeys,
 	}
@@ -628,7 +523,7 @@ func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string,
 		}
 	}
 
-	keys, err := ScanKeys(ctx, m.c, keyPrefix)
+	keys, err := engine.ScanKeys(ctx, m.c, keyPrefix)
 	if err != nil {
 		return row, err
 	}
@@ -636,7 +531,7 @@ func (m *meter) measureCell(ctx context.Context, cfg CapacityConfig, alg string,
 		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
 	}
 	sort.Strings(keys)
-	total, err := MemoryUsage(ctx, m.c, keys)
+	total, err := engine.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
 		return row, err
 	}
@@ -691,7 +586,7 @@ func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Du
 	if err != nil {
 		return 0, err
 	}
-	mu, err := MemoryUsage(ctx, m.c, keys)
+	mu, err := engine.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
 		return 0, err
 	}
@@ -701,11 +596,11 @@ func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Du
 
 // drop deletes the keys under prefix and waits for the server to settle.
 func (m *meter) drop(ctx context.Context, prefix string) error {
-	keys, err := ScanKeys(ctx, m.c, prefix)
+	keys, err := engine.ScanKeys(ctx, m.c, prefix)
 	if err != nil {
 		return err
 	}
-	if err := DeleteKeys(ctx, m.c, keys); err != nil {
+	if err := engine.DeleteKeys(ctx, m.c, keys); err != nil {
 		return err
 	}
 	return m.settle(ctx)
@@ -761,7 +656,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, pl
 // measureTrim fills trimKeys sliding-log keys to trimFilled entries, trims
 // them with one decision a window later so that trimKept entries (+1) stay,
 // and compares them with keys filled to that many entries directly.
-func (m *meter) measureTrim(ctx context.Context, cfg CapacityConfig, prefix string) (*TrimResult, error) {
+func (m *meter) measureTrim(ctx context.Context, cfg CapacityConfig, prefix string) (*measure.TrimResult, error) {
 	l := algorithms.Limit{Limit: trimFilled, Window: cfg.Window}
 	plan := FillPlan("sliding-log", l)
 	start := alignUp(VirtualEpoch, l.Window)
@@ -774,12 +669,12 @@ func (m *meter) measureTrim(ctx context.Context, cfg CapacityConfig, prefix stri
 	if _, err := m.fillKeys(ctx, "sliding-log", l, []fillCall{{cut, 1}}, prefix+"t:", trimKeys, start); err != nil {
 		return nil, err
 	}
-	tr := &TrimResult{Algorithm: "sliding-log", Keys: trimKeys, FilledEntries: trimFilled}
+	tr := &measure.TrimResult{Algorithm: "sliding-log", Keys: trimKeys, FilledEntries: trimFilled}
 	var mu int64
 	if _, tr.Encoding, tr.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
 		return nil, err
 	}
-	if mu, err = MemoryUsage(ctx, m.c, keys); err != nil {
+	if mu, err = engine.MemoryUsage(ctx, m.c, keys); err != nil {
 		return nil, err
 	}
 	tr.MemoryBytes = mu / int64(len(keys))
@@ -792,7 +687,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg CapacityConfig, prefix stri
 	if _, tr.FreshEncoding, _, err = describeKey(ctx, m.c, fkeys[0]); err != nil {
 		return nil, err
 	}
-	if mu, err = MemoryUsage(ctx, m.c, fkeys); err != nil {
+	if mu, err = engine.MemoryUsage(ctx, m.c, fkeys); err != nil {
 		return nil, err
 	}
 	tr.FreshMemoryBytes = mu / int64(len(fkeys))
@@ -823,8 +718,8 @@ func describeKey(ctx context.Context, c redis.UniversalClient, key string) (typ,
 }
 
 // serverConfig reads the encodings' thresholds; zero when CONFIG is refused.
-func serverConfig(ctx context.Context, c redis.UniversalClient) CapacityServerInfo {
-	var s CapacityServerInfo
+func serverConfig(ctx context.Context, c redis.UniversalClient) measure.CapacityServerInfo {
+	var s measure.CapacityServerInfo
 	get := func(name string) int64 {
 		v, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {
@@ -950,17 +845,20 @@ func replyAllowed(v any) bool {
 	return ok && n > 0
 }
 
-// infoFields parses INFO output into field -> value.
-func infoFields(info string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
+// nodeMemory splits a fill over the masters: the keys under prefix each
+// holds (SCAN on it) and the growth of its used_memory between the
+// snapshots before and after (one per node, in nodes' order).
+func nodeMemory(ctx context.Context, nodes []*redis.Client, before, after []memSnapshot, prefix string) ([]measure.NodeMemory, error) {
+	out := make([]measure.NodeMemory, len(nodes))
+	for i, node := range nodes {
+		keys, err := engine.ScanKeys(ctx, node, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", node.Options().Addr, err)
 		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = v
+		out[i] = measure.NodeMemory{Addr: node.Options().Addr, Keys: int64(len(keys))}
+		if i < len(before) && i < len(after) {
+			out[i].UsedMemoryDeltaBytes = before[i].delta(after[i])
 		}
 	}
-	return out
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 )
 
 func TestFillPlan(t *testing.T) {
@@ -126,7 +127,7 @@ func TestRunCapacity(t *testing.T) {
 	if res.Server.ZsetMaxListpackEntries != 128 {
 		t.Errorf("zset-max-listpack-entries %d", res.Server.ZsetMaxListpackEntries)
 	}
-	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -86,7 +88,7 @@ type DemoObserver interface {
 // keys. The Results hold one boundary-burst row per algorithm (clock
 // "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
 // A cancelled ctx stops it; the Results then hold what was measured.
-func Demo(ctx context.Context, rd *Redis, cfg DemoConfig, obs DemoObserver, log *DecisionLog) (*Results, error) {
+func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserver, log *measure.DecisionLog) (*measure.Results, error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
@@ -100,23 +102,23 @@ func Demo(ctx context.Context, rd *Redis, cfg DemoConfig, obs DemoObserver, log 
 		cfg.Lead = DefaultDemoLead
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = NewRunID()
+		cfg.RunID = engine.NewRunID()
 	}
-	prefix := KeyPrefix + cfg.RunID + ":"
-	res := &Results{
+	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	res := &measure.Results{
 		Tool: "ratelab", Command: "demo",
-		Config: RunConfig{
+		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(RedisClock), Prefix: prefix,
 		},
-		Redis: rd.Info, StartedAt: time.Now().UTC(), Results: []Row{},
+		Redis: rd.Info, StartedAt: time.Now().UTC(), Results: []measure.Row{},
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if keys, err := ScanKeys(cctx, rd.Client, prefix); err == nil {
-			_ = DeleteKeys(cctx, rd.Client, keys)
+		if keys, err := engine.ScanKeys(cctx, rd.Client, prefix); err == nil {
+			_ = engine.DeleteKeys(cctx, rd.Client, keys)
 		}
 	}()
 	err := func() error {
@@ -140,7 +142,7 @@ func Demo(ctx context.Context, rd *Redis, cfg DemoConfig, obs DemoObserver, log 
 		if err := LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
-		offset, err := ServerClockOffset(ctx, rd.Client, 16)
+		offset, err := engine.ServerClockOffset(ctx, rd.Client, 16)
 		if err != nil {
 			return fmt.Errorf("read the Redis clock: %w", err)
 		}
@@ -175,10 +177,10 @@ func Demo(ctx context.Context, rd *Redis, cfg DemoConfig, obs DemoObserver, log 
 		for _, jr := range results {
 			row := summarize(jr, RedisClock)
 			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			keys, err := ScanKeys(mctx, rd.Client, jr.Job.Prefix)
+			keys, err := engine.ScanKeys(mctx, rd.Client, jr.Job.Prefix)
 			if err == nil {
 				row.Keys = int64(len(keys))
-				row.MemoryBytes, err = MemoryUsage(mctx, rd.Client, keys)
+				row.MemoryBytes, err = engine.MemoryUsage(mctx, rd.Client, keys)
 			}
 			cancel()
 			res.Results = append(res.Results, row)

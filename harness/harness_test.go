@@ -12,7 +12,9 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -27,8 +29,8 @@ func TestMain(m *testing.M) {
 
 var ctx = context.Background()
 
-func rowsByAlgorithm(res *harness.Results) map[string]harness.Row {
-	out := map[string]harness.Row{}
+func rowsByAlgorithm(res *measure.Results) map[string]measure.Row {
+	out := map[string]measure.Row{}
 	for _, r := range res.Results {
 		out[r.Algorithm] = r
 	}
@@ -40,7 +42,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 	var log bytes.Buffer
 	foreign := srv.Key(t)
 	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
-	res, err := harness.Run(ctx, srv.Redis, harness.Config{Scenarios: []string{"boundary-burst"}}, harness.NewDecisionLog(&log), nil)
+	res, err := harness.Run(ctx, srv.Redis, harness.Config{Scenarios: []string{"boundary-burst"}}, measure.NewDecisionLog(&log), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 	n := 0
 	sc := bufio.NewScanner(&log)
 	for sc.Scan() {
-		var d harness.Decision
+		var d measure.Record
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("line %d: %v", n+1, err)
 		}
@@ -82,7 +84,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 		t.Errorf("decisions.jsonl has %d records for %d rows (want %d), notes %q", n, len(res.Results), want, res.Notes)
 	}
 	// nothing left behind; the foreign key untouched
-	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %v", keys)
 	}
 	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {
@@ -139,18 +141,18 @@ func TestRunnerConcurrentClients(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	start := time.Now()
-	_, err := harness.Open(ctx, "redis://127.0.0.1:1/0", 500*time.Millisecond)
+	_, err := engine.Open(ctx, "redis://127.0.0.1:1/0", 500*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("unreachable URL: %v", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("unreachable URL took %v, want within the connect timeout", d)
 	}
-	if _, err := harness.Open(ctx, "mysql://x", time.Second); err == nil {
+	if _, err := engine.Open(ctx, "mysql://x", time.Second); err == nil {
 		t.Error("unknown scheme: no error")
 	}
 	// a URL to a live server works, and Close leaves it running
-	r, err := harness.Open(ctx, "redis://"+srv.Info.Addr+"/0", time.Second)
+	r, err := engine.Open(ctx, "redis://"+srv.Info.Addr+"/0", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +174,7 @@ func TestRunCancelledCleansUp(t *testing.T) {
 	if err == nil || res.Complete || res.Error == "" {
 		t.Fatalf("cancelled run: err %v complete %v error %q", err, res.Complete, res.Error)
 	}
-	if keys, _ := harness.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // startNginx starts Debian's nginx on a free loopback port with two
@@ -94,10 +95,10 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	l := algorithms.Limit{Limit: 10, Window: 500 * time.Millisecond}
 	cases := []struct {
 		path string
-		want string
+		want measure.Verdict
 	}{
-		{"/strict", harness.Starved},
-		{"/burst", harness.Violated},
+		{"/strict", measure.Starved},
+		{"/burst", measure.Violated},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range rep.Families {
-				if c.want == harness.Starved && f.Verdict == harness.Violated {
+				if c.want == measure.Starved && f.Verdict == measure.Violated {
 					t.Errorf("family %s violated: %+v", f.Family, rep.CounterExample)
 				}
 			}

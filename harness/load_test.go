@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -40,7 +41,7 @@ func TestLoadMillion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := harness.NewDecisionLog(f)
+	log := measure.NewDecisionLog(f)
 	l, _ := algorithms.NewSlidingLog(srv.Client(), lim)
 	r := &harness.Runner{Redis: srv.Client(), Clock: harness.ClientClock, Log: log, Discard: true, Unaligned: true,
 		Timeout: 2 * time.Second}
@@ -65,7 +66,7 @@ func TestLoadMillion(t *testing.T) {
 	count, errs := 0, 0
 	sc := bufio.NewScanner(rf)
 	for sc.Scan() {
-		var d harness.Decision
+		var d measure.Record
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("line %d: %v", count+1, err)
 		}

@@ -2,13 +2,13 @@ package harness
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -34,19 +34,12 @@ type Config struct {
 	RunID string
 }
 
-// NewRunID returns a fresh run id: UTC time plus 4 random hex digits.
-func NewRunID() string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
-}
-
 // Run compares cfg.Algorithms on cfg.Scenarios against rd, streaming every
 // decision to log, and returns the results. Every scenario's schedule is built
 // once and run against each algorithm (on its own keys). The run's keys are
 // removed at the end, also when ctx is cancelled. On error the returned
 // Results hold what was measured, with Complete false and Error set.
-func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress io.Writer) (*Results, error) {
+func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
@@ -57,19 +50,19 @@ func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress 
 		cfg.Clock = VirtualClock
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = NewRunID()
+		cfg.RunID = engine.NewRunID()
 	}
-	prefix := KeyPrefix + cfg.RunID + ":"
-	res := &Results{
+	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	res := &measure.Results{
 		Tool: "ratelab", Command: "run",
-		Config: RunConfig{
+		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: cfg.Scenarios,
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
 		Redis:     rd.Info,
 		StartedAt: time.Now().UTC(),
-		Results:   []Row{},
+		Results:   []measure.Row{},
 	}
 	cleanup := 5 * time.Second
 	if cfg.Timeout > 0 {
@@ -79,8 +72,8 @@ func Run(ctx context.Context, rd *Redis, cfg Config, log *DecisionLog, progress 
 		// nothing left behind, even after Ctrl-C
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup)
 		defer cancel()
-		if keys, err := ScanKeys(cctx, rd.Client, prefix); err == nil {
-			_ = DeleteKeys(cctx, rd.Client, keys)
+		if keys, err := engine.ScanKeys(cctx, rd.Client, prefix); err == nil {
+			_ = engine.DeleteKeys(cctx, rd.Client, keys)
 		}
 	}()
 	if cfg.OnError == "" {

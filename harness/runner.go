@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -67,7 +69,7 @@ type Runner struct {
 	Redis redis.UniversalClient
 	Clock ClockMode
 	// Log receives every decision as it is made; nil discards them.
-	Log *DecisionLog
+	Log *measure.DecisionLog
 	// Progress receives one-line progress messages; nil discards them.
 	Progress io.Writer
 	// Lead is how far ahead of the first arrival a real-time run schedules
@@ -176,20 +178,20 @@ type JobResult struct {
 // Run runs jobs that share one schedule shape (same window) and returns one
 // Row per job, with memory measured after the jobs (see Execute). A cancelled
 // ctx stops the run; the rows then hold what was measured.
-func (r *Runner) Run(ctx context.Context, jobs []Job) ([]Row, error) {
+func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 	results, runErr := r.Execute(ctx, jobs)
-	rows := make([]Row, 0, len(results))
+	rows := make([]measure.Row, 0, len(results))
 	for _, jr := range results {
 		row := summarize(jr, r.Clock)
 		if errors.Is(runErr, ErrOutage) {
-			rows = append(rows, row) // no memory to read from a Redis that is gone
+			rows = append(rows, row) // no memory to read from a engine.Redis that is gone
 			continue
 		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
-		keys, err := ScanKeys(mctx, r.Redis, jr.Job.Prefix)
+		keys, err := engine.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
 			row.Keys = int64(len(keys))
-			row.MemoryBytes, err = MemoryUsage(mctx, r.Redis, keys)
+			row.MemoryBytes, err = engine.MemoryUsage(mctx, r.Redis, keys)
 		}
 		cancel()
 		if err != nil && runErr == nil {
@@ -399,7 +401,7 @@ func (r *Runner) decide(ctx context.Context, j Job, seq int, anchor time.Time, a
 		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At), Allowed: r.OnError == FailOpen}
 	}
 	if r.Log != nil {
-		rec := Decision{
+		rec := measure.Record{
 			Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario,
 			Seq: seq, Client: a.Client, Key: a.Key, Cost: a.Cost,
 			AtUS:   a.At.Microseconds(),
@@ -437,7 +439,7 @@ func alignUp(t time.Time, w time.Duration) time.Time {
 // Lead before the first arrival, and says how long the run will wait.
 func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor time.Time, offset time.Duration, err error) {
 	if r.Clock == RedisClock {
-		offset, err = ServerClockOffset(ctx, r.Redis, 16)
+		offset, err = engine.ServerClockOffset(ctx, r.Redis, 16)
 		if err != nil {
 			return time.Time{}, 0, fmt.Errorf("read the Redis clock: %w", err)
 		}
@@ -463,43 +465,19 @@ func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor t
 	return anchor, offset, nil
 }
 
-// ServerClockOffset estimates the Redis server's clock minus the local clock
-// from samples TIME round trips: the sample with the shortest round trip,
-// with the server's reading taken to be at its midpoint. Error: about half
-// that round trip.
-func ServerClockOffset(ctx context.Context, c redis.UniversalClient, samples int) (time.Duration, error) {
-	best := time.Duration(-1)
-	var offset time.Duration
-	for i := 0; i < max(samples, 1); i++ {
-		sent := time.Now()
-		st, err := c.Time(ctx).Result()
-		recv := time.Now()
-		if err != nil {
-			return 0, err
-		}
-		rtt := recv.Sub(sent)
-		if best < 0 || rtt < best {
-			best = rtt
-			mid := sent.Add(rtt / 2)
-			offset = st.Sub(mid)
-		}
-	}
-	return offset, nil
-}
-
 // summarize computes a Row from a job's outcomes.
-func summarize(jr JobResult, clock ClockMode) Row {
+func summarize(jr JobResult, clock ClockMode) measure.Row {
 	j, outs, h, anchor := jr.Job, jr.Outcomes, jr.Latency, jr.Anchor
 	l := j.Limit
-	row := Row{
+	row := measure.Row{
 		Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario, LimitDesc: j.Limiter.Describe(),
 		Limit: l.Limit, WindowMS: l.Window.Milliseconds(), Clock: string(clock),
 	}
 	if clock == "" {
 		row.Clock = string(VirtualClock)
 	}
-	offered := make([]Event, 0, len(outs))
-	var accepted []Event
+	offered := make([]measure.Event, 0, len(outs))
+	var accepted []measure.Event
 	type step struct {
 		at      time.Duration
 		cost    int64
@@ -511,7 +489,7 @@ func summarize(jr JobResult, clock ClockMode) Row {
 		at := o.Decision.DecidedAt.Sub(anchor)
 		row.Requests++
 		row.Offered += cost
-		offered = append(offered, Event{At: at, Cost: cost})
+		offered = append(offered, measure.Event{At: at, Cost: cost})
 		if o.Err != nil {
 			row.Errors++
 			if o.Decision.Allowed {
@@ -525,16 +503,16 @@ func summarize(jr JobResult, clock ClockMode) Row {
 		if o.Decision.Allowed {
 			row.AcceptedRequests++
 			row.Accepted += cost
-			accepted = append(accepted, Event{At: at, Cost: cost})
+			accepted = append(accepted, measure.Event{At: at, Cost: cost})
 		}
 	}
-	SortEvents(accepted)
-	SortEvents(offered)
+	measure.SortEvents(accepted)
+	measure.SortEvents(offered)
 	var end time.Duration
-	row.MaxInWindow, end = MaxInWindow(accepted, l.Window)
+	row.MaxInWindow, end = measure.MaxInWindow(accepted, l.Window)
 	row.MaxWindowEndMS = float64(end.Microseconds()) / 1000
 	row.Ratio = float64(row.MaxInWindow) / float64(l.Limit)
-	row.Ideal = Ideal(offered, l.Limit, l.Window)
+	row.Ideal = measure.Ideal(offered, l.Limit, l.Window)
 	row.DurationMS = jr.Duration.Milliseconds()
 	row.Fidelity = 1
 	if row.Ideal > 0 {
@@ -548,7 +526,7 @@ func summarize(jr JobResult, clock ClockMode) Row {
 	}
 	sort.SliceStable(steps, func(a, b int) bool { return steps[a].at < steps[b].at })
 	var acc, den int64
-	tl := make([]Point, 0, len(steps))
+	tl := make([]measure.Point, 0, len(steps))
 	for i, s := range steps {
 		if s.allowed {
 			acc += s.cost
@@ -558,18 +536,18 @@ func summarize(jr JobResult, clock ClockMode) Row {
 		if i+1 < len(steps) && steps[i+1].at == s.at {
 			continue
 		}
-		tl = append(tl, Point{TMS: float64(s.at.Microseconds()) / 1000, Accepted: acc, Denied: den})
+		tl = append(tl, measure.Point{TMS: float64(s.at.Microseconds()) / 1000, Accepted: acc, Denied: den})
 	}
 	row.Timeline = thin(tl, 400)
 	return row
 }
 
 // thin keeps at most n points of a cumulative series, always the last.
-func thin(p []Point, n int) []Point {
+func thin(p []measure.Point, n int) []measure.Point {
 	if len(p) <= n {
 		return p
 	}
-	out := make([]Point, 0, n+1)
+	out := make([]measure.Point, 0, n+1)
 	step := float64(len(p)) / float64(n)
 	for i := 0.0; int(i) < len(p); i += step {
 		out = append(out, p[int(i)])

@@ -12,19 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
-)
-
-// Verdicts of a verification.
-const (
-	Holds    = "holds"
-	Violated = "violated"
-	Starved  = "starved"
-	// Interfered: traffic on one key limited another.
-	Interfered = "interfered"
-	Skipped    = "skipped"
-	// Inconclusive: no trial could be run and judged (every family skipped).
-	Inconclusive = "inconclusive"
 )
 
 // Capable is implemented by limiters that cannot take everything a
@@ -63,7 +53,7 @@ type VerifyOptions struct {
 	// end); empty picks "ratelab:<new run id>:verify:".
 	Prefix string
 	// Log receives every decision; nil discards them.
-	Log *DecisionLog
+	Log *measure.DecisionLog
 	// Progress receives progress lines; nil discards them.
 	Progress io.Writer
 	// Timeout bounds each decision call (zero: 500 ms); MaxOutage stops the
@@ -72,79 +62,6 @@ type VerifyOptions struct {
 	// job. A failed call is an error in the report, never a verdict.
 	Timeout   time.Duration
 	MaxOutage time.Duration
-}
-
-// VerifyReport is the outcome of Verify.
-type VerifyReport struct {
-	Target    string `json:"target"`
-	LimitDesc string `json:"limit_desc"`
-	Limit     int64  `json:"limit"`
-	WindowMS  int64  `json:"window_ms"`
-	// Verdict is Holds, or the most serious failure found: Violated, then
-	// Starved, then Interfered.
-	Verdict string `json:"verdict"`
-	// Clock says how the target was driven: "virtual+real" (injected clock,
-	// real time for TTL families), "redis" (the script reads Redis TIME:
-	// all in real time) or "real" (HTTP).
-	Clock    string         `json:"clock"`
-	Families []FamilyResult `json:"families"`
-	// CounterExample is the evidence of the first failure; nil when it holds.
-	CounterExample *CounterExample `json:"counter_example,omitempty"`
-	// SkewSensitivity is the most accepted in one true window, as a multiple
-	// of the limit, with client clocks SkewDeltaMS apart each way; zero when
-	// the target reads the server's clock (skew does not apply).
-	SkewDeltaMS     float64  `json:"skew_delta_ms"`
-	SkewSensitivity float64  `json:"skew_sensitivity"`
-	Decisions       int64    `json:"decisions"`
-	Errors          int64    `json:"errors"`
-	ErrorSamples    []string `json:"error_samples,omitempty"`
-	DurationMS      int64    `json:"duration_ms"`
-}
-
-// FamilyResult summarizes one adversarial family.
-type FamilyResult struct {
-	Family  string `json:"family"`
-	Trials  int    `json:"trials"`
-	Verdict string `json:"verdict"`
-	// MaxRatio is the largest max_in_window / limit over the family's trials.
-	MaxRatio float64 `json:"max_ratio"`
-	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
-	MinFidelity float64 `json:"min_fidelity,omitempty"`
-	// Mode is "virtual" or "real".
-	Mode string `json:"mode"`
-	Note string `json:"note,omitempty"`
-}
-
-// CounterExample is a set of accepted decisions that breaks the property.
-type CounterExample struct {
-	Family string `json:"family"`
-	Trial  string `json:"trial"`
-	// Kind is Violated, Starved or Interfered.
-	Kind string `json:"kind"`
-	// Accepted is the cost accepted inside the window [StartUS, EndUS] (µs
-	// from the trial's aligned window boundary); Limit is what was allowed.
-	Accepted int64 `json:"accepted"`
-	Limit    int64 `json:"limit"`
-	StartUS  int64 `json:"start_us"`
-	EndUS    int64 `json:"end_us"`
-	// Fidelity and Ideal are set for starvation.
-	Ideal    int64   `json:"ideal,omitempty"`
-	Fidelity float64 `json:"fidelity,omitempty"`
-	// Decisions are the accepted decisions inside the window (at most 200).
-	Decisions []Evidence `json:"decisions"`
-	// Explain is one sentence for people.
-	Explain string `json:"explain"`
-}
-
-// Evidence is one decision of a counter-example.
-type Evidence struct {
-	Key  string `json:"key"`
-	Cost int64  `json:"cost"`
-	// AtUS is its time in µs from the aligned boundary: the injected time,
-	// or, in real time, when it was sent (RecvUS when it was answered).
-	AtUS   int64 `json:"at_us"`
-	RecvUS int64 `json:"recv_us,omitempty"`
-	Client int   `json:"client"`
 }
 
 // Verify drives lim (on rdb, which is nil for an HTTP endpoint) with every adversarial family and judges what it
@@ -159,7 +76,7 @@ type Evidence struct {
 // Errors: a failing probe call (the script does not compile, the reply has
 // the wrong shape, Redis is gone) returns an error before any trial. Errors
 // during trials are counted in the report. The keys are removed at the end.
-func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limiter, o VerifyOptions) (*VerifyReport, error) {
+func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limiter, o VerifyOptions) (*measure.VerifyReport, error) {
 	start := time.Now()
 	if err := o.Limit.Validate(); err != nil {
 		return nil, err
@@ -174,7 +91,7 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		keys = k.UsesKeys()
 	}
 	if o.Prefix == "" {
-		o.Prefix = KeyPrefix + NewRunID() + ":verify:"
+		o.Prefix = engine.KeyPrefix + engine.NewRunID() + ":verify:"
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 500 * time.Millisecond
@@ -199,8 +116,8 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		// a few round trips: a Redis that hangs cannot hold the verification
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(2*o.Timeout, time.Second))
 		defer cancel()
-		if ks, err := ScanKeys(cctx, rdb, o.Prefix); err == nil {
-			_ = DeleteKeys(cctx, rdb, ks)
+		if ks, err := engine.ScanKeys(cctx, rdb, o.Prefix); err == nil {
+			_ = engine.DeleteKeys(cctx, rdb, ks)
 		}
 	}()
 
@@ -210,7 +127,7 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		return nil, err
 	}
 
-	rep := &VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: L, WindowMS: W.Milliseconds(), Verdict: Holds}
+	rep := &measure.VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: L, WindowMS: W.Milliseconds(), Verdict: measure.Holds}
 	switch {
 	case inject:
 		rep.Clock = "virtual+real"
@@ -317,7 +234,7 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 	// per family
 	slowTrials := 0
 	for _, fam := range scenarios.Families {
-		fr := FamilyResult{Family: fam, Verdict: Holds}
+		fr := measure.FamilyResult{Family: fam, Verdict: measure.Holds}
 		for i, t := range trials {
 			if t.Family != fam || results[i] == nil {
 				continue
@@ -340,10 +257,10 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 				fr.MinFidelity = tr.fidelity
 			}
 			fr.MaxRatio = max(fr.MaxRatio, tr.ratio)
-			if tr.failure != nil && fr.Verdict == Holds {
+			if tr.failure != nil && fr.Verdict == measure.Holds {
 				fr.Verdict = tr.failure.Kind
 				if fam == "skew" && o.Skew == 0 {
-					fr.Verdict = Holds
+					fr.Verdict = measure.Holds
 					fr.Note = "sensitivity only (pass --skew to make it part of the verdict)"
 					continue
 				}
@@ -357,15 +274,15 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		switch {
 		case fr.Trials > 0:
 		case fam == "skew" && !inject:
-			fr.Verdict, fr.Note = Skipped, "the target reads its own clock: client skew does not apply"
+			fr.Verdict, fr.Note = measure.Skipped, "the target reads its own clock: client skew does not apply"
 		case fam == "weighted" && !cost:
-			fr.Verdict, fr.Note = Skipped, "the target takes no cost (no {cost} argument)"
+			fr.Verdict, fr.Note = measure.Skipped, "the target takes no cost (no {cost} argument)"
 		case fam == "isolation" && !keys:
-			fr.Verdict, fr.Note = Skipped, "the target takes no key"
+			fr.Verdict, fr.Note = measure.Skipped, "the target takes no key"
 		case !realOK:
-			fr.Verdict, fr.Note = Skipped, fmt.Sprintf("real-time family skipped: window %s is longer than %s", W, o.RealTimeMax)
+			fr.Verdict, fr.Note = measure.Skipped, fmt.Sprintf("real-time family skipped: window %s is longer than %s", W, o.RealTimeMax)
 		default:
-			fr.Verdict = Skipped
+			fr.Verdict = measure.Skipped
 		}
 		if fam == "skew" && fr.Trials > 0 {
 			rep.SkewDeltaMS = float64(probe.Microseconds()) / 1000
@@ -380,8 +297,8 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 	for _, f := range rep.Families {
 		judged += f.Trials
 	}
-	if rep.Verdict == Holds && (judged == 0 || slowTrials == judged) {
-		rep.Verdict = Inconclusive
+	if rep.Verdict == measure.Holds && (judged == 0 || slowTrials == judged) {
+		rep.Verdict = measure.Inconclusive
 	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil
@@ -407,11 +324,11 @@ func sequentialSubset(trials []scenarios.Trial, idx []int) []int {
 	return out
 }
 
-func rank(kind string) int {
+func rank(kind measure.Verdict) int {
 	switch kind {
-	case Violated:
+	case measure.Violated:
 		return 0
-	case Starved:
+	case measure.Starved:
 		return 1
 	}
 	return 2
@@ -427,7 +344,7 @@ type trialResult struct {
 	errorSamples []string
 	ratio        float64
 	fidelity     float64
-	failure      *CounterExample
+	failure      *measure.CounterExample
 }
 
 // timed is an accepted or offered decision with its time bounds relative to
@@ -496,7 +413,7 @@ func judge(t scenarios.Trial, jr JobResult, l algorithms.Limit, res time.Duratio
 			sum, lo, hi, set := maxConservative(acc, w)
 			tr.ratio = max(tr.ratio, float64(sum)/float64(l.Limit))
 			if sum > l.Limit && tr.failure == nil {
-				tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Violated,
+				tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
 					Accepted: sum, Limit: l.Limit, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
 					Decisions: evidence(set, tr.mode == "real"),
 					Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
@@ -506,21 +423,21 @@ func judge(t scenarios.Trial, jr JobResult, l algorithms.Limit, res time.Duratio
 	}
 	switch t.Judge {
 	case scenarios.Liveness:
-		var offered []Event
+		var offered []measure.Event
 		var accepted int64
 		for _, x := range all {
-			offered = append(offered, Event{At: x.lo, Cost: x.cost})
+			offered = append(offered, measure.Event{At: x.lo, Cost: x.cost})
 			if x.ok {
 				accepted += x.cost
 			}
 		}
-		ideal := Ideal(offered, l.Limit, l.Window)
+		ideal := measure.Ideal(offered, l.Limit, l.Window)
 		tr.fidelity = 1
 		if ideal > 0 {
 			tr.fidelity = float64(accepted) / float64(ideal)
 		}
 		if tr.fidelity < 0.9 && tr.failure == nil {
-			tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Starved,
+			tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
 				Accepted: accepted, Limit: l.Limit, Ideal: ideal, Fidelity: tr.fidelity,
 				Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f): legitimate traffic is starved",
 					accepted, ideal, tr.fidelity)}
@@ -537,7 +454,7 @@ func judge(t scenarios.Trial, jr JobResult, l algorithms.Limit, res time.Duratio
 			}
 		}
 		if len(denied) > 0 {
-			tr.failure = &CounterExample{Family: t.Family, Trial: t.Name, Kind: Interfered,
+			tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Interfered,
 				Limit: l.Limit, Decisions: evidence(denied, tr.mode == "real"),
 				Explain: fmt.Sprintf("%d of %d requests on a fresh key were denied after traffic on another key", len(denied), offered)}
 		}
@@ -591,13 +508,13 @@ func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Dura
 	return best, lo, hi, set
 }
 
-func evidence(set []timed, real bool) []Evidence {
-	out := make([]Evidence, 0, min(len(set), 200))
+func evidence(set []timed, real bool) []measure.Evidence {
+	out := make([]measure.Evidence, 0, min(len(set), 200))
 	for _, x := range set {
 		if len(out) == 200 {
 			break
 		}
-		e := Evidence{Key: x.key, Cost: x.cost, AtUS: x.lo.Microseconds(), Client: x.client}
+		e := measure.Evidence{Key: x.key, Cost: x.cost, AtUS: x.lo.Microseconds(), Client: x.client}
 		if real {
 			e.RecvUS = x.hi.Microseconds()
 		}

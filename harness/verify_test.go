@@ -9,13 +9,15 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
 
 func verifyOpts(l algorithms.Limit) harness.VerifyOptions {
 	return harness.VerifyOptions{Limit: l, Seed: 1}
 }
 
-func family(t *testing.T, rep *harness.VerifyReport, name string) harness.FamilyResult {
+func family(t *testing.T, rep *measure.VerifyReport, name string) measure.FamilyResult {
 	t.Helper()
 	for _, f := range rep.Families {
 		if f.Family == name {
@@ -23,7 +25,7 @@ func family(t *testing.T, rep *harness.VerifyReport, name string) harness.Family
 		}
 	}
 	t.Fatalf("no family %q in the report", name)
-	return harness.FamilyResult{}
+	return measure.FamilyResult{}
 }
 
 // The built-in algorithms get their honest verdicts at sub-second, seconds
@@ -51,17 +53,17 @@ func TestVerifyBuiltins(t *testing.T) {
 				ce := rep.CounterExample
 				switch name {
 				case "sliding-log":
-					if rep.Verdict != harness.Holds {
+					if rep.Verdict != measure.Holds {
 						t.Fatalf("verdict %s, want holds: %+v", rep.Verdict, ce)
 					}
 				case "fixed-window":
 					// two full windows' worth within one window length
-					if rep.Verdict != harness.Violated || ce.Accepted != 40 {
+					if rep.Verdict != measure.Violated || ce.Accepted != 40 {
 						t.Fatalf("verdict %s, counter-example %+v; want violated with 40 accepted", rep.Verdict, ce)
 					}
 				case "bucketed-hash", "reservoir":
 					// a block dropped early / a full bucket plus a window's refill: up to 2L
-					if rep.Verdict != harness.Violated || ce.Accepted <= 20 || ce.Accepted > 40 {
+					if rep.Verdict != measure.Violated || ce.Accepted <= 20 || ce.Accepted > 40 {
 						t.Fatalf("verdict %s, counter-example %+v; want violated with 21..40 accepted", rep.Verdict, ce)
 					}
 				}
@@ -77,7 +79,7 @@ func TestVerifyBuiltins(t *testing.T) {
 						t.Errorf("counter-example sums to %d (says %d) over %dµs (window %v)", sum, ce.Accepted, ce.EndUS-ce.StartUS, w)
 					}
 				}
-				if keys, _ := harness.ScanKeys(ctx, srv.Client(), harness.KeyPrefix); len(keys) != 0 {
+				if keys, _ := engine.ScanKeys(ctx, srv.Client(), engine.KeyPrefix); len(keys) != 0 {
 					t.Errorf("keys left behind: %v", keys[:min(len(keys), 5)])
 				}
 			})
@@ -99,12 +101,12 @@ type scriptRun struct {
 
 var (
 	reportsMu sync.Mutex
-	reports   = map[string]*harness.VerifyReport{}
+	reports   = map[string]*measure.VerifyReport{}
 )
 
 // verifyScript verifies a script of testdata/verify at 20 per 500ms (one
 // report per script, arguments and skew, shared by the cases).
-func verifyScript(t *testing.T, s scriptRun) *harness.VerifyReport {
+func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	t.Helper()
 	id := s.file + fmtArgs(s.args) + s.skew.String()
 	reportsMu.Lock()
@@ -148,27 +150,27 @@ func TestVerifyCatchesBrokenScripts(t *testing.T) {
 	cases := []struct {
 		family  string
 		broken  scriptRun
-		verdict string // the family's verdict on the broken script
+		verdict measure.Verdict // the family's verdict on the broken script
 		twin    scriptRun
 	}{
-		{"boundary", scriptRun{file: "epoch-fixed-window.lua", args: nowWinLim}, harness.Violated,
+		{"boundary", scriptRun{file: "epoch-fixed-window.lua", args: nowWinLim}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"phases", scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}, harness.Violated,
+		{"phases", scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"same-instant", scriptRun{file: "time-as-member.lua", args: nowWinLim}, harness.Violated,
+		{"same-instant", scriptRun{file: "time-as-member.lua", args: nowWinLim}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"concurrent", scriptRun{file: "time-as-member.lua", args: nowWinLim}, harness.Violated,
+		{"concurrent", scriptRun{file: "time-as-member.lua", args: nowWinLim}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"overload", scriptRun{file: "records-denied.lua", args: nowWinLimID}, harness.Starved,
+		{"overload", scriptRun{file: "records-denied.lua", args: nowWinLimID}, measure.Starved,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"idle-gaps", scriptRun{file: "short-ttl.lua", args: nowWinLimID}, harness.Violated,
+		{"idle-gaps", scriptRun{file: "short-ttl.lua", args: nowWinLimID}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"weighted", scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, harness.Violated,
+		{"weighted", scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, measure.Violated,
 			scriptRun{file: "weighted-sliding-log.lua", args: nowWinLimIDC}},
-		{"isolation", scriptRun{file: "shared-key.lua", args: nowWinLimID}, harness.Interfered,
+		{"isolation", scriptRun{file: "shared-key.lua", args: nowWinLimID}, measure.Interfered,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
 		// client time is skew-sensitive; Redis TIME is not
-		{"skew", scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, harness.Violated,
+		{"skew", scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, measure.Violated,
 			scriptRun{file: "server-time-sliding-log.lua", args: []string{"{window_us}", "{limit}", "{request_id}"}, skew: 20 * time.Millisecond}},
 	}
 	for _, c := range cases {
@@ -177,17 +179,17 @@ func TestVerifyCatchesBrokenScripts(t *testing.T) {
 			if f := family(t, b, c.family); f.Verdict != c.verdict {
 				t.Errorf("broken %s: family %s says %s (ratio %.2f), want %s", c.broken.file, c.family, f.Verdict, f.MaxRatio, c.verdict)
 			}
-			if b.Verdict == harness.Holds || b.CounterExample == nil {
+			if b.Verdict == measure.Holds || b.CounterExample == nil {
 				t.Errorf("broken %s: overall verdict %s", c.broken.file, b.Verdict)
 			}
 			tw := verifyScript(t, c.twin)
-			if tw.Verdict != harness.Holds {
+			if tw.Verdict != measure.Holds {
 				t.Errorf("twin %s: verdict %s, counter-example %+v", c.twin.file, tw.Verdict, tw.CounterExample)
 			}
 		})
 	}
 	// the anchored window is only caught where a window starts at the first hit
-	if f := family(t, verifyScript(t, scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}), "boundary"); f.Verdict != harness.Holds {
+	if f := family(t, verifyScript(t, scriptRun{file: "anchored-fixed-window.lua", args: nowWinLim}), "boundary"); f.Verdict != measure.Holds {
 		t.Errorf("anchored window at epoch boundaries: %s, want holds", f.Verdict)
 	}
 }
@@ -225,18 +227,18 @@ func TestVerifySeedScripts(t *testing.T) {
 		args        []string
 		allowedWhen int64
 		window      time.Duration
-		want        string
+		want        measure.Verdict
 	}{
 		// its Go caller passes now µs as the request id: requests at one instant collapse into one member
-		{"seed000-sliding-log.lua", []string{"{limit}", "{window_s}", "{now_us}", "{now_us}"}, 1, time.Second, harness.Violated},
-		{"seed001-sliding-log-weighted.lua", []string{"{window_us}", "{limit}", "{cost}", "{request_id}"}, 1, time.Second, harness.Holds},
-		{"seed001-python-harness-sliding.lua", []string{"{now_s}", "{window_s}", "{limit}"}, 1, time.Second, harness.Holds},
-		{"seed002-slidingWindow.lua", []string{"{now_ms}", "{window_s}", "{limit}"}, 1, time.Second, harness.Holds},
+		{"seed000-sliding-log.lua", []string{"{limit}", "{window_s}", "{now_us}", "{now_us}"}, 1, time.Second, measure.Violated},
+		{"seed001-sliding-log-weighted.lua", []string{"{window_us}", "{limit}", "{cost}", "{request_id}"}, 1, time.Second, measure.Holds},
+		{"seed001-python-harness-sliding.lua", []string{"{now_s}", "{window_s}", "{limit}"}, 1, time.Second, measure.Holds},
+		{"seed002-slidingWindow.lua", []string{"{now_ms}", "{window_s}", "{limit}"}, 1, time.Second, measure.Holds},
 		// precision defaults to the duration: a fixed window
-		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, harness.Violated},
+		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, measure.Violated},
 		// one-second blocks: the oldest block is dropped whole
-		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}, 1]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, harness.Violated},
-		{"seed003-over-limit-multi-part1.lua", []string{"[[{window_s}, {limit}]]", "{now_s}"}, 0, 2 * time.Second, harness.Violated},
+		{"seed003-over-limit-sliding-window.lua", []string{"[[{window_s}, {limit}, 1]]", "{now_s}", "{cost}"}, 0, 2 * time.Second, measure.Violated},
+		{"seed003-over-limit-multi-part1.lua", []string{"[[{window_s}, {limit}]]", "{now_s}"}, 0, 2 * time.Second, measure.Violated},
 	}
 	for _, c := range cases {
 		t.Run(c.file+fmtArgs(c.args), func(t *testing.T) {

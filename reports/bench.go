@@ -13,13 +13,12 @@ import (
 
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/ratelab/ratelab/measure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // WriteBench renders bench results to w in format, one of Formats:
@@ -32,14 +31,14 @@ import (
 //     then notes on how the figures are made.
 //   - "json": the whole BenchResults, indented, as results.json holds it.
 //   - "csv": a header of BenchRow's scalar JSON names and one record per row.
-func WriteBench(w io.Writer, format string, r *harness.BenchResults) error {
+func WriteBench(w io.Writer, format string, r *measure.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
 	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeBenchText(w, r, markdown) }, r, r.Results)
 }
 
-func benchCompared(r *harness.BenchResults) bool {
+func benchCompared(r *measure.BenchResults) bool {
 	for _, row := range r.Results {
 		if row.RedisBenchmarkPerS > 0 {
 			return true
@@ -48,7 +47,7 @@ func benchCompared(r *harness.BenchResults) bool {
 	return false
 }
 
-func writeBenchText(w io.Writer, r *harness.BenchResults, markdown bool) error {
+func writeBenchText(w io.Writer, r *measure.BenchResults, markdown bool) error {
 	var b strings.Builder
 	escape, bullet := noEscape, ""
 	if markdown {
@@ -115,7 +114,7 @@ func writeIn[T any](w io.Writer, format string, text func(w io.Writer, markdown 
 }
 
 // benchTable is the bench table's header and rows, cells escaped by escape.
-func benchTable(r *harness.BenchResults, escape func(string) string) (header []any, rows [][]string) {
+func benchTable(r *measure.BenchResults, escape func(string) string) (header []any, rows [][]string) {
 	compared := benchCompared(r)
 	header = []any{"algorithm", "path", "clients", "pipeline", "decisions/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
 		"server µs/call", "server CPU", "client CPU", "allowed"}
@@ -148,7 +147,7 @@ func benchTable(r *harness.BenchResults, escape func(string) string) (header []a
 
 // WriteBenchHTML writes report.html for bench results: the configuration,
 // the throughput and latency table with its notes, and the figures.
-func WriteBenchHTML(w io.Writer, r *harness.BenchResults, figures []Figure) error {
+func WriteBenchHTML(w io.Writer, r *measure.BenchResults, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
@@ -190,7 +189,7 @@ func formatPct(part, whole int64) string {
 }
 
 // benchNotes are the sentences under the bench table.
-func benchNotes(r *harness.BenchResults, compared bool) []string {
+func benchNotes(r *measure.BenchResults, compared bool) []string {
 	c := r.Config
 	load := "closed loop (each client sends its next pipeline when the replies are in)"
 	if c.RatePerS > 0 {
@@ -223,7 +222,7 @@ func procsDesc(p int) string {
 // WriteBenchDir writes a bench run directory: results.json, one latency
 // CDF plot per path (latency-<path>.png and .svg), throughput.png and .svg,
 // and report.md with the table, every run, and the plots.
-func WriteBenchDir(dir string, r *harness.BenchResults) error {
+func WriteBenchDir(dir string, r *measure.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
@@ -311,7 +310,7 @@ func WriteBenchDir(dir string, r *harness.BenchResults) error {
 }
 
 // benchPaths lists the paths of r's rows in first-appearance order.
-func benchPaths(r *harness.BenchResults) []string {
+func benchPaths(r *measure.BenchResults) []string {
 	var out []string
 	for _, row := range r.Results {
 		found := false
@@ -325,22 +324,13 @@ func benchPaths(r *harness.BenchResults) []string {
 	return out
 }
 
-func pathHasCDF(r *harness.BenchResults, path string) bool {
+func pathHasCDF(r *measure.BenchResults, path string) bool {
 	for _, row := range r.Results {
 		if row.Path == path && len(row.CDF) > 0 {
 			return true
 		}
 	}
 	return false
-}
-
-// ReadBench reads a results.json written by `ratelab bench`.
-func ReadBench(path string) (*harness.BenchResults, error) {
-	var r harness.BenchResults
-	if err := readResultsAs(path, "bench", &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
 }
 
 // maxNines is the highest percentile the CDF axis shows: 99.999%.
@@ -357,11 +347,11 @@ func nines(q float64) float64 {
 // against the share of decisions at or below it, on a vertical axis
 // stretched towards the tail (0%, 90%, 99%, 99.9%, ...). path's extension
 // picks ".png" or ".svg". It is an error when no row of the path has a CDF.
-func PlotLatencyCDF(r *harness.BenchResults, path, file string) error {
+func PlotLatencyCDF(r *measure.BenchResults, path, file string) error {
 	if r == nil {
 		return fmt.Errorf("reports: %s: no bench results", file)
 	}
-	var rows []harness.BenchRow
+	var rows []measure.BenchRow
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for _, row := range r.Results {
 		if row.Path != path || len(row.CDF) == 0 {
@@ -467,14 +457,14 @@ func formatMicros(v float64) string {
 // redis-benchmark's median beside it when compared; bars are labelled with
 // their value when there is room, and the group with the ratios. path's
 // extension picks ".png" or ".svg". It is an error when r has no rows.
-func PlotThroughput(r *harness.BenchResults, file string) error {
+func PlotThroughput(r *measure.BenchResults, file string) error {
 	if r == nil || len(r.Results) == 0 {
 		return fmt.Errorf("reports: %s: no bench results to plot", file)
 	}
 	compared := benchCompared(r)
 	paths := benchPaths(r)
 	var algs []string
-	rows := map[[2]string]harness.BenchRow{}
+	rows := map[[2]string]measure.BenchRow{}
 	ymax := 0.0
 	for _, row := range r.Results {
 		if _, ok := rows[[2]string{row.Algorithm, ""}]; !ok {

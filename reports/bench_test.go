@@ -10,42 +10,42 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // benchFixture is a compared bench of sliding-log on both paths.
-func benchFixture() *harness.BenchResults {
-	cdf := func(scale int64) []harness.CDFPoint {
-		return []harness.CDFPoint{{Quantile: 0, US: 200 * scale}, {Quantile: 0.5, US: 800 * scale}, {Quantile: 0.9, US: 1500 * scale},
+func benchFixture() *measure.BenchResults {
+	cdf := func(scale int64) []measure.CDFPoint {
+		return []measure.CDFPoint{{Quantile: 0, US: 200 * scale}, {Quantile: 0.5, US: 800 * scale}, {Quantile: 0.9, US: 1500 * scale},
 			{Quantile: 0.99, US: 3000 * scale}, {Quantile: 0.999, US: 6000 * scale}, {Quantile: 1, US: 9000 * scale}}
 	}
-	row := func(path string, per, rb float64, allowed int64, scale int64) harness.BenchRow {
-		return harness.BenchRow{
+	row := func(path string, per, rb float64, allowed int64, scale int64) measure.BenchRow {
+		return measure.BenchRow{
 			Algorithm: "sliding-log", Path: path, Clients: 50, Pipeline: 1, Keys: 100000, Limit: 100, WindowMS: 60000,
 			LimitDesc: "100 per 1m0s", Decisions: 300000, Allowed: allowed, Denied: 300000 - allowed,
 			DecisionsPerS: per, P50US: 800 * scale, P99US: 3000 * scale, P999US: 6000 * scale, MaxUS: 9000 * scale,
 			ServerUSPerCall: 14.25, ServerCPUPct: 97, ClientCPUPct: 38,
 			RedisBenchmarkPerS: rb, RedisBenchmarkServerUSPerCall: 14.5, RedisBenchmarkServerCPUPct: 98, RedisBenchmarkClientCPUPct: 31,
 			Ratio: per / rb,
-			Runs: []harness.BenchRun{
+			Runs: []measure.BenchRun{
 				{Tool: "ratelab", Decisions: 100000, Seconds: 1.6, PerS: per, ServerUSPerCall: 14.2, ServerCPUPct: 97, ClientCPUPct: 38, P50US: 800, P99US: 3000},
 				{Tool: "redis-benchmark", Decisions: 100000, Seconds: 1.5, PerS: rb, ServerUSPerCall: 14.5, ServerCPUPct: 98, ClientCPUPct: 31, P50US: 780, P99US: 2900},
 			},
 			CDF: cdf(scale),
 		}
 	}
-	return &harness.BenchResults{
+	return &measure.BenchResults{
 		Tool: "ratelab", Command: "bench",
-		Config: harness.BenchRunConfig{
+		Config: measure.BenchRunConfig{
 			Algorithms: []string{"sliding-log"}, Paths: []string{"allow", "deny"}, Limit: 100, WindowMS: 60000,
 			Clients: 50, Pipeline: 1, DurationMS: 3000, Keys: 100000, Rounds: 3, Procs: 1,
 			CompareRedisBenchmark: true, RedisBenchmark: "redis-benchmark 7.0.15", Prefix: "ratelab:t2:",
 		},
-		Redis:      harness.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
 		StartedAt:  time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC),
 		DurationMS: 31000,
 		Complete:   true,
-		Results: []harness.BenchRow{
+		Results: []measure.BenchRow{
 			row("allow", 61234.5, 60100, 300000, 1),
 			row("deny", 70500, 80100, 300, 2),
 		},
@@ -62,7 +62,7 @@ func TestBenchGolden(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		format, golden string
-		r              *harness.BenchResults
+		r              *measure.BenchResults
 	}{
 		// deny is below 0.9x: a note says so
 		{"table", "bench-table.golden", benchFixture()},
@@ -103,7 +103,7 @@ func TestBenchDir(t *testing.T) {
 			t.Errorf("report.md has no %q", want)
 		}
 	}
-	back, err := ReadBench(filepath.Join(dir, "results.json"))
+	back, err := measure.ReadBench(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestBenchDir(t *testing.T) {
 	if err := PlotLatencyCDF(r, "sideways", filepath.Join(dir, "x.png")); err == nil || !strings.Contains(err.Error(), "sideways") {
 		t.Errorf("unknown path: %v", err)
 	}
-	if err := PlotThroughput(&harness.BenchResults{}, filepath.Join(dir, "y.png")); err == nil {
+	if err := PlotThroughput(&measure.BenchResults{}, filepath.Join(dir, "y.png")); err == nil {
 		t.Error("no rows: no error")
 	}
 }

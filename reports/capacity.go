@@ -17,13 +17,12 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/ratelab/ratelab/measure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // WriteCapacity renders capacity results to w in format, one of Formats:
@@ -37,19 +36,19 @@ import (
 //     is made, and any warnings.
 //   - "json": the whole CapacityResults, indented, as results.json holds it.
 //   - "csv": a header of CapacityRow's JSON names and one record per row.
-func WriteCapacity(w io.Writer, format string, r *harness.CapacityResults) error {
+func WriteCapacity(w io.Writer, format string, r *measure.CapacityResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
 	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeCapacityText(w, r, markdown) }, r, r.Results)
 }
 
-func capacityHeader(r *harness.CapacityResults) []any {
+func capacityHeader(r *measure.CapacityResults) []any {
 	return []any{"algorithm", "limit", "keys (N)", "encoding", "entries", "MU B/key", "B/entry",
 		"MU+TTL B/key", "used_memory Δ B/key", "agree", formatCount(r.Config.ActiveKeys) + " keys need"}
 }
 
-func capacityRows(r *harness.CapacityResults, escape func(string) string) [][]string {
+func capacityRows(r *measure.CapacityResults, escape func(string) string) [][]string {
 	out := make([][]string, 0, len(r.Results))
 	for _, row := range r.Results {
 		out = append(out, []string{
@@ -69,7 +68,7 @@ func capacityRows(r *harness.CapacityResults, escape func(string) string) [][]st
 	return out
 }
 
-func writeCapacityText(w io.Writer, r *harness.CapacityResults, markdown bool) error {
+func writeCapacityText(w io.Writer, r *measure.CapacityResults, markdown bool) error {
 	var b strings.Builder
 	escape, bullet := noEscape, ""
 	if markdown {
@@ -111,7 +110,7 @@ func writeCapacityText(w io.Writer, r *harness.CapacityResults, markdown bool) e
 }
 
 // capacityNotes are the sentences under the capacity table.
-func capacityNotes(r *harness.CapacityResults) []string {
+func capacityNotes(r *measure.CapacityResults) []string {
 	var notes []string
 	// encoding changes between consecutive limits of one algorithm
 	for i := 1; i < len(r.Results); i++ {
@@ -154,7 +153,7 @@ func capacityNotes(r *harness.CapacityResults) []string {
 
 // clusterNodeNotes split each row over the masters of a Redis Cluster:
 // keys held and used_memory Δ per master (none for a single server).
-func clusterNodeNotes(r *harness.CapacityResults) []string {
+func clusterNodeNotes(r *measure.CapacityResults) []string {
 	var notes []string
 	for _, row := range r.Results {
 		if len(row.Nodes) == 0 {
@@ -182,7 +181,7 @@ func clusterNodeNotes(r *harness.CapacityResults) []string {
 
 // projectionNote says what M keys need at one limit (1000 when measured,
 // else the largest), per algorithm: "1M keys at limit 1000 need: ...".
-func projectionNote(r *harness.CapacityResults) string {
+func projectionNote(r *measure.CapacityResults) string {
 	limit := int64(0)
 	for _, row := range r.Results {
 		if row.Limit == 1000 {
@@ -203,7 +202,7 @@ func projectionNote(r *harness.CapacityResults) string {
 	return fmt.Sprintf("%s keys at limit %d need: %s", formatCount(r.Config.ActiveKeys), limit, strings.Join(parts, ", "))
 }
 
-func keyNameSpan(r *harness.CapacityResults) string {
+func keyNameSpan(r *measure.CapacityResults) string {
 	lo, hi := math.MaxInt, 0
 	for _, row := range r.Results {
 		lo, hi = min(lo, row.KeyNameBytes), max(hi, row.KeyNameBytes)
@@ -306,7 +305,7 @@ func writeRowsCSV[T any](w io.Writer, rows []T) error {
 // WriteCapacityDir writes a capacity run directory: results.json,
 // memory.png and memory.svg (PlotCapacity) when there are rows, and
 // report.md. It creates dir and stops at the first error.
-func WriteCapacityDir(dir string, r *harness.CapacityResults) error {
+func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
@@ -351,7 +350,7 @@ func WriteCapacityDir(dir string, r *harness.CapacityResults) error {
 }
 
 // writeRunHeader writes the "## Run" list: items, then Redis, start and duration.
-func writeRunHeader(b *bytes.Buffer, ri harness.RedisInfo, started time.Time, durationMS int64, items []string) {
+func writeRunHeader(b *bytes.Buffer, ri measure.RedisInfo, started time.Time, durationMS int64, items []string) {
 	b.WriteString("## Run\n\n")
 	for _, it := range items {
 		fmt.Fprintf(b, "- %s\n", it)
@@ -384,64 +383,13 @@ func joinInts(ns []int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// ReadCapacity reads a results.json written by `ratelab capacity`.
-func ReadCapacity(path string) (*harness.CapacityResults, error) {
-	var r harness.CapacityResults
-	if err := readResultsAs(path, "capacity", &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-// ResultsCommand returns the "command" of a results.json ("run",
-// "capacity", "bench"; "run" when the file has none). A file that cannot be
-// read or has no "results" array is an error naming path.
-func ResultsCommand(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reports: %w", err)
-	}
-	var probe struct {
-		Command string          `json:"command"`
-		Results json.RawMessage `json:"results"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return "", fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", path, err)
-	}
-	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
-		return "", fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, path)
-	}
-	if probe.Command == "" {
-		return "run", nil
-	}
-	return probe.Command, nil
-}
-
-func readResultsAs(path, command string, v any) error {
-	got, err := ResultsCommand(path)
-	if err != nil {
-		return err
-	}
-	if got != command {
-		return fmt.Errorf("reports: %s: results of `ratelab %s`, not of `ratelab %s`", path, got, command)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("reports: %s: %w", path, err)
-	}
-	return nil
-}
-
 // PlotCapacity draws MEMORY USAGE per key against the limit, both axes
 // logarithmic, one line with markers per algorithm, and marks the sorted
 // set's listpack -> skiplist change: a dashed vertical line between
 // zset-max-listpack-entries and the next entry (128 | 129 by default) and
 // a label at each point where an algorithm's encoding changes. Rows with
 // no memory are skipped. path's extension picks ".png" or ".svg".
-func PlotCapacity(r *harness.CapacityResults, path string) error {
+func PlotCapacity(r *measure.CapacityResults, path string) error {
 	if r == nil || len(r.Results) == 0 {
 		return fmt.Errorf("reports: %s: no capacity results to plot", path)
 	}

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // capacityFixture is a capacity run with numbers as measured on Redis 7.0:
 // the sorted set's listpack -> skiplist change between 128 and 129 entries.
-func capacityFixture() *harness.CapacityResults {
-	row := func(alg string, limit int64, keys int, enc string, entries, mu int64, overhead, delta float64) harness.CapacityRow {
-		r := harness.CapacityRow{
+func capacityFixture() *measure.CapacityResults {
+	row := func(alg string, limit int64, keys int, enc string, entries, mu int64, overhead, delta float64) measure.CapacityRow {
+		r := measure.CapacityRow{
 			Algorithm: alg, Limit: limit, WindowMS: 3600000, LimitDesc: "per 1h", Keys: keys, KeysWanted: 10000,
 			Calls: int64(keys) * entries, KeyNameBytes: 45, Type: "zset", Encoding: enc, Entries: entries, MemoryBytes: mu,
 			BytesPerEntry: float64(mu) / float64(entries), TTLOverheadBytes: overhead, MemoryWithTTLBytes: float64(mu) + overhead,
@@ -26,18 +26,18 @@ func capacityFixture() *harness.CapacityResults {
 		r.Agreement = r.MemoryWithTTLBytes / delta
 		return r
 	}
-	return &harness.CapacityResults{
+	return &measure.CapacityResults{
 		Tool: "ratelab", Command: "capacity",
-		Config: harness.CapacityRunConfig{
+		Config: measure.CapacityRunConfig{
 			Algorithms: []string{"sliding-log", "fixed-window"}, Limits: []int64{10, 128, 129, 10000},
 			Keys: 10000, ActiveKeys: 1_000_000, WindowMS: 3600000, Budget: 100000, Prefix: "ratelab:t1:",
 		},
-		Redis:      harness.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
-		Server:     harness.CapacityServerInfo{ZsetMaxListpackEntries: 128, HashMaxListpackEntries: 512},
+		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+		Server:     measure.CapacityServerInfo{ZsetMaxListpackEntries: 128, HashMaxListpackEntries: 512},
 		StartedAt:  time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC),
 		DurationMS: 21500,
 		Complete:   true,
-		Results: []harness.CapacityRow{
+		Results: []measure.CapacityRow{
 			row("sliding-log", 10, 10000, "listpack", 10, 536, 66, 602),
 			row("sliding-log", 128, 781, "listpack", 128, 6203, 56, 6264),
 			row("sliding-log", 129, 775, "skiplist", 129, 18006, 56, 19107),
@@ -45,7 +45,7 @@ func capacityFixture() *harness.CapacityResults {
 			row("fixed-window", 10, 10000, "int", 1, 104, 66, 154),
 			row("fixed-window", 10000, 10000, "int", 1, 104, 66, 170),
 		},
-		Trim: &harness.TrimResult{Algorithm: "sliding-log", Keys: 20, FilledEntries: 200, Entries: 51,
+		Trim: &measure.TrimResult{Algorithm: "sliding-log", Keys: 20, FilledEntries: 200, Entries: 51,
 			Encoding: "skiplist", MemoryBytes: 8435, FreshEncoding: "listpack", FreshMemoryBytes: 2136},
 	}
 }
@@ -58,7 +58,7 @@ func TestCapacityGolden(t *testing.T) {
 	incomplete.Warnings = []string{"1 replica(s) attached: the replication backlog may grow with the fills"}
 	for _, tc := range []struct {
 		format, golden string
-		r              *harness.CapacityResults
+		r              *measure.CapacityResults
 	}{
 		{"table", "capacity-table.golden", capacityFixture()},
 		{"markdown", "capacity-markdown.golden", capacityFixture()},
@@ -104,24 +104,24 @@ func TestCapacityDir(t *testing.T) {
 		}
 	}
 	path := filepath.Join(dir, "results.json")
-	if cmd, err := ResultsCommand(path); err != nil || cmd != "capacity" {
+	if cmd, err := measure.ResultsCommand(path); err != nil || cmd != "capacity" {
 		t.Errorf("ResultsCommand: %q %v", cmd, err)
 	}
-	back, err := ReadCapacity(path)
+	back, err := measure.ReadCapacity(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, r) {
 		t.Errorf("results.json does not read back as written:\n%+v\n%+v", back, r)
 	}
-	if _, err := ReadBench(path); err == nil || !strings.Contains(err.Error(), "ratelab capacity") {
+	if _, err := measure.ReadBench(path); err == nil || !strings.Contains(err.Error(), "ratelab capacity") {
 		t.Errorf("ReadBench of a capacity file: %v", err)
 	}
 }
 
 func TestPlotCapacityErrors(t *testing.T) {
 	dir := t.TempDir()
-	if err := PlotCapacity(&harness.CapacityResults{}, filepath.Join(dir, "a.png")); err == nil {
+	if err := PlotCapacity(&measure.CapacityResults{}, filepath.Join(dir, "a.png")); err == nil {
 		t.Error("no rows: no error")
 	}
 	r := capacityFixture()

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // WriteReport writes report.md for r to w: a title, the run's configuration
@@ -22,7 +21,7 @@ import (
 // plots, in order. Plot paths are used as given (keep them relative to the
 // report's directory) and the image's alt text is the file name without its
 // extension. Errors come from w.
-func WriteReport(w io.Writer, r *harness.Results, plots []string) error {
+func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
@@ -101,7 +100,7 @@ latencies; *errors* counts failed decisions.
 // ratio.png and ratio.svg when there are rows, report.html (self-contained,
 // the SVGs inlined: see WriteHTML) and report.md referencing the PNGs. It stops at the first error and returns it wrapped with the file's
 // path.
-func WriteDir(dir string, r *harness.Results) error {
+func WriteDir(dir string, r *measure.Results) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
@@ -139,37 +138,6 @@ func WriteDir(dir string, r *harness.Results) error {
 	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
 }
 
-// ReadResults reads a results.json written by ratelab (or by WriteDir).
-// A file that cannot be read, is not JSON, or has no "results" array is an
-// error naming path.
-func ReadResults(path string) (*harness.Results, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reports: %w", err)
-	}
-	return ParseResults(data, path)
-}
-
-// ParseResults parses the bytes of a results.json; name labels errors (the
-// path). Anything that is not a JSON object with a "results" array of rows
-// is an error, never a panic.
-func ParseResults(data []byte, name string) (*harness.Results, error) {
-	var probe struct {
-		Results json.RawMessage `json:"results"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", name, err)
-	}
-	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
-		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, name)
-	}
-	var r harness.Results
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", name, err)
-	}
-	return &r, nil
-}
-
 // writeFile creates path, calls write with it and closes it; errors are
 // wrapped with the path.
 func writeFile(path string, write func(io.Writer) error) (err error) {
@@ -194,7 +162,7 @@ func writeFile(path string, write func(io.Writer) error) (err error) {
 
 // scenariosWithTimeline lists, in first-appearance order, the scenarios
 // with at least one row that has a timeline.
-func scenariosWithTimeline(r *harness.Results) []string {
+func scenariosWithTimeline(r *measure.Results) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, row := range r.Results {
@@ -223,7 +191,7 @@ func fileSafe(s string) string {
 	return string(b)
 }
 
-func redisDesc(ri harness.RedisInfo) string {
+func redisDesc(ri measure.RedisInfo) string {
 	version := ri.Version
 	if version == "" {
 		version = "unknown version"

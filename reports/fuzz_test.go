@@ -3,6 +3,8 @@ package reports
 import (
 	"io"
 	"testing"
+
+	"github.com/ratelab/ratelab/measure"
 )
 
 // A results.json from anywhere parses or fails cleanly, and whatever parses
@@ -15,7 +17,7 @@ func FuzzParseResults(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{not json`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := ParseResults(data, "fuzz.json")
+		r, err := measure.ParseResults(data, "fuzz.json")
 		if err != nil {
 			return
 		}

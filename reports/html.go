@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Figure is one plot to inline in report.html: its name (the file name
@@ -73,7 +73,7 @@ type HTMLRow struct {
 // the headers), for `ratelab demo` results the narrative of Explain, and the
 // figures in order. A figure that is not an SVG document is an error; other
 // errors come from w.
-func WriteHTML(w io.Writer, r *harness.Results, figures []Figure) error {
+func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
@@ -136,7 +136,7 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 
 // WriteCapacityHTML writes report.html for capacity results: the
 // configuration, the memory-per-key table and its notes, and the figures.
-func WriteCapacityHTML(w io.Writer, r *harness.CapacityResults, figures []Figure) error {
+func WriteCapacityHTML(w io.Writer, r *measure.CapacityResults, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
@@ -174,7 +174,7 @@ func WriteCapacityHTML(w io.Writer, r *harness.CapacityResults, figures []Figure
 
 // WriteVerifyHTML writes report.html for a verification: the verdict, the
 // families' table and the counter-example.
-func WriteVerifyHTML(w io.Writer, r *harness.VerifyReport) error {
+func WriteVerifyHTML(w io.Writer, r *measure.VerifyReport) error {
 	if r == nil {
 		return fmt.Errorf("reports: no verification to write")
 	}
@@ -184,7 +184,7 @@ func WriteVerifyHTML(w io.Writer, r *harness.VerifyReport) error {
 		{"decisions", fmt.Sprintf("%d (%d errors)", r.Decisions, r.Errors)},
 		{"duration", (time.Duration(r.DurationMS) * time.Millisecond).String()},
 	}
-	v := HTMLVerdict{Name: r.Target, Held: r.Verdict == harness.Holds, Text: strings.ToUpper(r.Verdict)}
+	v := HTMLVerdict{Name: r.Target, Held: r.Verdict == measure.Holds, Text: strings.ToUpper(string(r.Verdict))}
 	if c := r.CounterExample; c != nil {
 		v.Text += ": " + c.Explain + fmt.Sprintf(" (family %s, trial %q)", c.Family, c.Trial)
 	}
@@ -199,8 +199,8 @@ func WriteVerifyHTML(w io.Writer, r *harness.VerifyReport) error {
 		if f.MinFidelity > 0 {
 			fid = formatFixed(f.MinFidelity, 2)
 		}
-		t.Rows = append(t.Rows, HTMLRow{Over: f.Verdict != harness.Holds && f.Verdict != harness.Skipped,
-			Cells: []string{f.Family, strconv.Itoa(f.Trials), f.Mode, ratio, fid, f.Verdict, f.Note}})
+		t.Rows = append(t.Rows, HTMLRow{Over: f.Verdict != measure.Holds && f.Verdict != measure.Skipped,
+			Cells: []string{f.Family, strconv.Itoa(f.Trials), f.Mode, ratio, fid, string(f.Verdict), f.Note}})
 	}
 	doc.Tables = []HTMLTable{t}
 	if r.SkewSensitivity > 0 {
@@ -225,7 +225,7 @@ func WriteVerifyHTML(w io.Writer, r *harness.VerifyReport) error {
 // writeHTMLDir writes dir/report.html for r, inlining the SVG twin of each
 // plot in plots (paths relative to dir, any extension: "ratio.png" inlines
 // ratio.svg).
-func writeHTMLDir(dir string, r *harness.Results, plots []string) error {
+func writeHTMLDir(dir string, r *measure.Results, plots []string) error {
 	figs, err := readFigures(dir, plots)
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func writeHTMLDir(dir string, r *harness.Results, plots []string) error {
 
 // writeCapacityHTMLDir is writeHTMLDir for capacity results (the hook for
 // WriteCapacityDir).
-func writeCapacityHTMLDir(dir string, r *harness.CapacityResults, plots []string) error {
+func writeCapacityHTMLDir(dir string, r *measure.CapacityResults, plots []string) error {
 	figs, err := readFigures(dir, plots)
 	if err != nil {
 		return err
@@ -268,7 +268,7 @@ type htmlFigure struct {
 }
 
 // configItems is the run's configuration and Redis as label/value pairs.
-func configItems(r *harness.Results) [][2]string {
+func configItems(r *measure.Results) [][2]string {
 	c := r.Config
 	items := [][2]string{
 		{"command", "ratelab " + r.Command},
@@ -297,10 +297,10 @@ func configItems(r *harness.Results) [][2]string {
 
 // algorithmVerdicts says, per algorithm in row order, whether it kept every
 // scenario within the limit, naming the worst scenario.
-func algorithmVerdicts(r *harness.Results) []HTMLVerdict {
+func algorithmVerdicts(r *measure.Results) []HTMLVerdict {
 	var out []HTMLVerdict
 	idx := map[string]int{}
-	worst := map[string]harness.Row{}
+	worst := map[string]measure.Row{}
 	for _, row := range r.Results {
 		i, ok := idx[row.Algorithm]
 		if !ok {

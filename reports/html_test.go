@@ -13,18 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 var screenshot = flag.String("screenshot", "", "also save report.html's Chromium screenshot here (default: only in the test's temp dir)")
 
 // sixFixture is the fixture with the two peers added (gcra like reservoir,
 // sliding-counter a little over the limit), as a demo's results.
-func sixFixture() *harness.Results {
+func sixFixture() *measure.Results {
 	r := fixture()
 	r.Command = "demo"
 	r.Config.Algorithms = append(r.Config.Algorithms, "gcra", "sliding-counter")
-	var extra []harness.Row
+	var extra []measure.Row
 	for _, row := range r.Results {
 		if row.Algorithm != "reservoir" || row.Scenario != "boundary-burst" {
 			continue

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelab/ratelab/measure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -18,8 +19,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // Figure geometry: 8 x 4.5 inches; PNGs at 150 dpi (1200 x 675 pixels).
@@ -72,11 +71,11 @@ var (
 // the format: ".png" (150 dpi) or ".svg"; the figure is 8 x 4.5 inches.
 // Non-finite points are skipped. It is an error when no row of scenario has
 // a finite timeline point, or when the file cannot be written.
-func PlotTimeline(r *harness.Results, scenario string, path string) error {
+func PlotTimeline(r *measure.Results, scenario string, path string) error {
 	if r == nil {
 		return fmt.Errorf("reports: %s: no results", path)
 	}
-	var rows []harness.Row
+	var rows []measure.Row
 	for _, row := range r.Results {
 		if row.Scenario == scenario && len(row.Timeline) > 0 {
 			rows = append(rows, row)
@@ -190,7 +189,7 @@ func PlotTimeline(r *harness.Results, scenario string, path string) error {
 // top labelled "inf". path's extension picks ".png" (150 dpi) or ".svg";
 // the figure is 8 x 4.5 inches. It is an error when r has no rows or the
 // file cannot be written.
-func PlotRatio(r *harness.Results, path string) error {
+func PlotRatio(r *measure.Results, path string) error {
 	if r == nil || len(r.Results) == 0 {
 		return fmt.Errorf("reports: %s: no results to plot", path)
 	}
@@ -395,7 +394,7 @@ func refLine(x0, y0, x1, y1 float64, dash []vg.Length) *plotter.Line {
 
 // algorithmOrder numbers the algorithms of r in first-appearance order, so
 // one algorithm has the same colour and dashes in every plot of a run.
-func algorithmOrder(r *harness.Results) map[string]int {
+func algorithmOrder(r *measure.Results) map[string]int {
 	order := map[string]int{}
 	for _, row := range r.Results {
 		if _, ok := order[row.Algorithm]; !ok {

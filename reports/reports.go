@@ -1,4 +1,4 @@
-// Package reports renders a *harness.Results: tables (ASCII and Markdown),
+// Package reports renders a *measure.Results: tables (ASCII and Markdown),
 // JSON and CSV to an io.Writer, plots (PNG and SVG) to files, and a run
 // directory with results.json, plots and report.md. Reports never talk to
 // Redis; everything they show comes from the Results value.
@@ -22,8 +22,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Formats lists the values Write accepts for its format (the --format
@@ -43,11 +42,11 @@ var Formats = []string{"table", "markdown", "json", "csv"}
 //
 // An unknown format returns an error naming the --format flag; other errors
 // come from w or from encoding (JSON cannot hold NaN or Inf).
-func Write(w io.Writer, format string, r *harness.Results) error {
+func Write(w io.Writer, format string, r *measure.Results) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
-	var write func(io.Writer, *harness.Results) error
+	var write func(io.Writer, *measure.Results) error
 	switch format {
 	case "table":
 		write = writeTable
@@ -81,7 +80,7 @@ var tableAlign = []tw.Align{
 
 // tableRows formats one table row per Row; escape is applied to free text
 // (the limit description), so Markdown can protect its "|".
-func tableRows(rows []harness.Row, escape func(string) string) [][]string {
+func tableRows(rows []measure.Row, escape func(string) string) [][]string {
 	out := make([][]string, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, []string{
@@ -122,7 +121,7 @@ func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
 	return nil
 }
 
-func writeTable(w io.Writer, r *harness.Results) error {
+func writeTable(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
 	if !r.Complete {
 		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))
@@ -146,7 +145,7 @@ func writeTable(w io.Writer, r *harness.Results) error {
 
 // writeMarkdown writes the optional INCOMPLETE line, the Markdown table and
 // the verdicts as a bullet list, separated by blank lines.
-func writeMarkdown(w io.Writer, r *harness.Results) error {
+func writeMarkdown(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
 	if !r.Complete {
 		fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteReason(r)))
@@ -169,7 +168,7 @@ func writeMarkdown(w io.Writer, r *harness.Results) error {
 	return err
 }
 
-func writeJSON(w io.Writer, r *harness.Results) error {
+func writeJSON(w io.Writer, r *measure.Results) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -182,7 +181,7 @@ func writeJSON(w io.Writer, r *harness.Results) error {
 // csvFields returns the indexes and JSON names of Row's scalar fields, in
 // declaration order (the timeline and any other slice or struct is left out).
 func csvFields() (idx []int, names []string) {
-	t := reflect.TypeFor[harness.Row]()
+	t := reflect.TypeFor[measure.Row]()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		switch f.Type.Kind() {
@@ -202,7 +201,7 @@ func csvFields() (idx []int, names []string) {
 	return idx, names
 }
 
-func writeCSV(w io.Writer, r *harness.Results) error {
+func writeCSV(w io.Writer, r *measure.Results) error {
 	idx, names := csvFields()
 	cw := csv.NewWriter(w)
 	if err := cw.Write(names); err != nil {
@@ -245,7 +244,7 @@ func csvValue(v reflect.Value) string {
 
 // verdicts returns one sentence per row whose ratio is above 1, in row
 // order: which algorithm let how much through one window of which scenario.
-func verdicts(r *harness.Results) []string {
+func verdicts(r *measure.Results) []string {
 	var out []string
 	for _, row := range r.Results {
 		if !(row.Ratio > 1) || math.IsInf(row.Ratio, 0) {
@@ -269,7 +268,7 @@ func verdicts(r *harness.Results) []string {
 	return out
 }
 
-func incompleteReason(r *harness.Results) string {
+func incompleteReason(r *measure.Results) string {
 	if r.Error != "" {
 		return r.Error
 	}
@@ -277,7 +276,7 @@ func incompleteReason(r *harness.Results) string {
 }
 
 // limitDesc is the limiter's own description, or "L per W" when it has none.
-func limitDesc(row harness.Row) string {
+func limitDesc(row measure.Row) string {
 	if row.LimitDesc != "" {
 		return row.LimitDesc
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 var (
@@ -33,10 +33,10 @@ var (
 )
 
 // timeline builds a Row timeline from times, offered and accepted cost.
-func timeline(times []float64, offered, accepted []int64) []harness.Point {
-	pts := make([]harness.Point, len(times))
+func timeline(times []float64, offered, accepted []int64) []measure.Point {
+	pts := make([]measure.Point, len(times))
 	for i := range times {
-		pts[i] = harness.Point{TMS: times[i], Accepted: accepted[i], Denied: offered[i] - accepted[i]}
+		pts[i] = measure.Point{TMS: times[i], Accepted: accepted[i], Denied: offered[i] - accepted[i]}
 	}
 	return pts
 }
@@ -44,7 +44,7 @@ func timeline(times []float64, offered, accepted []int64) []harness.Point {
 // fixture is a complete run of 4 algorithms x 2 scenarios with plausible
 // numbers: fixed-window lets 2x through at the boundary, bucketed-hash and
 // reservoir a little more than L, sliding-log exactly L.
-func fixture() *harness.Results {
+func fixture() *measure.Results {
 	algs := []string{"fixed-window", "sliding-log", "bucketed-hash", "reservoir"}
 	const limit, window = 50, 10000
 	burst := map[string][]int64{
@@ -67,24 +67,24 @@ func fixture() *harness.Results {
 		"bucketed-hash": {412, 436, 1, 61, 158},
 		"reservoir":     {120, 120, 1, 41, 99},
 	}
-	r := &harness.Results{
+	r := &measure.Results{
 		Tool:    "ratelab",
 		Command: "run",
-		Config: harness.RunConfig{
+		Config: measure.RunConfig{
 			Algorithms: algs,
 			Scenarios:  []string{"boundary-burst", "steady"},
 			Clock:      "virtual",
 			Seed:       1,
 			Prefix:     "ratelab:t1:",
 		},
-		Redis:      harness.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
 		StartedAt:  time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC),
 		DurationMS: 4210,
 		Complete:   true,
 	}
-	row := func(alg, sc string, offered, accepted, maxIn, ideal int64, maxEnd float64, tl []harness.Point, memory int64) harness.Row {
+	row := func(alg, sc string, offered, accepted, maxIn, ideal int64, maxEnd float64, tl []measure.Point, memory int64) measure.Row {
 		m := mem[alg]
-		return harness.Row{
+		return measure.Row{
 			Algorithm: alg, Scenario: sc, LimitDesc: desc[alg], Limit: limit, WindowMS: window, Clock: "virtual",
 			Requests: offered, AcceptedRequests: accepted, Offered: offered, Accepted: accepted,
 			MaxInWindow: maxIn, MaxWindowEndMS: maxEnd, Ratio: float64(maxIn) / limit,
@@ -113,7 +113,7 @@ func fixture() *harness.Results {
 }
 
 // incompleteFixture is a run that stopped during its second scenario.
-func incompleteFixture() *harness.Results {
+func incompleteFixture() *measure.Results {
 	r := fixture()
 	r.Complete = false
 	r.Error = "steady: redis: connection reset by peer"
@@ -182,7 +182,7 @@ func lineDiff(want, got string) string {
 func TestWriteGolden(t *testing.T) {
 	for _, tc := range []struct {
 		format, golden string
-		r              *harness.Results
+		r              *measure.Results
 	}{
 		{"table", "table.golden", fixture()},
 		{"markdown", "markdown.golden", fixture()},
@@ -252,7 +252,7 @@ func TestWriteUnknownFormat(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	for _, r := range []*harness.Results{fixture(), incompleteFixture()} {
+	for _, r := range []*measure.Results{fixture(), incompleteFixture()} {
 		var b bytes.Buffer
 		if err := Write(&b, "json", r); err != nil {
 			t.Fatal(err)
@@ -265,7 +265,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadResults(path)
+		got, err := measure.ReadResults(path)
 		if err != nil {
 			t.Fatalf("ReadResults: %v", err)
 		}
@@ -299,7 +299,7 @@ func TestReadResultsRejects(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadResults(path)
+		r, err := measure.ReadResults(path)
 		if err == nil {
 			t.Errorf("%s: got %+v, want an error", tc.name, r)
 			continue
@@ -309,7 +309,7 @@ func TestReadResultsRejects(t *testing.T) {
 		}
 	}
 	missing := filepath.Join(dir, "missing.json")
-	if _, err := ReadResults(missing); err == nil || !strings.Contains(err.Error(), missing) {
+	if _, err := measure.ReadResults(missing); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing file: got %v, want an error naming it", err)
 	}
 	// An empty results array is a valid (if empty) run.
@@ -317,7 +317,7 @@ func TestReadResultsRejects(t *testing.T) {
 	if err := os.WriteFile(ok, []byte(`{"tool":"ratelab","results":[]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadResults(ok); err != nil {
+	if _, err := measure.ReadResults(ok); err != nil {
 		t.Errorf("empty results array: %v", err)
 	}
 }
@@ -457,7 +457,7 @@ func TestPlots(t *testing.T) {
 	if err := PlotRatio(r, filepath.Join(dir, "ratio.gif")); err == nil || !strings.Contains(err.Error(), "ratio.gif") {
 		t.Errorf(".gif: got %v", err)
 	}
-	if err := PlotRatio(&harness.Results{}, filepath.Join(dir, "empty.png")); err == nil {
+	if err := PlotRatio(&measure.Results{}, filepath.Join(dir, "empty.png")); err == nil {
 		t.Errorf("no rows: got no error")
 	}
 }
@@ -493,7 +493,7 @@ func TestPlotsNonFinite(t *testing.T) {
 		t.Errorf("table should show NaN as n/a and Inf as inf:\n%s", b.String())
 	}
 	// A timeline of only non-finite times is an error, not a panic.
-	r.Results[0].Timeline = []harness.Point{{TMS: math.NaN(), Accepted: 1}}
+	r.Results[0].Timeline = []measure.Point{{TMS: math.NaN(), Accepted: 1}}
 	r.Results = r.Results[:1]
 	if err := PlotTimeline(r, "boundary-burst", filepath.Join(dir, "t.png")); err == nil {
 		t.Errorf("all-NaN timeline: got no error")
@@ -522,7 +522,7 @@ func TestWriteDir(t *testing.T) {
 		}
 		checkImage(t, path)
 	}
-	got, err := ReadResults(filepath.Join(dir, "results.json"))
+	got, err := measure.ReadResults(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // VerifyFormats are the stdout formats of `ratelab verify`.
@@ -20,7 +19,7 @@ var VerifyFormats = []string{"table", "json"}
 // WriteVerify renders a verification report: "table" prints the verdict, a
 // table of the families and the counter-example (if any) for people; "json"
 // the report itself. An unknown format names --format.
-func WriteVerify(w io.Writer, format string, r *harness.VerifyReport) error {
+func WriteVerify(w io.Writer, format string, r *measure.VerifyReport) error {
 	switch format {
 	case "json":
 		b, err := json.MarshalIndent(r, "", "  ")
@@ -35,8 +34,8 @@ func WriteVerify(w io.Writer, format string, r *harness.VerifyReport) error {
 	return fmt.Errorf("--format: unknown format %q (want %s)", format, strings.Join(VerifyFormats, " or "))
 }
 
-func writeVerifyTable(w io.Writer, r *harness.VerifyReport) error {
-	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(r.Verdict))
+func writeVerifyTable(w io.Writer, r *measure.VerifyReport) error {
+	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(string(r.Verdict)))
 	t := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
@@ -51,7 +50,7 @@ func writeVerifyTable(w io.Writer, r *harness.VerifyReport) error {
 		if f.MinFidelity > 0 {
 			fid = fmt.Sprintf("%.2f", f.MinFidelity)
 		}
-		rows = append(rows, []string{f.Family, fmt.Sprint(f.Trials), f.Mode, ratio, fid, f.Verdict, f.Note})
+		rows = append(rows, []string{f.Family, fmt.Sprint(f.Trials), f.Mode, ratio, fid, string(f.Verdict), f.Note})
 	}
 	if err := t.Bulk(rows); err != nil {
 		return err
@@ -68,8 +67,8 @@ func writeVerifyTable(w io.Writer, r *harness.VerifyReport) error {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
 	if c := r.CounterExample; c != nil {
-		fmt.Fprintf(w, "\nCOUNTER-EXAMPLE (%s) — family %s, trial %q:\n  %s\n", strings.ToUpper(c.Kind), c.Family, c.Trial, c.Explain)
-		if c.Kind == harness.Violated {
+		fmt.Fprintf(w, "\nCOUNTER-EXAMPLE (%s) — family %s, trial %q:\n  %s\n", strings.ToUpper(string(c.Kind)), c.Family, c.Trial, c.Explain)
+		if c.Kind == measure.Violated {
 			fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
 		}
 		if len(c.Decisions) > 0 {

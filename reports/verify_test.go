@@ -6,29 +6,29 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
-func verifyFixture(violated bool) *harness.VerifyReport {
-	r := &harness.VerifyReport{Target: "fixed-window", LimitDesc: "50 per 2s", Limit: 50, WindowMS: 2000,
-		Verdict: harness.Holds, Clock: "virtual+real", Decisions: 7110, DurationMS: 2300,
+func verifyFixture(violated bool) *measure.VerifyReport {
+	r := &measure.VerifyReport{Target: "fixed-window", LimitDesc: "50 per 2s", Limit: 50, WindowMS: 2000,
+		Verdict: measure.Holds, Clock: "virtual+real", Decisions: 7110, DurationMS: 2300,
 		SkewDeltaMS: 20, SkewSensitivity: 2,
-		Families: []harness.FamilyResult{
-			{Family: "boundary", Trials: 3, Verdict: harness.Holds, MaxRatio: 1, Mode: "virtual"},
-			{Family: "overload", Trials: 2, Verdict: harness.Holds, MaxRatio: 1, MinFidelity: 0.97, Mode: "virtual"},
-			{Family: "isolation", Trials: 2, Verdict: harness.Holds, Mode: "virtual"},
-			{Family: "weighted", Verdict: harness.Skipped, Note: "the target takes no cost (no {cost} argument)"},
+		Families: []measure.FamilyResult{
+			{Family: "boundary", Trials: 3, Verdict: measure.Holds, MaxRatio: 1, Mode: "virtual"},
+			{Family: "overload", Trials: 2, Verdict: measure.Holds, MaxRatio: 1, MinFidelity: 0.97, Mode: "virtual"},
+			{Family: "isolation", Trials: 2, Verdict: measure.Holds, Mode: "virtual"},
+			{Family: "weighted", Verdict: measure.Skipped, Note: "the target takes no cost (no {cost} argument)"},
 		},
 	}
 	if violated {
-		r.Verdict = harness.Violated
-		r.Families[0].Verdict, r.Families[0].MaxRatio = harness.Violated, 2
-		var ds []harness.Evidence
+		r.Verdict = measure.Violated
+		r.Families[0].Verdict, r.Families[0].MaxRatio = measure.Violated, 2
+		var ds []measure.Evidence
 		for i := int64(0); i < 14; i++ {
-			ds = append(ds, harness.Evidence{Key: "user", Cost: 1, AtUS: -7 + i})
+			ds = append(ds, measure.Evidence{Key: "user", Cost: 1, AtUS: -7 + i})
 		}
-		r.CounterExample = &harness.CounterExample{Family: "boundary", Trial: "L ending 1µs before the boundary, L from it",
-			Kind: harness.Violated, Accepted: 14, Limit: 7, StartUS: -7, EndUS: 6, Decisions: ds,
+		r.CounterExample = &measure.CounterExample{Family: "boundary", Trial: "L ending 1µs before the boundary, L from it",
+			Kind: measure.Violated, Accepted: 14, Limit: 7, StartUS: -7, EndUS: 6, Decisions: ds,
 			Explain: "14 accepted within 13µs (less than the window 2s): 2.00x the limit of 7"}
 	}
 	return r
@@ -51,7 +51,7 @@ func TestWriteVerifyGolden(t *testing.T) {
 	if err := WriteVerify(&b, "json", verifyFixture(true)); err != nil {
 		t.Fatal(err)
 	}
-	var back harness.VerifyReport
+	var back measure.VerifyReport
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.CounterExample == nil || len(back.CounterExample.Decisions) != 14 {
 		t.Errorf("json round trip: %v %+v", err, back.CounterExample)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -77,7 +79,7 @@ Keys are under the run's prefix and removed after each run.`,
 	fl := c.Flags()
 	f.redis.add(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.StringSliceVar(&f.paths, "paths", harness.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
+	fl.StringSliceVar(&f.paths, "paths", measure.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
 	fl.Int64Var(&f.limit, "limit", harness.DefaultBenchLimit.Limit, "cost units per window of every decision's limit")
 	fl.DurationVar(&f.window, "window", harness.DefaultBenchLimit.Window, "window of the limit")
 	fl.IntVar(&f.clients, "clients", harness.DefaultBenchClients, "connections, each sending pipelines and waiting for their replies")
@@ -117,7 +119,7 @@ func (f *benchFlags) config(c *cobra.Command) (harness.BenchConfig, error) {
 		return cfg, usagef("--paths: give allow, deny or both")
 	}
 	for _, p := range f.paths {
-		if !slices.Contains(harness.BenchPaths, p) {
+		if !slices.Contains(measure.BenchPaths, p) {
 			return cfg, usagef("--paths: unknown path %q (want allow, deny)", p)
 		}
 	}
@@ -161,7 +163,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.RunID = harness.NewRunID()
+	cfg.RunID = engine.NewRunID()
 	out, err := outDir(f.out, cfg.RunID)
 	if err != nil {
 		return err

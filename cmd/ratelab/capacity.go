@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -124,7 +125,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg.RunID = harness.NewRunID()
+	cfg.RunID = engine.NewRunID()
 	out, err := outDir(f.out, cfg.RunID)
 	if err != nil {
 		return err

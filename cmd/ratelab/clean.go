@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/spf13/cobra"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -32,19 +31,19 @@ it shows what it would remove. Keys outside "ratelab:" are never touched.`,
 				return err
 			}
 			defer rd.Close()
-			runs, err := harness.FindLeftovers(c.Context(), rd.Client)
+			runs, err := engine.FindLeftovers(c.Context(), rd.Client)
 			if err != nil {
 				return usagef("--redis %s: %w", rf.spec, err)
 			}
 			var total int
 			for _, l := range runs {
-				if run != "" && l.Prefix != harness.KeyPrefix+run+":" {
+				if run != "" && l.Prefix != engine.KeyPrefix+run+":" {
 					continue
 				}
 				fmt.Fprintf(stdout, "%s  %d keys  %d bytes  (e.g. %s)\n", l.Prefix, len(l.Keys), l.MemoryBytes, l.Keys[0])
 				total += len(l.Keys)
 				if yes {
-					if err := harness.DeleteKeys(c.Context(), rd.Client, l.Keys); err != nil {
+					if err := engine.DeleteKeys(c.Context(), rd.Client, l.Keys); err != nil {
 						return usagef("--redis %s: %w", rf.spec, err)
 					}
 				}

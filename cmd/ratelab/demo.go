@@ -14,6 +14,9 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/internal/live"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -95,7 +98,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	runID := harness.NewRunID()
+	runID := engine.NewRunID()
 	out, err := outDir(f.out, runID)
 	if err != nil {
 		return err
@@ -117,8 +120,8 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--out: %w", err)
 	}
-	log := harness.NewDecisionLog(df)
-	live := reports.NewLiveDemo(show, tty, width)
+	log := measure.NewDecisionLog(df)
+	live := live.NewDemo(show, tty, width)
 	live.Start()
 	res, runErr := harness.Demo(c.Context(), rd, harness.DemoConfig{
 		Algorithms: f.algorithms, Limit: f.limit, Window: f.window, Lead: f.lead, RunID: runID,

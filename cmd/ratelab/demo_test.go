@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // TestMain lets the test binary act as ratelab itself (for the terminal
@@ -46,7 +46,7 @@ func TestDemoBadInput(t *testing.T) {
 // the fixed window takes both bursts, the sliding log and the 200 ms blocks
 // only the first, the buckets the first plus their refill (25/s over about
 // 0.45 s), the sliding counter the first plus the weight that left (10%).
-func checkDemoRows(t *testing.T, res *harness.Results) {
+func checkDemoRows(t *testing.T, res *measure.Results) {
 	t.Helper()
 	// In real time a loaded machine can push part of the first burst past
 	// the boundary, so the exact 2x (asserted in virtual time by the harness
@@ -78,7 +78,7 @@ func TestDemoPlainJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	t.Logf("a 2s demo took %v", time.Since(start).Round(time.Millisecond))
-	var res harness.Results
+	var res measure.Results
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("stdout is not the results JSON: %v\n%s", err, stdout)
 	}
@@ -173,7 +173,7 @@ func TestDemoInTmux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r harness.Results
+	var r measure.Results
 	if err := json.Unmarshal(res, &r); err != nil {
 		t.Fatal(err)
 	}

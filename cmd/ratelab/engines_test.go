@@ -16,27 +16,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // `ratelab run --redis cluster` gives the boundary-burst verdicts of one exec node.
 func TestRunOnCluster(t *testing.T) {
 	args := []string{"run", "--scenarios", "boundary-burst", "--format", "json"}
-	byEngine := map[string]map[string]harness.Row{}
+	byEngine := map[string]map[string]measure.Row{}
 	for _, engine := range []string{"exec", "cluster"} {
 		code, stdout, stderr := ratelab(t, append(args, "--redis", engine, "--out", t.TempDir())...)
 		if code != exitOK {
 			t.Fatalf("--redis %s: exit %d: %s", engine, code, stderr)
 		}
-		var res harness.Results
+		var res measure.Results
 		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 			t.Fatal(err)
 		}
 		if res.Redis.Mode != engine {
 			t.Errorf("--redis %s: mode %q", engine, res.Redis.Mode)
 		}
-		byEngine[engine] = map[string]harness.Row{}
+		byEngine[engine] = map[string]measure.Row{}
 		for _, r := range res.Results {
 			byEngine[engine][r.Algorithm] = r
 		}
@@ -65,7 +66,7 @@ func TestRedisEngineErrors(t *testing.T) {
 	}
 	t.Cleanup(tlsSrv.Close)
 	ctx := context.Background()
-	if err := redistest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", redistest.Without(harness.ACLCommands, "zadd")); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", redistest.Without(engine.ACLCommands, "zadd")); err != nil {
 		t.Fatal(err)
 	}
 	addr, port := srv.Info.Addr, strings.TrimPrefix(tlsSrv.Addr(), "127.0.0.1:")
@@ -134,7 +135,7 @@ func TestContainerInterrupt(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--redis", "auto",
 		"--clock", "redis", "--scenarios", "steady", "--algorithms", "sliding-log", "--out", out, "--format", "json")
-	cmd.Env = append(os.Environ(), "RATELAB_AS_MAIN=1", "PATH="+t.TempDir(), harness.ImageEnv+"="+image)
+	cmd.Env = append(os.Environ(), "RATELAB_AS_MAIN=1", "PATH="+t.TempDir(), engine.ImageEnv+"="+image)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -144,7 +145,7 @@ func TestContainerInterrupt(t *testing.T) {
 	for !strings.Contains(stderr.String(), "waiting") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	during, _ := harness.Containers(context.Background(), cmd.Process.Pid)
+	during, _ := engine.Containers(context.Background(), cmd.Process.Pid)
 	if len(during) != 1 || !strings.Contains(stderr.String(), "(container)") {
 		t.Errorf("--redis auto without redis-server: no ratelab container while the run runs (stderr %q)", stderr.String())
 	}
@@ -160,7 +161,7 @@ func TestContainerInterrupt(t *testing.T) {
 	if !strings.Contains(stderr.String(), "run stopped early") {
 		t.Errorf("stderr does not say the run stopped early")
 	}
-	after, err := harness.Containers(context.Background(), cmd.Process.Pid)
+	after, err := engine.Containers(context.Background(), cmd.Process.Pid)
 	if err != nil || len(after) != 0 {
 		t.Errorf("containers left behind after Ctrl-C: %v (%v)", after, err)
 	}

@@ -17,8 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // victim is a redis-server the test may kill, stop and restart.
@@ -110,7 +109,7 @@ func readDecisions(t *testing.T, path string) (n int, errs int) {
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var d harness.Decision
+		var d measure.Record
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("decisions.jsonl line %d: %v: %q", n+1, err, sc.Text())
 		}
@@ -139,7 +138,7 @@ func TestFaults(t *testing.T) {
 		extra    []string
 		fault    func(t *testing.T, v *victim)
 		wantCode int
-		check    func(t *testing.T, res *harness.Results, decisions, errs int)
+		check    func(t *testing.T, res *measure.Results, decisions, errs int)
 	}{
 		{
 			name: "kill -9 mid-run",
@@ -147,7 +146,7 @@ func TestFaults(t *testing.T) {
 				v.signal(t, syscall.SIGKILL)
 			},
 			wantCode: exitUsage,
-			check: func(t *testing.T, res *harness.Results, n, errs int) {
+			check: func(t *testing.T, res *measure.Results, n, errs int) {
 				if res.Complete || !strings.Contains(res.Error, "Redis kept failing") {
 					t.Errorf("complete %v error %q", res.Complete, res.Error)
 				}
@@ -159,7 +158,7 @@ func TestFaults(t *testing.T) {
 				v.signal(t, syscall.SIGSTOP)
 			},
 			wantCode: exitUsage,
-			check: func(t *testing.T, res *harness.Results, n, errs int) {
+			check: func(t *testing.T, res *measure.Results, n, errs int) {
 				if res.Complete || errs == 0 {
 					t.Errorf("complete %v, %d errors", res.Complete, errs)
 				}
@@ -178,7 +177,7 @@ func TestFaults(t *testing.T) {
 				}
 			},
 			wantCode: exitOK,
-			check: func(t *testing.T, res *harness.Results, n, errs int) {
+			check: func(t *testing.T, res *measure.Results, n, errs int) {
 				if !res.Complete || errs != 0 || n != 1500 {
 					t.Errorf("complete %v, %d errors, %d decisions; want complete, 0, 1500", res.Complete, errs, n)
 				}
@@ -193,7 +192,7 @@ func TestFaults(t *testing.T) {
 				v.start(t)
 			},
 			wantCode: exitOK,
-			check: func(t *testing.T, res *harness.Results, n, errs int) {
+			check: func(t *testing.T, res *measure.Results, n, errs int) {
 				var errors, open int64
 				for _, r := range res.Results {
 					errors += r.Errors
@@ -225,7 +224,7 @@ func TestFaults(t *testing.T) {
 			if r.code != c.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %s", r.code, c.wantCode, r.stderr)
 			}
-			res, err := reports.ReadResults(filepath.Join(out, "results.json"))
+			res, err := measure.ReadResults(filepath.Join(out, "results.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

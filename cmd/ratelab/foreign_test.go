@@ -14,8 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // snapshot is every foreign key's DUMP and whether it has a TTL.
@@ -106,7 +106,7 @@ func compareSnapshots(t *testing.T, what string, before, after snapshot) {
 
 func ratelabKeys(t *testing.T, c *redis.Client) int {
 	t.Helper()
-	keys, err := harness.ScanKeys(context.Background(), c, harness.KeyPrefix)
+	keys, err := engine.ScanKeys(context.Background(), c, engine.KeyPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestForeignKeysUntouched(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
 		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, exitUsage, stderr)
 	}
-	res, err := reports.ReadResults(filepath.Join(out, "results.json"))
+	res, err := measure.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil || res.Complete || res.Error == "" {
 		t.Errorf("Ctrl-C: results %+v, %v", res, err)
 	}

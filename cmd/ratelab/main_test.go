@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 func ratelab(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -72,7 +72,7 @@ func TestRunAndReport(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var res harness.Results
+	var res measure.Results
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("stdout is not the results JSON: %v\n%s", err, stdout)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -29,15 +30,15 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
 				return usagef("report: %s is not a directory", dir)
 			}
 			// capacity and bench results have rows of their own
-			switch command, err := reports.ResultsCommand(filepath.Join(dir, "results.json")); {
+			switch command, err := measure.ResultsCommand(filepath.Join(dir, "results.json")); {
 			case err != nil:
 				return usageError{err}
 			case command == "capacity":
-				return rerender(stdout, dir, format, reports.ReadCapacity, reports.WriteCapacityDir, reports.WriteCapacity)
+				return rerender(stdout, dir, format, measure.ReadCapacity, reports.WriteCapacityDir, reports.WriteCapacity)
 			case command == "bench":
-				return rerender(stdout, dir, format, reports.ReadBench, reports.WriteBenchDir, reports.WriteBench)
+				return rerender(stdout, dir, format, measure.ReadBench, reports.WriteBenchDir, reports.WriteBench)
 			}
-			return rerender(stdout, dir, format, reports.ReadResults, reports.WriteDir, reports.Write)
+			return rerender(stdout, dir, format, measure.ReadResults, reports.WriteDir, reports.Write)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -30,33 +32,33 @@ func (f *redisFlags) add(c *cobra.Command) {
 			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
 			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
 			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
-	c.Flags().DurationVar(&f.timeout, "connect-timeout", harness.DefaultConnectTimeout, "how long to wait for Redis to answer")
+	c.Flags().DurationVar(&f.timeout, "connect-timeout", engine.DefaultConnectTimeout, "how long to wait for Redis to answer")
 	c.Flags().StringVar(&f.image, "redis-image", "",
-		"container image of --redis container (default $"+harness.ImageEnv+", else "+harness.DefaultImage+"; without a registry: make redis-image, then "+harness.LocalImage+")")
+		"container image of --redis container (default $"+engine.ImageEnv+", else "+engine.DefaultImage+"; without a registry: make redis-image, then "+engine.LocalImage+")")
 	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
-func (f *redisFlags) open(c *cobra.Command) (*harness.Redis, error) {
+func (f *redisFlags) open(c *cobra.Command) (*engine.Redis, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
 	}
-	o := harness.Options{Timeout: f.timeout, Image: f.image}
+	o := engine.Options{Timeout: f.timeout, Image: f.image}
 	if f.image != "" && f.spec != "container" && f.spec != "auto" {
-		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", harness.RedactURL(f.spec))
+		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
 	}
 	if f.ca != "" {
-		if !harness.IsTLS(f.spec) {
-			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", harness.RedactURL(f.spec))
+		if !engine.IsTLS(f.spec) {
+			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
 		}
-		pool, err := harness.LoadCA(f.ca)
+		pool, err := engine.LoadCA(f.ca)
 		if err != nil {
 			return nil, usagef("--redis-ca: %w", err)
 		}
 		o.RootCAs = pool
 	}
-	rd, err := harness.OpenWith(c.Context(), f.spec, o)
+	rd, err := engine.OpenWith(c.Context(), f.spec, o)
 	if err != nil {
-		return nil, usagef("--redis %s: %w", harness.RedactURL(f.spec), err)
+		return nil, usagef("--redis %s: %w", engine.RedactURL(f.spec), err)
 	}
 	return rd, nil
 }
@@ -201,7 +203,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.RunID = harness.NewRunID()
+	cfg.RunID = engine.NewRunID()
 	out, err := outDir(f.out, cfg.RunID)
 	if err != nil {
 		return err
@@ -216,7 +218,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--out: %w", err)
 	}
-	log := harness.NewDecisionLog(df)
+	log := measure.NewDecisionLog(df)
 	res, runErr := harness.Run(c.Context(), rd, cfg, log, stderr)
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err

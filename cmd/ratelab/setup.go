@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/spf13/cobra"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // outDir returns the directory a command writes to: out, or results/<run id>
@@ -25,7 +24,7 @@ func outDir(out, runID string) (string, error) {
 
 // openRedis opens the Redis of rf and says which one on stderr. The caller
 // closes it.
-func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*harness.Redis, error) {
+func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*engine.Redis, error) {
 	rd, err := rf.open(c)
 	if err != nil {
 		return nil, err

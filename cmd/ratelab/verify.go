@@ -14,6 +14,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -155,7 +157,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		src = string(b)
 	}
 	var lim algorithms.Limiter
-	var rd *harness.Redis
+	var rd *engine.Redis
 	if f.http != "" {
 		h, err := harness.NewHTTPLimiter(f.http, l, 5*time.Second)
 		if err != nil {
@@ -183,7 +185,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return usagef("%w", err)
 		}
 	}
-	var log *harness.DecisionLog
+	var log *measure.DecisionLog
 	if f.out != "" {
 		if err := os.MkdirAll(f.out, 0o755); err != nil {
 			return usagef("--out: %w", err)
@@ -192,7 +194,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if err != nil {
 			return usagef("--out: %w", err)
 		}
-		log = harness.NewDecisionLog(df)
+		log = measure.NewDecisionLog(df)
 		defer log.Close()
 	}
 	opts := harness.VerifyOptions{Limit: l, Skew: f.skew, Clients: f.clients, RealTimeMax: f.realTimeMax,
@@ -236,8 +238,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	switch rep.Verdict {
-	case harness.Holds:
-	case harness.Inconclusive:
+	case measure.Holds:
+	case measure.Inconclusive:
 		return failError{fmt.Sprintf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)}
 	default:
 		return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}

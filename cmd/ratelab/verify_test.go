@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // The contract command lines: exit 0 when the property holds, 1 with a
@@ -31,11 +31,11 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("sliding-log: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	code, stdout, stderr = ratelab(t, append([]string{"verify", "--algorithm", "fixed-window", "--format", "json"}, window...)...)
-	var rep harness.VerifyReport
+	var rep measure.VerifyReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--format json: %v\n%s", err, stdout)
 	}
-	if code != exitFail || rep.Verdict != harness.Violated || rep.CounterExample == nil || rep.CounterExample.Accepted != 20 {
+	if code != exitFail || rep.Verdict != measure.Violated || rep.CounterExample == nil || rep.CounterExample.Accepted != 20 {
 		t.Errorf("fixed-window: exit %d verdict %s counter-example %+v; stderr %s", code, rep.Verdict, rep.CounterExample, stderr)
 	}
 	code, stdout, _ = ratelab(t, append([]string{"verify", "--script", good,

@@ -21,16 +21,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // Cluster is a local 3-master Redis Cluster started for a test package
-// (harness.Open "cluster"). Its data is the tests' own.
+// (engine.Open "cluster"). Its data is the tests' own.
 type Cluster struct {
-	*harness.Redis
+	*engine.Redis
 }
 
 // StartCluster starts a local Redis Cluster from redis-server on PATH. Like
@@ -39,7 +38,7 @@ type Cluster struct {
 func StartCluster() *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := harness.Open(ctx, "cluster", 10*time.Second)
+	r, err := engine.Open(ctx, "cluster", 10*time.Second)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "redistest: these tests need a local Redis Cluster: %v\n(run `make test`, which installs redis-server)\n", err)
 		os.Exit(2)
@@ -208,10 +207,10 @@ func (s *TLSServer) Close() {
 }
 
 // SetACLUser creates (or resets) ACL user on c with password, allowed on
-// keys under harness.KeyPrefix and only the given commands (ACL SETUSER
+// keys under engine.KeyPrefix and only the given commands (ACL SETUSER
 // spelling: "evalsha", "memory|usage").
 func SetACLUser(ctx context.Context, c redis.UniversalClient, user, password string, commands []string) error {
-	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + harness.KeyPrefix + "*", "-@all"}
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + engine.KeyPrefix + "*", "-@all"}
 	for _, cmd := range commands {
 		args = append(args, "+"+cmd)
 	}
@@ -231,7 +230,7 @@ func Without(list []string, drop string) []string {
 
 // Image returns the container image the container tests use: the
 // RATELAB_REDIS_IMAGE environment variable (`make test` builds the image
-// and sets it), else harness.LocalImage, built here from the host's
+// and sets it), else engine.LocalImage, built here from the host's
 // redis-server when Docker answers. It skips t when no Docker engine
 // answers and RATELAB_REDIS_IMAGE is unset (Docker may truly be absent);
 // with RATELAB_REDIS_IMAGE set, Docker is expected and its absence fails t.
@@ -240,16 +239,16 @@ func Image(t *testing.T) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// also turns testcontainers' reaper off before its configuration is read
-	err := harness.DockerHealthy(ctx, 5*time.Second)
-	if img := os.Getenv(harness.ImageEnv); img != "" {
+	err := engine.DockerHealthy(ctx, 5*time.Second)
+	if img := os.Getenv(engine.ImageEnv); img != "" {
 		if err != nil {
-			t.Fatalf("%s=%s but %v", harness.ImageEnv, img, err)
+			t.Fatalf("%s=%s but %v", engine.ImageEnv, img, err)
 		}
 		return img
 	}
 	testcontainers.SkipIfProviderIsNotHealthy(t)
-	if err := harness.BuildLocalImage(ctx, harness.LocalImage, nil); err != nil {
-		t.Fatalf("build %s: %v", harness.LocalImage, err)
+	if err := engine.BuildLocalImage(ctx, engine.LocalImage, nil); err != nil {
+		t.Fatalf("build %s: %v", engine.LocalImage, err)
 	}
-	return harness.LocalImage
+	return engine.LocalImage
 }

@@ -2,7 +2,7 @@ package redistest_test
 
 // The engines ratelab runs on, each tested for real: a local 3-master Redis
 // Cluster, a Redis container (testcontainers-go), a TLS-only redis-server and
-// an ACL user limited to harness.ACLCommands. One cluster and one TLS server
+// an ACL user limited to engine.ACLCommands. One cluster and one TLS server
 // for the package (TestMain), one container (TestContainer).
 
 import (
@@ -19,7 +19,9 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -58,7 +60,7 @@ type verdictRow struct {
 	Ratio, Fidelity                                                           float64
 }
 
-func verdicts(t *testing.T, rd *harness.Redis, cfg harness.Config) map[string]verdictRow {
+func verdicts(t *testing.T, rd *engine.Redis, cfg harness.Config) map[string]verdictRow {
 	t.Helper()
 	res, err := harness.Run(ctx, rd, cfg, nil, nil)
 	if err != nil {
@@ -109,13 +111,13 @@ func sameVerdicts(t *testing.T, engine string, want, got map[string]verdictRow) 
 // Every algorithm gives the same run metrics and verify verdicts on the
 // cluster as on one node, and its keys spread over all three masters.
 func TestClusterSameVerdicts(t *testing.T) {
-	if cluster.Info.Mode != "cluster" || len(strings.Split(cluster.Info.Addr, ",")) != harness.ClusterMasters {
+	if cluster.Info.Mode != "cluster" || len(strings.Split(cluster.Info.Addr, ",")) != engine.ClusterMasters {
 		t.Fatalf("cluster info: %+v", cluster.Info)
 	}
 	t.Run("run", func(t *testing.T) {
-		cfg := harness.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + harness.NewRunID()}
+		cfg := harness.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + engine.NewRunID()}
 		one := verdicts(t, srv.Redis, cfg)
-		cfg.RunID = "same-" + harness.NewRunID()
+		cfg.RunID = "same-" + engine.NewRunID()
 		sameVerdicts(t, "cluster", one, verdicts(t, cluster.Redis, cfg))
 		if r := one["fixed-window/boundary-burst"]; r.MaxInWindow != 100 || r.Ratio != 2 {
 			t.Errorf("fixed-window boundary burst on one node: %+v, want 100 in one window (2x)", r)
@@ -128,8 +130,8 @@ func TestClusterSameVerdicts(t *testing.T) {
 			if !injects(name) {
 				l.Window = 500 * time.Millisecond
 			}
-			var reps [2]*harness.VerifyReport
-			for i, rd := range []*harness.Redis{srv.Redis, cluster.Redis} {
+			var reps [2]*measure.VerifyReport
+			for i, rd := range []*engine.Redis{srv.Redis, cluster.Redis} {
 				lim, err := algorithms.New(name, rd.Client, l)
 				if err != nil {
 					t.Fatal(err)
@@ -163,7 +165,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 		// a window of an hour: no key expires (TTL = window) before it is counted
 		l := algorithms.Limit{Limit: 5, Window: time.Hour}
 		sched := scenarios.Schedule{Scenario: "spread", Params: scenarios.Params{Limit: l.Limit, Window: l.Window}, Arrivals: arr}
-		prefix := harness.KeyPrefix + "spread-" + harness.NewRunID() + ":"
+		prefix := engine.KeyPrefix + "spread-" + engine.NewRunID() + ":"
 		var jobs []harness.Job
 		for _, name := range algorithms.Names() {
 			lim, err := algorithms.New(name, cluster.Client(), l)
@@ -173,8 +175,8 @@ func TestClusterSameVerdicts(t *testing.T) {
 			jobs = append(jobs, harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + name + ":"})
 		}
 		t.Cleanup(func() {
-			keys, _ := harness.ScanKeys(ctx, cluster.Client(), prefix)
-			_ = harness.DeleteKeys(ctx, cluster.Client(), keys)
+			keys, _ := engine.ScanKeys(ctx, cluster.Client(), prefix)
+			_ = engine.DeleteKeys(ctx, cluster.Client(), keys)
 		})
 		r := &harness.Runner{Redis: cluster.Client(), Clock: harness.VirtualClock}
 		rows, err := r.Run(ctx, jobs)
@@ -187,12 +189,12 @@ func TestClusterSameVerdicts(t *testing.T) {
 			}
 		}
 		for _, name := range algorithms.Names() {
-			nodes, err := harness.KeysByNode(ctx, cluster.Client(), prefix+name+":")
+			nodes, err := engine.KeysByNode(ctx, cluster.Client(), prefix+name+":")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(nodes) != harness.ClusterMasters {
-				t.Fatalf("%d masters, want %d", len(nodes), harness.ClusterMasters)
+			if len(nodes) != engine.ClusterMasters {
+				t.Fatalf("%d masters, want %d", len(nodes), engine.ClusterMasters)
 			}
 			var counts []int64
 			for _, n := range nodes {
@@ -204,7 +206,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			t.Logf("%s: keys per master %v", name, counts)
 		}
 		// every key lives on the master that owns its slot (CLUSTER KEYSLOT)
-		keys, err := harness.ScanKeys(ctx, cluster.Client(), prefix)
+		keys, err := engine.ScanKeys(ctx, cluster.Client(), prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +252,7 @@ func TestClusterURLErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		start := time.Now()
-		_, err := harness.Open(ctx, c.spec, 500*time.Millisecond)
+		_, err := engine.Open(ctx, c.spec, 500*time.Millisecond)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line containing %q", c.spec, err, c.want)
 		}
@@ -265,13 +267,13 @@ func TestClusterURLErrors(t *testing.T) {
 		"redis+cluster://127.0.0.1:1," + strings.Join(addrs, ","),
 		"redis://" + addrs[0] + "?addr=" + addrs[2],
 	} {
-		rd, err := harness.Open(ctx, spec, 2*time.Second)
+		rd, err := engine.Open(ctx, spec, 2*time.Second)
 		if err != nil {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		nodes, err := harness.KeysByNode(ctx, rd.Client, "none:")
-		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != harness.ClusterMasters {
+		nodes, err := engine.KeysByNode(ctx, rd.Client, "none:")
+		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != engine.ClusterMasters {
 			t.Errorf("%s: owned %v mode %s, %d masters (%v)", spec, rd.Owned(), rd.Info.Mode, len(nodes), err)
 		}
 		rd.Close()
@@ -284,8 +286,8 @@ func TestClusterURLErrors(t *testing.T) {
 // ratelab's run through a TLS connection, and the TLS failures: a name the
 // certificate does not list, and a CA ratelab was not given.
 func TestTLS(t *testing.T) {
-	o := harness.Options{Timeout: 2 * time.Second, RootCAs: tlsSrv.Certs.Pool}
-	rd, err := harness.OpenWith(ctx, tlsSrv.URL("localhost"), o)
+	o := engine.Options{Timeout: 2 * time.Second, RootCAs: tlsSrv.Certs.Pool}
+	rd, err := engine.OpenWith(ctx, tlsSrv.URL("localhost"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,32 +299,32 @@ func TestTLS(t *testing.T) {
 	if r := got["sliding-log/boundary-burst"]; r.MaxInWindow != 50 {
 		t.Errorf("sliding-log over TLS: %+v", r)
 	}
-	ca, err := harness.LoadCA(tlsSrv.Certs.CAFile)
+	ca, err := engine.LoadCA(tlsSrv.Certs.CAFile)
 	if err != nil || !ca.Equal(tlsSrv.Certs.Pool) {
 		t.Errorf("LoadCA: %v", err)
 	}
-	if _, err := harness.LoadCA(tlsSrv.Certs.KeyFile); err == nil {
+	if _, err := engine.LoadCA(tlsSrv.Certs.KeyFile); err == nil {
 		t.Error("LoadCA of a key file: no error")
 	}
 
 	port := fmt.Sprint(tlsSrv.Port)
 	cases := []struct {
 		name, spec string
-		o          harness.Options
+		o          engine.Options
 		want       []string
 	}{
 		{"name mismatch", tlsSrv.URL("127.0.0.1"), o,
 			[]string{"TLS handshake with 127.0.0.1:" + port + " failed", "cannot validate certificate for 127.0.0.1", "does not name the host"}},
-		{"unknown CA", tlsSrv.URL("localhost"), harness.Options{Timeout: o.Timeout},
+		{"unknown CA", tlsSrv.URL("localhost"), engine.Options{Timeout: o.Timeout},
 			[]string{"TLS handshake with localhost:" + port + " failed", "unknown authority", "--redis-ca"}},
-		{"plain text to a TLS port", "redis://localhost:" + port, harness.Options{Timeout: 500 * time.Millisecond},
+		{"plain text to a TLS port", "redis://localhost:" + port, engine.Options{Timeout: 500 * time.Millisecond},
 			[]string{"cannot reach Redis at localhost:" + port}},
 		{"cluster URL over TLS, name mismatch", "rediss+cluster://127.0.0.1:" + port, o,
 			[]string{"TLS handshake with 127.0.0.1:" + port + " failed"}},
 	}
 	for _, c := range cases {
 		start := time.Now()
-		_, err := harness.OpenWith(ctx, c.spec, c.o)
+		_, err := engine.OpenWith(ctx, c.spec, c.o)
 		for _, w := range c.want {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %v, want %q", c.name, err, w)
@@ -347,7 +349,7 @@ func aclWorkload(c *redis.Client) error {
 	if err := c.Info(ctx, "server").Err(); err != nil {
 		return err
 	}
-	rd := &harness.Redis{Client: c, Info: harness.RedisInfo{Mode: "url"}}
+	rd := &engine.Redis{Client: c, Info: measure.RedisInfo{Mode: "url"}}
 	for _, clock := range []harness.ClockMode{harness.VirtualClock, harness.RedisClock} {
 		cfg := harness.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
 		if clock != harness.VirtualClock {
@@ -378,32 +380,32 @@ func aclWorkload(c *redis.Client) error {
 		}
 	}
 	// nothing left behind: the run's own cleanup worked
-	if n, err := srv.Client().Keys(ctx, harness.KeyPrefix+"*").Result(); err != nil || len(n) > 0 {
+	if n, err := srv.Client().Keys(ctx, engine.KeyPrefix+"*").Result(); err != nil || len(n) > 0 {
 		return fmt.Errorf("keys left behind: %v %v", n, err)
 	}
 	return nil
 }
 
-// An ACL user with exactly harness.ACLCommands on ~ratelab:* can run ratelab;
+// An ACL user with exactly engine.ACLCommands on ~ratelab:* can run ratelab;
 // a wrong password and a missing permission are one-line errors.
 func TestACL(t *testing.T) {
 	const user, pass = "ratelab", "s3cret"
-	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, harness.ACLCommands); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, engine.ACLCommands); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Client().Do(ctx, "ACL", "DELUSER", user)
 	url := "redis://" + user + ":" + pass + "@" + srv.Info.Addr
-	rd, err := harness.Open(ctx, url, 2*time.Second)
+	rd, err := engine.Open(ctx, url, 2*time.Second)
 	if err != nil {
-		t.Fatalf("the ACL user with %v: %v", harness.ACLCommands, err)
+		t.Fatalf("the ACL user with %v: %v", engine.ACLCommands, err)
 	}
 	defer rd.Close()
 	if err := aclWorkload(rd.Client.(*redis.Client)); err != nil {
-		t.Fatalf("the ACL user with harness.ACLCommands: %v", err)
+		t.Fatalf("the ACL user with engine.ACLCommands: %v", err)
 	}
 
 	start := time.Now()
-	_, err = harness.Open(ctx, "redis://"+user+":wrong@"+srv.Info.Addr, time.Second)
+	_, err = engine.Open(ctx, "redis://"+user+":wrong@"+srv.Info.Addr, time.Second)
 	if err == nil || !strings.Contains(err.Error(), `authentication as user "ratelab" failed at `+srv.Info.Addr) ||
 		!strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v", err)
@@ -413,16 +415,16 @@ func TestACL(t *testing.T) {
 	}
 
 	for _, missing := range []string{"zadd", "evalsha", "memory|usage"} {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(harness.ACLCommands, missing)); err != nil {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(engine.ACLCommands, missing)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := harness.Open(ctx, url, time.Second)
+		_, err := engine.Open(ctx, url, time.Second)
 		want := "may not run " + strings.ToUpper(strings.ReplaceAll(missing, "|", " "))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "+"+missing) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("without +%s: %v, want one line with %q", missing, err, want)
 		}
 	}
-	// a Redis Cluster: the same user on every node, plus harness.ACLClusterCommands
+	// a Redis Cluster: the same user on every node, plus engine.ACLClusterCommands
 	setOnCluster := func(commands []string) {
 		err := cluster.Client().ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 			return redistest.SetACLUser(ctx, n, user, pass, commands)
@@ -435,8 +437,8 @@ func TestACL(t *testing.T) {
 		return n.Do(ctx, "ACL", "DELUSER", user).Err()
 	})
 	curl := "redis+cluster://" + user + ":" + pass + "@" + cluster.Info.Addr
-	setOnCluster(append(slices.Clone(harness.ACLCommands), harness.ACLClusterCommands...))
-	crd, err := harness.Open(ctx, curl, 2*time.Second)
+	setOnCluster(append(slices.Clone(engine.ACLCommands), engine.ACLClusterCommands...))
+	crd, err := engine.Open(ctx, curl, 2*time.Second)
 	if err != nil {
 		t.Fatalf("the ACL user on the cluster: %v", err)
 	}
@@ -447,8 +449,8 @@ func TestACL(t *testing.T) {
 			t.Errorf("the ACL user on the cluster: %v, %s %d errors", err, r.Algorithm, r.Errors)
 		}
 	}
-	setOnCluster(harness.ACLCommands)
-	if _, err := harness.Open(ctx, curl, time.Second); err == nil || !strings.Contains(err.Error(), "may not run CLUSTER INFO") ||
+	setOnCluster(engine.ACLCommands)
+	if _, err := engine.Open(ctx, curl, time.Second); err == nil || !strings.Contains(err.Error(), "may not run CLUSTER INFO") ||
 		!strings.Contains(err.Error(), "+cluster|slots +cluster|info besides") {
 		t.Errorf("the ACL user without the cluster commands: %v", err)
 	}
@@ -457,12 +459,12 @@ func TestACL(t *testing.T) {
 	if err := srv.Client().Do(ctx, "ACL", "SETUSER", user, "resetkeys", "~other:*").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := harness.Open(ctx, url, time.Second); err == nil || !strings.Contains(err.Error(), "may not use ratelab's keys") {
+	if _, err := engine.Open(ctx, url, time.Second); err == nil || !strings.Contains(err.Error(), "may not use ratelab's keys") {
 		t.Errorf("keys not granted: %v", err)
 	}
 }
 
-// The measurement behind harness.ACLCommands: with any one command removed,
+// The measurement behind engine.ACLCommands: with any one command removed,
 // run or verify fails (and with all of them, TestACL, they work).
 func TestACLMinimal(t *testing.T) {
 	const user, pass = "ratelab-min", "pw"
@@ -470,8 +472,8 @@ func TestACLMinimal(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Info.Addr, Username: user, Password: pass, MaxRetries: -1})
 	defer c.Close()
 	var needed, unneeded []string
-	for _, cmd := range harness.ACLCommands {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(harness.ACLCommands, cmd)); err != nil {
+	for _, cmd := range engine.ACLCommands {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(engine.ACLCommands, cmd)); err != nil {
 			t.Fatal(err)
 		}
 		srv.Client().ScriptFlush(ctx) // EVAL is only needed for scripts not yet cached
@@ -486,9 +488,9 @@ func TestACLMinimal(t *testing.T) {
 	}
 	t.Logf("needed: %v", needed)
 	if len(unneeded) > 0 {
-		t.Errorf("ratelab works without %v: drop them from harness.ACLCommands", unneeded)
+		t.Errorf("ratelab works without %v: drop them from engine.ACLCommands", unneeded)
 	}
-	if !slices.Equal(needed, harness.ACLCommands) {
+	if !slices.Equal(needed, engine.ACLCommands) {
 		t.Errorf("needed %v", needed)
 	}
 }
@@ -498,7 +500,7 @@ func TestACLMinimal(t *testing.T) {
 func TestContainer(t *testing.T) {
 	image := redistest.Image(t)
 	start := time.Now()
-	rd, err := harness.OpenWith(ctx, "container", harness.Options{Image: image})
+	rd, err := engine.OpenWith(ctx, "container", engine.Options{Image: image})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +515,7 @@ func TestContainer(t *testing.T) {
 		t.Errorf("info %+v owned %v", rd.Info, rd.Owned())
 	}
 	id := rd.ContainerID()
-	ids, err := harness.Containers(ctx, os.Getpid())
+	ids, err := engine.Containers(ctx, os.Getpid())
 	if err != nil || id == "" || !slices.Contains(ids, id) {
 		t.Fatalf("container %q not among this process's containers %v (%v)", id, ids, err)
 	}
@@ -523,7 +525,7 @@ func TestContainer(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 	closed = true
-	after, err := harness.Containers(ctx, os.Getpid())
+	after, err := engine.Containers(ctx, os.Getpid())
 	if err != nil || slices.Contains(after, id) {
 		t.Errorf("container %.12s still exists after Close (%v)", id, err)
 	}

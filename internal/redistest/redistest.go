@@ -9,26 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratelab/ratelab/harness"
 )
 
 // Server is a redis-server started for a test package. Its data is the
 // tests' own: Flush may be called freely.
 type Server struct {
-	*harness.Redis
+	*engine.Redis
 	seq atomic.Int64
 }
 
-// Start starts a redis-server from PATH (see harness.Open "exec"). It exits
+// Start starts a redis-server from PATH (see engine.Open "exec"). It exits
 // the process with a message when there is none: tests of behaviour need a
 // real Redis and are never skipped. Call Close when the package's tests end
 // (TestMain).
 func Start() *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := harness.Open(ctx, "exec", 5*time.Second)
+	r, err := engine.Open(ctx, "exec", 5*time.Second)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "redistest: these tests need a real Redis: %v\n(run `make test`, which installs redis-server)\n", err)
 		os.Exit(2)

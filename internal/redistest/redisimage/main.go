@@ -1,7 +1,7 @@
 // Command redisimage builds the Redis container image ratelab's container
 // tests (and `--redis container --redis-image ratelab/redis:local`) use on
 // machines with Docker but no registry: FROM scratch, out of the host's
-// redis-server (see harness.BuildLocalImage). `make redis-image` runs it.
+// redis-server (see engine.BuildLocalImage). `make redis-image` runs it.
 //
 // Usage: go run ./internal/redistest/redisimage [-tag ratelab/redis:local] [-if-docker]
 //
@@ -17,17 +17,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
 )
 
 func main() {
-	tag := flag.String("tag", harness.LocalImage, "the image's name:tag")
+	tag := flag.String("tag", engine.LocalImage, "the image's name:tag")
 	ifDocker := flag.Bool("if-docker", false, "exit 0 without building when no Docker engine answers")
 	verbose := flag.Bool("v", false, "print the build log on stderr")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := harness.DockerHealthy(ctx, 5*time.Second); err != nil {
+	if err := engine.DockerHealthy(ctx, 5*time.Second); err != nil {
 		if *ifDocker {
 			fmt.Fprintf(os.Stderr, "redisimage: no Docker engine (%v): not building %s; the container tests will be skipped\n", err, *tag)
 			return
@@ -42,9 +42,9 @@ func main() {
 	}
 	var err error
 	if log != nil {
-		err = harness.BuildLocalImage(ctx, *tag, log)
+		err = engine.BuildLocalImage(ctx, *tag, log)
 	} else {
-		err = harness.BuildLocalImage(ctx, *tag, nil)
+		err = engine.BuildLocalImage(ctx, *tag, nil)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "redisimage: %v\n", err)

@@ -1,18 +1,21 @@
-package reports
+// Package live draws `ratelab demo` in the terminal as it happens: an
+// observer of the harness's demo (harness.DemoObserver) that renders each
+// decision the moment it is made. It never talks to Redis.
+package live
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
 )
 
-// LiveDemo draws `ratelab demo` as it happens (it is a harness.DemoObserver).
+// Demo draws `ratelab demo` as it happens (it is a harness.DemoObserver).
 //
 // On a terminal (tty) it redraws one frame every 100 ms: the plan, a
 // countdown while it is parked before the boundary, then one timeline per
@@ -23,7 +26,7 @@ import (
 // algorithm when a burst is over, and the final timeline in ASCII.
 //
 // Call Start after Planned may be called, Stop when the demo is over.
-type LiveDemo struct {
+type Demo struct {
 	w     io.Writer
 	tty   bool
 	width int
@@ -31,7 +34,7 @@ type LiveDemo struct {
 	mu       sync.Mutex
 	plan     *harness.DemoPlan
 	status   [][]int8 // [algorithm][seq]: 0 not yet, 1 accepted, 2 denied, 3 error
-	accepted [][]harness.Event
+	accepted [][]measure.Event
 	segs     [][2]int // [first, end) arrival index of each burst
 	printed  []bool   // plain: burst lines written
 	lastTick int      // plain: last countdown second written
@@ -51,24 +54,24 @@ const (
 	markBoundary = "┃"
 )
 
-// NewLiveDemo draws on w, as a terminal frame when tty (width columns; 0
+// NewDemo draws on w, as a terminal frame when tty (width columns; 0
 // means 100), else as plain lines.
-func NewLiveDemo(w io.Writer, tty bool, width int) *LiveDemo {
+func NewDemo(w io.Writer, tty bool, width int) *Demo {
 	if width <= 0 {
 		width = 100
 	}
-	return &LiveDemo{w: w, tty: tty, width: width, lastTick: -1}
+	return &Demo{w: w, tty: tty, width: width, lastTick: -1}
 }
 
 // Planned implements harness.DemoObserver.
-func (l *LiveDemo) Planned(p harness.DemoPlan) {
+func (l *Demo) Planned(p harness.DemoPlan) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.plan = &p
 	l.planned = time.Now()
 	n := len(p.Schedule.Arrivals)
 	l.status = make([][]int8, len(p.Algorithms))
-	l.accepted = make([][]harness.Event, len(p.Algorithms))
+	l.accepted = make([][]measure.Event, len(p.Algorithms))
 	for i := range l.status {
 		l.status[i] = make([]int8, n)
 	}
@@ -92,7 +95,7 @@ func (l *LiveDemo) Planned(p harness.DemoPlan) {
 }
 
 // Decided implements harness.DemoObserver.
-func (l *LiveDemo) Decided(d harness.DemoDecision) {
+func (l *Demo) Decided(d harness.DemoDecision) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.plan == nil || d.Algorithm >= len(l.status) || d.Seq >= len(l.status[d.Algorithm]) {
@@ -103,7 +106,7 @@ func (l *LiveDemo) Decided(d harness.DemoDecision) {
 		l.status[d.Algorithm][d.Seq] = 3
 	case d.Allowed:
 		l.status[d.Algorithm][d.Seq] = 1
-		l.accepted[d.Algorithm] = append(l.accepted[d.Algorithm], harness.Event{At: d.T, Cost: d.Cost})
+		l.accepted[d.Algorithm] = append(l.accepted[d.Algorithm], measure.Event{At: d.T, Cost: d.Cost})
 	default:
 		l.status[d.Algorithm][d.Seq] = 2
 	}
@@ -111,7 +114,7 @@ func (l *LiveDemo) Decided(d harness.DemoDecision) {
 }
 
 // Start begins drawing (every 100 ms) until Stop.
-func (l *LiveDemo) Start() {
+func (l *Demo) Start() {
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	if l.tty {
 		fmt.Fprint(l.w, "\x1b[?25l") // hide the cursor while redrawing
@@ -132,7 +135,7 @@ func (l *LiveDemo) Start() {
 }
 
 // Stop draws the final frame (plain: the timeline in ASCII) and returns.
-func (l *LiveDemo) Stop() {
+func (l *Demo) Stop() {
 	if l.stop != nil {
 		close(l.stop)
 		<-l.done
@@ -143,7 +146,7 @@ func (l *LiveDemo) Stop() {
 	}
 }
 
-func (l *LiveDemo) tick(final bool) {
+func (l *Demo) tick(final bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.plan == nil {
@@ -157,11 +160,11 @@ func (l *LiveDemo) tick(final bool) {
 }
 
 // now is the time from the boundary on the Redis clock.
-func (l *LiveDemo) now() time.Duration {
+func (l *Demo) now() time.Duration {
 	return time.Now().Add(l.plan.Offset).Sub(l.plan.Boundary)
 }
 
-func (l *LiveDemo) plainLines(final bool) {
+func (l *Demo) plainLines(final bool) {
 	p := l.plan
 	wait := time.Until(p.FirstLocal)
 	if wait > 0 && !final {
@@ -191,7 +194,7 @@ func (l *LiveDemo) plainLines(final bool) {
 	}
 }
 
-func (l *LiveDemo) segDone(seg [2]int) bool {
+func (l *Demo) segDone(seg [2]int) bool {
 	for a := range l.status {
 		for i := seg[0]; i < seg[1]; i++ {
 			if l.status[a][i] == 0 {
@@ -202,7 +205,7 @@ func (l *LiveDemo) segDone(seg [2]int) bool {
 	return true
 }
 
-func (l *LiveDemo) segCounts(a int, seg [2]int) (acc, den int64) {
+func (l *Demo) segCounts(a int, seg [2]int) (acc, den int64) {
 	arr := l.plan.Schedule.Arrivals
 	for i := seg[0]; i < seg[1]; i++ {
 		switch l.status[a][i] {
@@ -217,7 +220,7 @@ func (l *LiveDemo) segCounts(a int, seg [2]int) (acc, den int64) {
 
 // trailing is algorithm a's accepted cost in the trailing window ending at
 // the last answer (or now, while running).
-func (l *LiveDemo) trailing(a int) int64 {
+func (l *Demo) trailing(a int) int64 {
 	end := l.last
 	var sum int64
 	for _, e := range l.accepted[a] {
@@ -228,7 +231,7 @@ func (l *LiveDemo) trailing(a int) int64 {
 	return sum
 }
 
-func (l *LiveDemo) labelWidth() int {
+func (l *Demo) labelWidth() int {
 	n := 0
 	for _, name := range l.plan.Algorithms {
 		n = max(n, len(name))
@@ -236,7 +239,7 @@ func (l *LiveDemo) labelWidth() int {
 	return n + 2
 }
 
-func (l *LiveDemo) drawFrame(final bool) {
+func (l *Demo) drawFrame(final bool) {
 	p := l.plan
 	var lines []string
 	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · window boundary at %s on the Redis clock",
@@ -268,7 +271,7 @@ func (l *LiveDemo) drawFrame(final bool) {
 
 // timeline renders the header, one line per algorithm and the legend; tty
 // selects the Unicode marks and colours, else ASCII.
-func (l *LiveDemo) timeline(tty bool) []string {
+func (l *Demo) timeline(tty bool) []string {
 	p := l.plan
 	arr := p.Schedule.Arrivals
 	lw := l.labelWidth()
@@ -373,136 +376,6 @@ func pad(s string, n int) string {
 func signed(d time.Duration) string {
 	if d >= 0 {
 		return "+" + d.String()
-	}
-	return d.String()
-}
-
-// burst is what one algorithm did in the two bursts of a boundary-burst
-// row, from its timeline (times in ms from the boundary).
-type burst struct {
-	beforeAcc, beforeDen, afterAcc, afterDen int64
-	beforeStart, beforeEnd                   float64
-	afterStart, afterEnd                     float64
-	hasBefore, hasAfter                      bool
-}
-
-func burstsOf(row harness.Row) burst {
-	var b burst
-	for _, p := range row.Timeline {
-		if p.TMS < 0 {
-			if !b.hasBefore {
-				b.beforeStart = p.TMS
-			}
-			b.hasBefore = true
-			b.beforeEnd = p.TMS
-			b.beforeAcc, b.beforeDen = p.Accepted, p.Denied
-			continue
-		}
-		if !b.hasAfter {
-			b.afterStart = p.TMS
-		}
-		b.hasAfter = true
-		b.afterEnd = p.TMS
-		b.afterAcc, b.afterDen = p.Accepted-b.beforeAcc, p.Denied-b.beforeDen
-	}
-	return b
-}
-
-var precisionRe = regexp.MustCompile(`precision ([0-9a-zµ.]+)\)`)
-
-// Explain tells, per algorithm row of a boundary-burst run (what `ratelab
-// demo` measures), what happened and why, from the measured numbers only:
-// the accepted and denied cost of the burst before the boundary and of the
-// one after, the time between them, the most accepted in one window against
-// the limit and the ideal, and, for the algorithms ratelab knows, the
-// mechanism's own arithmetic applied to the measured times (the refill a
-// token bucket earned in the measured gap, the weight the sliding counter
-// gave the previous window at the measured instant). Rows without a
-// timeline on both sides of the boundary get only the measured totals. The
-// first line describes the bursts.
-func Explain(r *harness.Results) []string {
-	var out []string
-	for i, row := range r.Results {
-		b := burstsOf(row)
-		W := time.Duration(row.WindowMS) * time.Millisecond
-		L := row.Limit
-		if i == 0 && b.hasBefore && b.hasAfter {
-			out = append(out, fmt.Sprintf("Each algorithm got %d requests %s before the window boundary (within %s) and %d more %s after it, "+
-				"%s apart — all inside one %s window, so at most %d should have been accepted.",
-				b.beforeAcc+b.beforeDen, ms(-b.beforeStart), ms(b.beforeEnd-b.beforeStart), b.afterAcc+b.afterDen,
-				ms(b.afterStart), ms(b.afterStart-b.beforeEnd), formatWindow(row.WindowMS), L))
-		}
-		var s strings.Builder
-		fmt.Fprintf(&s, "%s accepted %d of %d before the boundary and %d of %d after it. ",
-			row.Algorithm, b.beforeAcc, b.beforeAcc+b.beforeDen, b.afterAcc, b.afterAcc+b.afterDen)
-		gap := time.Duration((b.afterStart - b.beforeEnd) * float64(time.Millisecond))
-		if b.hasBefore && b.hasAfter && b.beforeAcc > 0 {
-			s.WriteString(mechanism(row, b, W, L, gap))
-		}
-		verdict := "within the limit"
-		if row.Ratio > 1 {
-			verdict = fmt.Sprintf("%sx the limit: %d more than allowed", formatFixed(row.Ratio, 2), row.MaxInWindow-L)
-		}
-		fmt.Fprintf(&s, "Most accepted within one %s window: %d of %d allowed — %s; an exact sliding log would have accepted %d (fidelity %s).",
-			formatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, formatFixed(row.Fidelity, 2))
-		out = append(out, s.String())
-	}
-	return out
-}
-
-// mechanism is the known algorithms' arithmetic on the measured numbers.
-func mechanism(row harness.Row, b burst, W time.Duration, L int64, gap time.Duration) string {
-	rate := float64(L) / W.Seconds() // units per second
-	switch row.Algorithm {
-	case "fixed-window":
-		if b.afterAcc > 0 {
-			return fmt.Sprintf("It counts per window number floor(t/W): the first burst filled the counter of the window that ended at the boundary, "+
-				"and %s later the second burst found the next window's counter empty. ", ms(float64(gap.Milliseconds())))
-		}
-		return "Both bursts fell in one window's counter. "
-	case "sliding-log":
-		return fmt.Sprintf("It keeps a timestamp per accepted request: at %s the %d accepted at %s were still inside the trailing %s "+
-			"(they leave at %s), so it refused what did not fit. ",
-			ms(b.afterStart), b.beforeAcc, ms(b.beforeStart), W, ms(b.beforeStart+float64(W.Milliseconds())))
-	case "bucketed-hash":
-		p := "its precision"
-		if m := precisionRe.FindStringSubmatch(row.LimitDesc); m != nil {
-			p = "blocks of " + m[1]
-		}
-		return fmt.Sprintf("It sums block counters (%s) over the trailing window: the block holding the first burst was still inside the window at %s, "+
-			"so it counted those %d. ", p, ms(b.afterStart), b.beforeAcc)
-	case "reservoir", "gcra":
-		span := time.Duration((b.afterEnd - b.beforeStart) * float64(time.Millisecond))
-		what := fmt.Sprintf("It is a token bucket of %d refilled at %d per %s (%.2f/s)", L, L, W, rate)
-		if row.Algorithm == "gcra" {
-			what = fmt.Sprintf("It is redis_rate's GCRA with burst %d and one unit every %s (%.2f/s)", L, (W / time.Duration(L)).Round(time.Microsecond), rate)
-		}
-		return fmt.Sprintf("%s: from the first request at %s to the last at %s (%s) it earned %.1f on top of the full %d it started with, "+
-			"so the second burst could take about %d. ", what, ms(b.beforeStart), ms(b.afterEnd), span.Round(time.Millisecond),
-			rate*span.Seconds(), L, int64(math.Floor(rate*span.Seconds()+1e-9)))
-	case "sliding-counter":
-		weight := func(at float64) float64 {
-			e := time.Duration(at * float64(time.Millisecond))
-			return float64(W-e) / float64(W)
-		}
-		w0, w1 := weight(b.afterStart), weight(b.afterEnd)
-		e0, e1 := float64(b.beforeAcc)*w0, float64(b.beforeAcc)*w1
-		return fmt.Sprintf("It weighs the previous window's count by its overlap with the trailing window: at %s the %d of the previous window "+
-			"counted %.0f%% = %.1f, leaving room for %.1f, and by the burst's last request at %s %.0f%% = %.1f, room for %.1f — "+
-			"an estimate that assumes those %d were spread over the whole window, when they all came %s before its end. ",
-			ms(b.afterStart), b.beforeAcc, 100*w0, e0, float64(L)-e0, ms(b.afterEnd), 100*w1, e1, float64(L)-e1, b.beforeAcc, ms(-b.beforeEnd))
-	}
-	return ""
-}
-
-// ms renders milliseconds as a short duration ("1s", "1.05s", "250ms").
-func ms(v float64) string {
-	d := time.Duration(math.Round(v*1000)) * time.Microsecond
-	switch {
-	case d.Abs() >= time.Second:
-		d = d.Round(10 * time.Millisecond)
-	case d.Abs() >= 10*time.Millisecond:
-		d = d.Round(time.Millisecond)
 	}
 	return d.String()
 }

@@ -1,4 +1,4 @@
-package harness
+package measure
 
 import (
 	"bufio"
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// Decision is one streamed record of decisions.jsonl: what was asked, what
+// Record is one streamed record of decisions.jsonl: what was asked, what
 // the limiter answered, and when. Times are Unix µs; offsets are µs from the
 // scenario's anchor (the aligned window boundary).
-type Decision struct {
+type Record struct {
 	Algorithm string `json:"algorithm"`
 	Scenario  string `json:"scenario"`
 	// Seq is the arrival's index in its schedule.
@@ -33,7 +33,7 @@ type Decision struct {
 	Error        string `json:"error,omitempty"`
 }
 
-// DecisionLog streams Decision records as JSON lines. Safe for concurrent
+// DecisionLog streams Record values as JSON lines. Safe for concurrent
 // use. Records are buffered and flushed at least every FlushEvery, on Flush
 // and on Close, so a run that stops loses at most that much.
 type DecisionLog struct {
@@ -64,7 +64,7 @@ func NewDecisionLog(w io.Writer) *DecisionLog {
 
 // Write appends one record. The first write error is kept and returned by
 // every later call.
-func (l *DecisionLog) Write(d *Decision) error {
+func (l *DecisionLog) Write(d *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {

@@ -1,7 +1,4 @@
-// Package harness provisions Redis, runs scenario schedules against
-// limiters on a clock, and computes the metrics: the exact any-window
-// maximum, the ideal oracle, memory per key and latency.
-package harness
+package engine
 
 import (
 	"bufio"
@@ -18,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,7 +34,7 @@ type Redis struct {
 	// Client is safe for concurrent use: a *redis.Client for one server, a
 	// *redis.ClusterClient for a Redis Cluster.
 	Client redis.UniversalClient
-	Info   RedisInfo
+	Info   measure.RedisInfo
 	// stop stops what ratelab started (processes, a container, temporary
 	// files); nil for the user's server.
 	stop        func() error
@@ -147,7 +145,7 @@ func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		opt.TLSConfig.RootCAs = o.RootCAs
 	}
 	c := redis.NewClient(opt)
-	r := &Redis{Client: c, Info: RedisInfo{Mode: "url", Addr: opt.Addr}}
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr}}
 	if err := r.ready(ctx, o.Timeout); err != nil {
 		c.Close()
 		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
@@ -223,7 +221,7 @@ func startExec(ctx context.Context, timeout, dial time.Duration) (*Redis, error)
 		}
 		p, err := spawnRedis(ctx, bin, port, timeout, dial, nil)
 		if err == nil {
-			r := &Redis{Client: p.client, Info: RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, stop: p.stop}
+			r := &Redis{Client: p.client, Info: measure.RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, stop: p.stop}
 			return r, nil
 		}
 		lastErr = err
@@ -331,7 +329,7 @@ func (r *Redis) ready(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if v := infoFields(info)["redis_version"]; v != "" {
+	if v := InfoFields(info)["redis_version"]; v != "" {
 		r.Info.Version = v
 	}
 	return nil

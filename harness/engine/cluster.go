@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,7 +110,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*Redis, err
 		}
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	r := &Redis{Client: c, Info: RedisInfo{Mode: "cluster", Addr: strings.Join(addrs, ","), Version: procs[0].version}, stop: stop}
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster", Addr: strings.Join(addrs, ","), Version: procs[0].version}, stop: stop}
 	if err := r.clusterReady(ctx, time.Until(deadline)); err != nil {
 		_ = c.Close()
 		return fail(err)
@@ -151,7 +152,7 @@ func waitClusterOK(ctx context.Context, node *redis.Client, n int, deadline time
 	for {
 		info, err := node.ClusterInfo(ctx).Result()
 		if err == nil {
-			f := infoFields(info)
+			f := InfoFields(info)
 			if f["cluster_state"] == "ok" && f["cluster_slots_assigned"] == strconv.Itoa(clusterSlots) &&
 				f["cluster_known_nodes"] == strconv.Itoa(n) {
 				return nil
@@ -200,14 +201,14 @@ func (r *Redis) clusterReady(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if st := infoFields(info)["cluster_state"]; st != "ok" {
+	if st := InfoFields(info)["cluster_state"]; st != "ok" {
 		return fmt.Errorf("cluster_state is %s, not ok (slots unassigned or a master down)", st)
 	}
 	sinfo, err := cc.Info(cctx, "server").Result()
 	if err != nil {
 		return err
 	}
-	r.Info.Version = infoFields(sinfo)["redis_version"]
+	r.Info.Version = InfoFields(sinfo)["redis_version"]
 	return nil
 }
 
@@ -295,7 +296,7 @@ func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 		return nil, err
 	}
 	c := redis.NewClusterClient(opt)
-	r := &Redis{Client: c, Info: RedisInfo{Mode: "cluster-url", Addr: seeds}}
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds}}
 	if err := r.clusterReady(ctx, o.Timeout); err != nil {
 		c.Close()
 		if strings.Contains(err.Error(), "NOPERM") {
@@ -391,7 +392,7 @@ func KeysByNode(ctx context.Context, c redis.UniversalClient, prefix string) ([]
 		if err != nil {
 			return nk, err
 		}
-		nk.UsedMemoryBytes, _ = strconv.ParseInt(infoFields(info)["used_memory"], 10, 64)
+		nk.UsedMemoryBytes, _ = strconv.ParseInt(InfoFields(info)["used_memory"], 10, 64)
 		return nk, nil
 	}
 	switch cc := c.(type) {
@@ -414,20 +415,9 @@ func KeysByNode(ctx context.Context, c redis.UniversalClient, prefix string) ([]
 	return nil, fmt.Errorf("KeysByNode: unsupported client %T", c)
 }
 
-// NodeMemory is one master's share of keys filled through a Redis Cluster.
-type NodeMemory struct {
-	// Addr is the master's address.
-	Addr string `json:"addr"`
-	// Keys is how many of the filled keys this master holds.
-	Keys int64 `json:"keys"`
-	// UsedMemoryDeltaBytes is the growth of this master's used_memory (less
-	// client buffers) over the fill, in bytes, for all its keys.
-	UsedMemoryDeltaBytes int64 `json:"used_memory_delta_bytes"`
-}
-
-// memoryNodes returns the servers capacity measures memory on, and the
+// Nodes returns the servers capacity measures memory on, and the
 // database number: the server itself, or every master of a cluster (db 0).
-func memoryNodes(ctx context.Context, c redis.UniversalClient) ([]*redis.Client, int, error) {
+func Nodes(ctx context.Context, c redis.UniversalClient) ([]*redis.Client, int, error) {
 	switch cc := c.(type) {
 	case *redis.Client:
 		return []*redis.Client{cc}, cc.Options().DB, nil
@@ -444,22 +434,4 @@ func memoryNodes(ctx context.Context, c redis.UniversalClient) ([]*redis.Client,
 		return nodes, 0, err
 	}
 	return nil, 0, fmt.Errorf("capacity needs a single Redis server or a Redis Cluster, not %T", c)
-}
-
-// nodeMemory splits a fill over the masters: the keys under prefix each
-// holds (SCAN on it) and the growth of its used_memory between the
-// snapshots before and after (one per node, in nodes' order).
-func nodeMemory(ctx context.Context, nodes []*redis.Client, before, after []memSnapshot, prefix string) ([]NodeMemory, error) {
-	out := make([]NodeMemory, len(nodes))
-	for i, node := range nodes {
-		keys, err := ScanKeys(ctx, node, prefix)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", node.Options().Addr, err)
-		}
-		out[i] = NodeMemory{Addr: node.Options().Addr, Keys: int64(len(keys))}
-		if i < len(before) && i < len(after) {
-			out[i].UsedMemoryDeltaBytes = before[i].delta(after[i])
-		}
-	}
-	return out, nil
 }

@@ -1,4 +1,4 @@
-package harness
+package engine
 
 import (
 	"archive/tar"
@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -156,7 +157,7 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		endpoint = net.JoinHostPort("127.0.0.1", p)
 	}
 	c := redis.NewClient(&redis.Options{Addr: endpoint, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	r := &Redis{Client: c, Info: RedisInfo{Mode: "container", Addr: endpoint}, stop: stop, containerID: ctr.GetContainerID()}
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "container", Addr: endpoint}, stop: stop, containerID: ctr.GetContainerID()}
 	if err := r.ready(sctx, timeout); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("Redis container from %s at %s did not answer: %w", image, endpoint, err)

@@ -1,9 +1,12 @@
-package harness
+package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -95,4 +98,11 @@ func escapeGlob(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// NewRunID returns a fresh run id: UTC time plus 4 random hex digits.
+func NewRunID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }

@@ -1,0 +1,99 @@
+package measure
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// ReadResults reads a results.json written by ratelab (or by WriteDir).
+// A file that cannot be read, is not JSON, or has no "results" array is an
+// error naming path.
+func ReadResults(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	return ParseResults(data, path)
+}
+
+// ParseResults parses the bytes of a results.json; name labels errors (the
+// path). Anything that is not a JSON object with a "results" array of rows
+// is an error, never a panic.
+func ParseResults(data []byte, name string) (*Results, error) {
+	var probe struct {
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", name, err)
+	}
+	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
+		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, name)
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// ReadBench reads a results.json written by `ratelab bench`.
+func ReadBench(path string) (*BenchResults, error) {
+	var r BenchResults
+	if err := readResultsAs(path, "bench", &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ReadCapacity reads a results.json written by `ratelab capacity`.
+func ReadCapacity(path string) (*CapacityResults, error) {
+	var r CapacityResults
+	if err := readResultsAs(path, "capacity", &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ResultsCommand returns the "command" of a results.json ("run",
+// "capacity", "bench"; "run" when the file has none). A file that cannot be
+// read or has no "results" array is an error naming path.
+func ResultsCommand(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reports: %w", err)
+	}
+	var probe struct {
+		Command string          `json:"command"`
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return "", fmt.Errorf("reports: %s: not a ratelab results.json (invalid JSON: %w)", path, err)
+	}
+	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
+		return "", fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, path)
+	}
+	if probe.Command == "" {
+		return "run", nil
+	}
+	return probe.Command, nil
+}
+
+func readResultsAs(path, command string, v any) error {
+	got, err := ResultsCommand(path)
+	if err != nil {
+		return err
+	}
+	if got != command {
+		return fmt.Errorf("reports: %s: results of `ratelab %s`, not of `ratelab %s`", path, got, command)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package measure
+
+// Verdict is the outcome of a verification, of one family or of one trial.
+type Verdict string
+
+// Verdicts of a verification.
+const (
+	Holds    Verdict = "holds"
+	Violated Verdict = "violated"
+	Starved  Verdict = "starved"
+	// Interfered: traffic on one key limited another.
+	Interfered Verdict = "interfered"
+	Skipped    Verdict = "skipped"
+	// Inconclusive: no trial could be run and judged (every family skipped).
+	Inconclusive Verdict = "inconclusive"
+)
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Target    string `json:"target"`
+	LimitDesc string `json:"limit_desc"`
+	Limit     int64  `json:"limit"`
+	WindowMS  int64  `json:"window_ms"`
+	// Verdict is Holds, or the most serious failure found: Violated, then
+	// Starved, then Interfered.
+	Verdict Verdict `json:"verdict"`
+	// Clock says how the target was driven: "virtual+real" (injected clock,
+	// real time for TTL families), "redis" (the script reads Redis TIME:
+	// all in real time) or "real" (HTTP).
+	Clock    string         `json:"clock"`
+	Families []FamilyResult `json:"families"`
+	// CounterExample is the evidence of the first failure; nil when it holds.
+	CounterExample *CounterExample `json:"counter_example,omitempty"`
+	// SkewSensitivity is the most accepted in one true window, as a multiple
+	// of the limit, with client clocks SkewDeltaMS apart each way; zero when
+	// the target reads the server's clock (skew does not apply).
+	SkewDeltaMS     float64  `json:"skew_delta_ms"`
+	SkewSensitivity float64  `json:"skew_sensitivity"`
+	Decisions       int64    `json:"decisions"`
+	Errors          int64    `json:"errors"`
+	ErrorSamples    []string `json:"error_samples,omitempty"`
+	DurationMS      int64    `json:"duration_ms"`
+}
+
+// FamilyResult summarizes one adversarial family.
+type FamilyResult struct {
+	Family  string  `json:"family"`
+	Trials  int     `json:"trials"`
+	Verdict Verdict `json:"verdict"`
+	// MaxRatio is the largest max_in_window / limit over the family's trials.
+	MaxRatio float64 `json:"max_ratio"`
+	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
+	MinFidelity float64 `json:"min_fidelity,omitempty"`
+	// Mode is "virtual" or "real".
+	Mode string `json:"mode"`
+	Note string `json:"note,omitempty"`
+}
+
+// CounterExample is a set of accepted decisions that breaks the property.
+type CounterExample struct {
+	Family string `json:"family"`
+	Trial  string `json:"trial"`
+	// Kind is Violated, Starved or Interfered.
+	Kind Verdict `json:"kind"`
+	// Accepted is the cost accepted inside the window [StartUS, EndUS] (µs
+	// from the trial's aligned window boundary); Limit is what was allowed.
+	Accepted int64 `json:"accepted"`
+	Limit    int64 `json:"limit"`
+	StartUS  int64 `json:"start_us"`
+	EndUS    int64 `json:"end_us"`
+	// Fidelity and Ideal are set for starvation.
+	Ideal    int64   `json:"ideal,omitempty"`
+	Fidelity float64 `json:"fidelity,omitempty"`
+	// Decisions are the accepted decisions inside the window (at most 200).
+	Decisions []Evidence `json:"decisions"`
+	// Explain is one sentence for people.
+	Explain string `json:"explain"`
+}
+
+// Evidence is one decision of a counter-example.
+type Evidence struct {
+	Key  string `json:"key"`
+	Cost int64  `json:"cost"`
+	// AtUS is its time in µs from the aligned boundary: the injected time,
+	// or, in real time, when it was sent (RecvUS when it was answered).
+	AtUS   int64 `json:"at_us"`
+	RecvUS int64 `json:"recv_us,omitempty"`
+	Client int   `json:"client"`
+}
