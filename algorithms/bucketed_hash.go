@@ -39,7 +39,7 @@ type BucketedHash struct {
 	min    int64 // the smallest limit: the largest cost that can ever fit
 }
 
-var _ Limiter = (*BucketedHash)(nil)
+var _ Scripted = (*BucketedHash)(nil)
 
 // NewBucketedHash returns a bucketed-hash limiter enforcing every limit at
 // once (for example 10 per 1s, 120 per 60s and 240 per 1h with 60s
@@ -85,14 +85,23 @@ func (b *BucketedHash) Describe() string {
 	return strings.Join(parts, ", ")
 }
 
-// Allow implements Limiter. Remaining and RetryAfter are those of the
-// tightest limit; cost may not exceed the smallest limit.
+// Allow implements Limiter: the script call of Call, decoded.
 func (b *BucketedHash) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(b.Name(), cost, b.min); err != nil {
-		return Decision{}, err
-	}
-	args := make([]any, 0, 2+len(b.args))
-	args = append(args, cost, at.arg())
-	args = append(args, b.args...)
-	return runScript(ctx, b.Name(), bucketedHashScript, b.rdb, []string{key}, args...)
+	return allow(ctx, b.rdb, b, key, cost, at)
 }
+
+// Call implements Scripted.
+func (b *BucketedHash) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	if err := checkCost(b.Name(), cost, b.min); err != nil {
+		return ScriptCall{}, err
+	}
+	return ScriptCall{Script: bucketedHashScript, Keys: []string{key}, Args: append([]any{cost, at.arg()}, b.args...), DecidedAt: at.decidedAt()}, nil
+}
+
+// Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
+func (b *BucketedHash) Decode(c ScriptCall, reply any) (Decision, error) {
+	return decodeCommon(c, reply)
+}
+
+// Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
+func (b *BucketedHash) Capabilities() Capabilities { return builtIn }

@@ -28,7 +28,7 @@ type FixedWindow struct {
 	limit Limit
 }
 
-var _ Limiter = (*FixedWindow)(nil)
+var _ Scripted = (*FixedWindow)(nil)
 
 // NewFixedWindow returns a fixed-window limiter on rdb (Client, Ring or ClusterClient).
 func NewFixedWindow(rdb redis.Scripter, l Limit) (*FixedWindow, error) {
@@ -45,11 +45,23 @@ func (f *FixedWindow) Name() string { return "fixed-window" }
 // Describe returns the limit, e.g. "50 per 10s".
 func (f *FixedWindow) Describe() string { return f.limit.String() }
 
-// Allow implements Limiter. RetryAfter of a denial is the time to the next window.
+// Allow implements Limiter: the script call of Call, decoded.
 func (f *FixedWindow) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(f.Name(), cost, f.limit.Limit); err != nil {
-		return Decision{}, err
-	}
-	return runScript(ctx, f.Name(), fixedWindowScript, f.rdb, []string{HashTagged(key)},
-		f.limit.Limit, f.limit.Window.Microseconds(), cost, at.arg())
+	return allow(ctx, f.rdb, f, key, cost, at)
 }
+
+// Call implements Scripted.
+func (f *FixedWindow) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	if err := checkCost(f.Name(), cost, f.limit.Limit); err != nil {
+		return ScriptCall{}, err
+	}
+	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.limit.Limit, f.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+}
+
+// Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
+func (f *FixedWindow) Decode(c ScriptCall, reply any) (Decision, error) {
+	return decodeCommon(c, reply)
+}
+
+// Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
+func (f *FixedWindow) Capabilities() Capabilities { return builtIn }

@@ -29,8 +29,8 @@ import (
 // rwz/redis-gcra).
 //
 // Clock: redis_rate's script always reads Redis TIME; it cannot decide at
-// an injected time. GCRA therefore implements harness.Capable with
-// InjectsTime() false, so `ratelab verify` runs it in real time on the Redis
+// an injected time. GCRA therefore reports Capabilities with
+// InjectsTime false, so `ratelab verify` runs it in real time on the Redis
 // server's clock (judged from send/receive times, never from DecidedAt).
 // With an injected clock (a virtual or client-clock `ratelab run`, capacity
 // fills) it still decides on Redis TIME — the schedule is replayed as fast as
@@ -66,7 +66,7 @@ type GCRA struct {
 	v0, s0 time.Time // first injected time and the server time of that decision
 }
 
-var _ Limiter = (*GCRA)(nil)
+var _ Scripted = (*GCRA)(nil)
 
 // NewGCRA returns redis_rate's GCRA with rate l.Limit per l.Window and burst
 // l.Limit, on rdb (Client, Ring or ClusterClient). When rdb can run TIME it
@@ -98,14 +98,27 @@ func (g *GCRA) Describe() string {
 	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA; Redis TIME, ignores injected clocks)", g.rl.Rate, g.limit.Window, g.rl.Burst)
 }
 
-// InjectsTime reports false: redis_rate reads Redis TIME (see GCRA).
-func (g *GCRA) InjectsTime() bool { return false }
+// Capabilities implements Limiter: redis_rate reads Redis TIME (see GCRA),
+// so InjectsTime is false; AllowN takes a cost; Redis TIME has 1 µs resolution.
+func (g *GCRA) Capabilities() Capabilities {
+	return Capabilities{InjectsTime: false, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true}
+}
 
-// TakesCost reports true: AllowN takes a cost.
-func (g *GCRA) TakesCost() bool { return true }
+// Call implements Scripted: the EVALSHA redis_rate's AllowN makes, with
+// redis_rate's own arguments (burst, rate, period in seconds, cost) on the
+// key as given (redis_rate's "rate:" prefix is not added: ratelab's keys
+// carry their own). The script reads Redis TIME, so DecidedAt is zero.
+func (g *GCRA) Call(key string, cost int64, _ Clock) (ScriptCall, error) {
+	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
+		return ScriptCall{}, err
+	}
+	return ScriptCall{Script: gcraScript, Keys: []string{key},
+		Args: []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}}, nil
+}
 
-// Resolution is Redis TIME's: 1 µs.
-func (g *GCRA) Resolution() time.Duration { return time.Microsecond }
+// Decode implements Scripted: redis_rate's reply (ParseGCRAReply). Its
+// DecidedAt is zero: the reply carries no time.
+func (g *GCRA) Decode(_ ScriptCall, reply any) (Decision, error) { return ParseGCRAReply(reply) }
 
 // Allow implements Limiter with redis_rate's AllowN. RetryAfter of a denial
 // is redis_rate's (float seconds, rounded to the µs); Remaining is its
@@ -161,16 +174,6 @@ func ParseGCRAReply(v any) (Decision, error) {
 		d.RetryAfter = max(time.Duration(s*float64(time.Second)).Round(time.Microsecond), 0)
 	}
 	return d, nil
-}
-
-// ParseReplyFor parses the reply of algorithm name's script: redis_rate's
-// shape for "gcra" (ParseGCRAReply), ratelab's {allowed, remaining,
-// retry_after_us, now_us} for the others (ParseReply).
-func ParseReplyFor(name string, v any) (Decision, error) {
-	if name == "gcra" {
-		return ParseGCRAReply(v)
-	}
-	return ParseReply(v)
 }
 
 // rateKeyPrefix is what redis_rate prepends to every key.

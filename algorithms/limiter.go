@@ -34,6 +34,9 @@ type Limiter interface {
 	// Describe states the configured limit in words, e.g.
 	// "50 per 10s (precision 1s)".
 	Describe() string
+	// Capabilities says what the limiter can take: an injected clock,
+	// weighted costs, its resolution, keys.
+	Capabilities() Capabilities
 }
 
 // ErrCostExceedsLimit is returned by Allow when cost can never fit: cost > limit
@@ -122,4 +125,13 @@ func checkCost(name string, cost, limit int64) error {
 		return fmt.Errorf("%s: cost %d with limit %d: %w", name, cost, limit, ErrCostExceedsLimit)
 	}
 	return nil
+}
+
+// decidedAt is the time a call hands its script: the injected time
+// truncated to 1 µs, or zero for Redis TIME.
+func (c Clock) decidedAt() time.Time {
+	if !c.inject {
+		return time.Time{}
+	}
+	return c.t.Truncate(time.Microsecond)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -224,8 +223,8 @@ func TestGCRAIgnoresInjectedClock(t *testing.T) {
 			t.Errorf("call %d: DecidedAt %v, want the first injected time plus the Redis time since", i, off)
 		}
 	}
-	if c, ok := lim.(harness.Capable); !ok || c.InjectsTime() || !c.TakesCost() {
-		t.Errorf("gcra must declare InjectsTime() false and TakesCost() true (harness.Capable)")
+	if c := lim.Capabilities(); c.InjectsTime || !c.TakesCost {
+		t.Errorf("gcra must declare InjectsTime false and TakesCost true, got %+v", c)
 	}
 }
 

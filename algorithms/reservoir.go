@@ -31,7 +31,7 @@ type Reservoir struct {
 	limit Limit
 }
 
-var _ Limiter = (*Reservoir)(nil)
+var _ Scripted = (*Reservoir)(nil)
 
 // NewReservoir returns a token bucket of capacity l.Limit refilling l.Limit
 // per l.Window. rdb may be a Client, Ring or ClusterClient.
@@ -51,12 +51,21 @@ func (r *Reservoir) Describe() string {
 	return "capacity " + itoa(r.limit.Limit) + ", refill " + r.limit.String()
 }
 
-// Allow implements Limiter. RetryAfter of a denial is the refill time of the
-// missing units.
+// Allow implements Limiter: the script call of Call, decoded.
 func (r *Reservoir) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(r.Name(), cost, r.limit.Limit); err != nil {
-		return Decision{}, err
-	}
-	return runScript(ctx, r.Name(), reservoirScript, r.rdb, []string{key},
-		r.limit.Limit, r.limit.Window.Microseconds(), cost, at.arg())
+	return allow(ctx, r.rdb, r, key, cost, at)
 }
+
+// Call implements Scripted.
+func (r *Reservoir) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	if err := checkCost(r.Name(), cost, r.limit.Limit); err != nil {
+		return ScriptCall{}, err
+	}
+	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.limit.Limit, r.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+}
+
+// Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
+func (r *Reservoir) Decode(c ScriptCall, reply any) (Decision, error) { return decodeCommon(c, reply) }
+
+// Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
+func (r *Reservoir) Capabilities() Capabilities { return builtIn }

@@ -1,29 +1,12 @@
 package algorithms
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// runScript runs one decision script (EVALSHA, falling back to EVAL on
-// NOSCRIPT) and parses the common reply {allowed, remaining, retry_after_us, now_us}.
-func runScript(ctx context.Context, name string, s *redis.Script, rdb redis.Scripter, keys []string, args ...any) (Decision, error) {
-	v, err := s.Run(ctx, rdb, keys, args...).Result()
-	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", name, err)
-	}
-	d, err := ParseReply(v)
-	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", name, err)
-	}
-	return d, nil
-}
 
 // ParseReply parses the reply every ratelab script returns:
 // {allowed 0|1, remaining, retry_after_us, now_us}.

@@ -32,7 +32,7 @@ type ScriptLimiter struct {
 	salt        string
 }
 
-var _ Limiter = (*ScriptLimiter)(nil)
+var _ Scripted = (*ScriptLimiter)(nil)
 
 // ErrReplyShape is wrapped by Allow when the script's reply is neither an
 // integer nor an array starting with one.
@@ -68,24 +68,20 @@ func (s *ScriptLimiter) Describe() string {
 	return d
 }
 
-// InjectsTime reports whether the templates pass the time ({now_us},
-// {now_ms} or {now_s}); if not, the script reads the clock itself.
-func (s *ScriptLimiter) InjectsTime() bool { return s.uses("now_us", "now_ms", "now_s") }
-
-// TakesCost reports whether the templates pass {cost}; if not, only cost 1
-// means anything to the script.
-func (s *ScriptLimiter) TakesCost() bool { return s.uses("cost") }
-
-// Resolution is the coarsest clock resolution among the time placeholders
-// used: 1 ms for {now_ms}, else 1 µs; zero when no time is passed.
-func (s *ScriptLimiter) Resolution() time.Duration {
+// Capabilities implements Limiter, read from the templates: InjectsTime
+// when they pass the time ({now_us}, {now_ms} or {now_s}; else the script
+// reads its own clock), TakesCost when they pass {cost} (else only cost 1
+// means anything to it), Resolution 1 ms for {now_ms}, 1 µs for {now_us}
+// or {now_s}, zero when no time is passed.
+func (s *ScriptLimiter) Capabilities() Capabilities {
+	c := Capabilities{InjectsTime: s.uses("now_us", "now_ms", "now_s"), TakesCost: s.uses("cost"), UsesKeys: true}
 	switch {
 	case s.uses("now_ms"):
-		return time.Millisecond
+		c.Resolution = time.Millisecond
 	case s.uses("now_us", "now_s"):
-		return time.Microsecond
+		c.Resolution = time.Microsecond
 	}
-	return 0
+	return c
 }
 
 func (s *ScriptLimiter) uses(names ...string) bool {
@@ -100,33 +96,42 @@ func (s *ScriptLimiter) uses(names ...string) bool {
 // Allow implements Limiter. A Redis or script error is returned wrapped,
 // with Redis's message; it is never a denial.
 func (s *ScriptLimiter) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+	return allow(ctx, s.rdb, s, key, cost, at)
+}
+
+// Call implements Scripted: KEYS[1] is key, ARGV the templates filled for
+// this request. A script that takes the time gets the injected one, or the
+// local clock when at is Redis TIME; DecidedAt is that time.
+func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(s.name, cost, s.limit.Limit); err != nil {
-		return Decision{}, err
+		return ScriptCall{}, err
 	}
 	v := Values{Window: s.limit.Window, Limit: s.limit.Limit, Cost: cost,
 		RequestID: s.salt + "-" + strconv.FormatUint(s.seq.Add(1), 10)}
-	var d Decision
-	if t, ok := at.Injected(); ok && s.InjectsTime() {
-		v.Now = t
-		d.DecidedAt = t.Truncate(time.Microsecond)
-	} else if s.InjectsTime() {
-		v.Now = time.Now()
-		d.DecidedAt = v.Now.Truncate(time.Microsecond)
+	c := ScriptCall{Script: s.script, Keys: []string{key}}
+	if s.Capabilities().InjectsTime {
+		if t, ok := at.Injected(); ok {
+			v.Now = t
+		} else {
+			v.Now = time.Now()
+		}
+		c.DecidedAt = v.Now.Truncate(time.Microsecond)
 	}
-	args := make([]any, len(s.args))
+	c.Args = make([]any, len(s.args))
 	for i, a := range s.args {
-		args[i] = a.Fill(v)
+		c.Args[i] = a.Fill(v)
 	}
-	reply, err := s.script.Run(ctx, s.rdb, []string{key}, args...).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return Decision{}, fmt.Errorf("%s: %w", s.name, err)
-	}
+	return c, nil
+}
+
+// Decode implements Scripted: allowed when the reply's verdict integer
+// (ParseAllowedReply) equals AllowedWhen; DecidedAt is the call's.
+func (s *ScriptLimiter) Decode(c ScriptCall, reply any) (Decision, error) {
 	n, err := ParseAllowedReply(reply)
 	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", s.name, err)
+		return Decision{}, err
 	}
-	d.Allowed = n == s.allowedWhen
-	return d, nil
+	return Decision{Allowed: n == s.allowedWhen, DecidedAt: c.DecidedAt}, nil
 }
 
 // ParseAllowedReply extracts the verdict integer of a script reply: the

@@ -45,7 +45,7 @@ type SlidingCounter struct {
 	limit Limit
 }
 
-var _ Limiter = (*SlidingCounter)(nil)
+var _ Scripted = (*SlidingCounter)(nil)
 
 // NewSlidingCounter returns a sliding-window counter limiter on rdb (Client,
 // Ring or ClusterClient).
@@ -63,14 +63,23 @@ func (s *SlidingCounter) Name() string { return "sliding-counter" }
 // Describe returns the limit, e.g. "50 per 10s (weighted previous window)".
 func (s *SlidingCounter) Describe() string { return s.limit.String() + " (weighted previous window)" }
 
-// Allow implements Limiter. Remaining is floor(Limit - estimate) after the
-// decision. RetryAfter of a denial is exact for the estimate with no other
-// traffic: later in the current window once the previous window's weight has
-// shrunk enough, else in the next window.
+// Allow implements Limiter: the script call of Call, decoded.
 func (s *SlidingCounter) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
-		return Decision{}, err
-	}
-	return runScript(ctx, s.Name(), slidingCounterScript, s.rdb, []string{HashTagged(key)},
-		s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg())
+	return allow(ctx, s.rdb, s, key, cost, at)
 }
+
+// Call implements Scripted.
+func (s *SlidingCounter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
+		return ScriptCall{}, err
+	}
+	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+}
+
+// Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
+func (s *SlidingCounter) Decode(c ScriptCall, reply any) (Decision, error) {
+	return decodeCommon(c, reply)
+}
+
+// Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
+func (s *SlidingCounter) Capabilities() Capabilities { return builtIn }

@@ -31,7 +31,7 @@ type SlidingLog struct {
 	salt  string
 }
 
-var _ Limiter = (*SlidingLog)(nil)
+var _ Scripted = (*SlidingLog)(nil)
 
 // NewSlidingLog returns a sliding-window log limiter on rdb. rdb may be a
 // Client, Ring or ClusterClient.
@@ -49,15 +49,25 @@ func (s *SlidingLog) Name() string { return "sliding-log" }
 // Describe returns the limit, e.g. "50 per 10s".
 func (s *SlidingLog) Describe() string { return s.limit.String() }
 
-// Allow implements Limiter.
+// Allow implements Limiter: the script call of Call, decoded.
 func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+	return allow(ctx, s.rdb, s, key, cost, at)
+}
+
+// Call implements Scripted.
+func (s *SlidingLog) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
-		return Decision{}, err
+		return ScriptCall{}, err
 	}
 	nonce := s.salt + strconv.FormatUint(s.nonce.Add(1), 36)
-	return runScript(ctx, s.Name(), slidingLogScript, s.rdb, []string{key},
-		s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg(), nonce)
+	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
 }
+
+// Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
+func (s *SlidingLog) Decode(c ScriptCall, reply any) (Decision, error) { return decodeCommon(c, reply) }
+
+// Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
+func (s *SlidingLog) Capabilities() Capabilities { return builtIn }
 
 // Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
 // them ahead of pipelines.

@@ -101,10 +101,8 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 	if cfg.Lead <= 0 {
 		cfg.Lead = DefaultDemoLead
 	}
-	if cfg.RunID == "" {
-		cfg.RunID = engine.NewRunID()
-	}
-	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	s := NewSession(rd, cfg.RunID, 0)
+	prefix := s.Prefix
 	res := &measure.Results{
 		Tool: "ratelab", Command: "demo",
 		Config: measure.RunConfig{
@@ -112,15 +110,9 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(RedisClock), Prefix: prefix,
 		},
-		Redis: rd.Info, StartedAt: time.Now().UTC(), Results: []measure.Row{},
+		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if keys, err := engine.ScanKeys(cctx, rd.Client, prefix); err == nil {
-			_ = engine.DeleteKeys(cctx, rd.Client, keys)
-		}
-	}()
+	defer s.RemoveKeys(ctx, "")
 	err := func() error {
 		sc, err := scenarios.Get(DemoScenario)
 		if err != nil {
@@ -176,7 +168,7 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 		}
 		for _, jr := range results {
 			row := summarize(jr, RedisClock)
-			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			mctx, cancel := s.CleanupContext(ctx)
 			keys, err := engine.ScanKeys(mctx, rd.Client, jr.Job.Prefix)
 			if err == nil {
 				row.Keys = int64(len(keys))
@@ -190,11 +182,7 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 		}
 		return ctx.Err()
 	}()
-	res.DurationMS = time.Since(res.StartedAt).Milliseconds()
-	res.Complete = err == nil
-	if err != nil {
-		res.Error = err.Error()
-	}
+	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }
 

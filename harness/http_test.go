@@ -102,7 +102,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
-			h, err := harness.NewHTTPLimiter(base+c.path, l, 2*time.Second)
+			h, err := algorithms.NewHTTPLimiter(base+c.path, l, 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 		})
 	}
 	// anything but 2xx and 429 is an error, not a verdict
-	h, _ := harness.NewHTTPLimiter(base+"/nope", l, time.Second)
+	h, _ := algorithms.NewHTTPLimiter(base+"/nope", l, time.Second)
 	if _, err := h.Allow(ctx, "k", 1, algorithms.ServerTime()); err == nil {
 		t.Error("404: no error")
 	}

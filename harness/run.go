@@ -49,10 +49,8 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	if cfg.Clock == "" {
 		cfg.Clock = VirtualClock
 	}
-	if cfg.RunID == "" {
-		cfg.RunID = engine.NewRunID()
-	}
-	prefix := engine.KeyPrefix + cfg.RunID + ":"
+	s := NewSession(rd, cfg.RunID, cfg.Timeout)
+	prefix := s.Prefix
 	res := &measure.Results{
 		Tool: "ratelab", Command: "run",
 		Config: measure.RunConfig{
@@ -61,21 +59,10 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
 		Redis:     rd.Info,
-		StartedAt: time.Now().UTC(),
+		StartedAt: s.Started,
 		Results:   []measure.Row{},
 	}
-	cleanup := 5 * time.Second
-	if cfg.Timeout > 0 {
-		cleanup = max(2*cfg.Timeout, time.Second)
-	}
-	defer func() {
-		// nothing left behind, even after Ctrl-C
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanup)
-		defer cancel()
-		if keys, err := engine.ScanKeys(cctx, rd.Client, prefix); err == nil {
-			_ = engine.DeleteKeys(cctx, rd.Client, keys)
-		}
-	}()
+	defer s.RemoveKeys(ctx, "") // nothing left behind, even after Ctrl-C
 	if cfg.OnError == "" {
 		cfg.OnError = FailClosed
 	}
@@ -110,7 +97,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 				if err != nil {
 					return err
 				}
-				if c, ok := l.(Capable); ok && !c.InjectsTime() && cfg.Clock == VirtualClock {
+				if !l.Capabilities().InjectsTime && cfg.Clock == VirtualClock {
 					// replayed at full speed, its own clock would see no time pass
 					note := fmt.Sprintf("%s was not run on %s: it reads Redis TIME and cannot take virtual time (use --clock redis)", aname, sname)
 					res.Notes = append(res.Notes, note)
@@ -134,10 +121,6 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
-	res.DurationMS = time.Since(res.StartedAt).Milliseconds()
-	res.Complete = err == nil
-	if err != nil {
-		res.Error = err.Error()
-	}
+	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

@@ -104,14 +104,9 @@ type Runner struct {
 	}
 }
 
-// cleanupTimeout bounds the memory reading and key removal after a run:
-// a few round trips, so a Redis that hangs cannot hold the run for long.
-func (r *Runner) cleanupTimeout() time.Duration {
-	if r.Timeout > 0 {
-		return max(2*r.Timeout, time.Second)
-	}
-	return 5 * time.Second
-}
+// cleanupTimeout bounds the memory reading and key removal after a run
+// (the same rule as Session.CleanupTimeout).
+func (r *Runner) cleanupTimeout() time.Duration { return cleanupTimeout(r.Timeout) }
 
 // ErrorPolicy says what a decision that could not be made counts as.
 type ErrorPolicy string

@@ -17,21 +17,6 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// Capable is implemented by limiters that cannot take everything a
-// built-in algorithm takes (user scripts, HTTP endpoints). A Limiter that
-// does not implement it injects time at 1 µs, takes costs and keys.
-type Capable interface {
-	// InjectsTime: the limiter decides on the Clock it is given.
-	InjectsTime() bool
-	// TakesCost: costs above 1 mean something to it.
-	TakesCost() bool
-	// Resolution is the clock resolution it sees (1 µs, 1 ms); zero: unknown.
-	Resolution() time.Duration
-}
-
-// KeyAware is implemented by limiters that may ignore the key (HTTP).
-type KeyAware interface{ UsesKeys() bool }
-
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
 	// Limit is the property to check: at most Limit.Limit in any Limit.Window.
@@ -82,14 +67,8 @@ func Verify(ctx context.Context, rdb redis.UniversalClient, lim algorithms.Limit
 		return nil, err
 	}
 	L, W := o.Limit.Limit, o.Limit.Window
-	inject, cost, res := true, true, time.Duration(0)
-	if c, ok := lim.(Capable); ok {
-		inject, cost, res = c.InjectsTime(), c.TakesCost(), c.Resolution()
-	}
-	keys := true
-	if k, ok := lim.(KeyAware); ok {
-		keys = k.UsesKeys()
-	}
+	caps := lim.Capabilities()
+	inject, cost, res, keys := caps.InjectsTime, caps.TakesCost, caps.Resolution, caps.UsesKeys
 	if o.Prefix == "" {
 		o.Prefix = engine.KeyPrefix + engine.NewRunID() + ":verify:"
 	}

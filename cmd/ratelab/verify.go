@@ -159,7 +159,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	var lim algorithms.Limiter
 	var rd *engine.Redis
 	if f.http != "" {
-		h, err := harness.NewHTTPLimiter(f.http, l, 5*time.Second)
+		h, err := algorithms.NewHTTPLimiter(f.http, l, 5*time.Second)
 		if err != nil {
 			return usagef("--http: %w", err)
 		}

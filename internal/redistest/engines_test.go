@@ -80,10 +80,7 @@ func injects(name string) bool {
 	if err != nil {
 		panic(err)
 	}
-	if c, ok := lim.(harness.Capable); ok {
-		return c.InjectsTime()
-	}
-	return true
+	return lim.Capabilities().InjectsTime
 }
 
 // sameVerdicts compares the rows of two engines: exactly for algorithms on

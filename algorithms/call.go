@@ -1,0 +1,82 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Capabilities says what a limiter can take. Verification and the commands
+// read it to choose how to drive the limiter: on an injected (virtual) clock
+// or in real time, with weighted costs or cost 1, one key or several.
+type Capabilities struct {
+	// InjectsTime: the limiter decides on the Clock it is given (the
+	// harness may replay virtual time). False: it reads its own clock
+	// (Redis TIME, or a server's), so it must be driven in real time.
+	InjectsTime bool
+	// TakesCost: costs above 1 mean something to it. False: send cost 1 only.
+	TakesCost bool
+	// Resolution is the finest time step the limiter tells apart on its
+	// clock (1 µs for ratelab's scripts, 1 ms for a {now_ms} template);
+	// zero means unknown.
+	Resolution time.Duration
+	// UsesKeys: the key passed to Allow selects its state. False (an HTTP
+	// endpoint without {key}): every key shares one limit.
+	UsesKeys bool
+}
+
+// builtIn is the capability set of ratelab's own scripts: injected µs
+// clock, weighted cost, one state per key.
+var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true}
+
+// ScriptCall is the one Lua script call a Scripted limiter makes for one
+// decision: EVALSHA Script.Hash() with Keys and Args (EVAL of the source
+// when the server lacks it). DecidedAt is the time the call hands the
+// script (truncated to 1 µs); zero when the script reads Redis TIME.
+type ScriptCall struct {
+	Script    *redis.Script
+	Keys      []string
+	Args      []any
+	DecidedAt time.Time
+}
+
+// Scripted is a Limiter whose every decision is one Lua script call. Call
+// describes that call without making it, and Decode reads its reply, so a
+// caller can pipeline many decisions (bench, capacity's fills, virtual-time
+// runs) and still get each Decision exactly as Allow would. Every algorithm
+// of this package and ScriptLimiter are Scripted; HTTPLimiter is not.
+// Implementations are safe for concurrent use.
+type Scripted interface {
+	Limiter
+	// Call returns the call Allow would make for key, cost and at. Errors:
+	// cost outside 1..limit wraps ErrCostExceedsLimit.
+	Call(key string, cost int64, at Clock) (ScriptCall, error)
+	// Decode turns the reply of c into a Decision. A reply of the wrong
+	// shape is an error naming the reply.
+	Decode(c ScriptCall, reply any) (Decision, error)
+}
+
+// allow makes the decision of a Scripted limiter on rdb: its call, run by
+// EVALSHA (EVAL on NOSCRIPT), decoded. A Lua false or nil reply reaches
+// Decode as nil; Redis errors are returned wrapped with the limiter's name.
+func allow(ctx context.Context, rdb redis.Scripter, s Scripted, key string, cost int64, at Clock) (Decision, error) {
+	c, err := s.Call(key, cost, at)
+	if err != nil {
+		return Decision{}, err
+	}
+	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Decision{}, fmt.Errorf("%s: %w", s.Name(), err)
+	}
+	d, err := s.Decode(c, v)
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", s.Name(), err)
+	}
+	return d, nil
+}
+
+// decodeCommon decodes the reply of ratelab's own scripts (ParseReply).
+func decodeCommon(_ ScriptCall, reply any) (Decision, error) { return ParseReply(reply) }

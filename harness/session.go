@@ -1,0 +1,83 @@
+package harness
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratelab/ratelab/harness/engine"
+)
+
+// Session is the life of one command against one Redis: its run id and key
+// prefix, when it started, the removal of its keys at the end (also after
+// Ctrl-C, bounded by one timeout rule), and how it ended. run, demo, bench,
+// capacity and verify each open one. A Session is not safe for concurrent
+// use; the Redis it holds is.
+type Session struct {
+	// Redis is where the command runs.
+	Redis *engine.Redis
+	// RunID names the session; Prefix is "ratelab:<RunID>:", the prefix of
+	// every key the command writes.
+	RunID  string
+	Prefix string
+	// Timeout is the command's bound on one call (zero: none); it sets the
+	// cleanup bound (CleanupTimeout).
+	Timeout time.Duration
+	// Started is the wall-clock start, UTC.
+	Started time.Time
+}
+
+// NewSession opens a session on rd. An empty runID picks a fresh one
+// (engine.NewRunID); timeout is the command's per-call bound (zero: none).
+func NewSession(rd *engine.Redis, runID string, timeout time.Duration) *Session {
+	if runID == "" {
+		runID = engine.NewRunID()
+	}
+	return &Session{Redis: rd, RunID: runID, Prefix: engine.KeyPrefix + runID + ":",
+		Timeout: timeout, Started: time.Now().UTC()}
+}
+
+// CleanupTimeout bounds the work after a run (reading memory, removing
+// keys): a few round trips, so a Redis that hangs cannot hold the command
+// for long. It is max(2 x Timeout, 1 s), or 5 s without a Timeout.
+func (s *Session) CleanupTimeout() time.Duration { return cleanupTimeout(s.Timeout) }
+
+func cleanupTimeout(callTimeout time.Duration) time.Duration {
+	if callTimeout > 0 {
+		return max(2*callTimeout, time.Second)
+	}
+	return 5 * time.Second
+}
+
+// CleanupContext is a context for work after the command's own context
+// ended (Ctrl-C, an outage): not cancelled with ctx, bounded by
+// CleanupTimeout.
+func (s *Session) CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout())
+}
+
+// RemoveKeys removes every key under prefix (the session's own Prefix
+// when empty), also after ctx was cancelled, within CleanupTimeout.
+// Errors are returned, not fatal: what is left can be removed later with
+// `ratelab clean`.
+func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
+	if prefix == "" {
+		prefix = s.Prefix
+	}
+	cctx, cancel := s.CleanupContext(ctx)
+	defer cancel()
+	keys, err := engine.ScanKeys(cctx, s.Redis.Client, prefix)
+	if err != nil {
+		return err
+	}
+	return engine.DeleteKeys(cctx, s.Redis.Client, keys)
+}
+
+// End says how the command ended: its wall time since Started in ms,
+// whether it completed (err == nil) and err's text ("" when nil), the
+// three fields every results.json carries.
+func (s *Session) End(err error) (durationMS int64, complete bool, errText string) {
+	if err != nil {
+		errText = err.Error()
+	}
+	return time.Since(s.Started).Milliseconds(), err == nil, errText
+}
