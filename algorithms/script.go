@@ -1,11 +1,14 @@
 package algorithms
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ParseReply parses the reply every ratelab script returns:
@@ -53,4 +56,16 @@ func HashTagged(key string) string {
 		}
 	}
 	return "{" + key + "}"
+}
+
+// LoadScripts loads every algorithm's script into c (SCRIPT LOAD), so that
+// pipelined EVALSHA finds them: pipelines do not fall back to EVAL on
+// NOSCRIPT. On a Cluster, go-redis loads them on every master.
+func LoadScripts(ctx context.Context, c redis.Scripter) error {
+	for _, s := range Scripts() {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return fmt.Errorf("SCRIPT LOAD: %w", err)
+		}
+	}
+	return nil
 }

@@ -2,8 +2,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -131,87 +129,31 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 			plan.Describe = append(plan.Describe, l.Describe())
 		}
 		// scripts cached before the clock starts: no first-call EVAL in the burst
-		if err := LoadScripts(ctx, rd.Client); err != nil {
+		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
-		offset, err := engine.ServerClockOffset(ctx, rd.Client, 16)
+		r := &Runner{Redis: rd.Client, Clock: RedisClock, Log: log, Lead: cfg.Lead,
+			Anchored: func(boundary time.Time, offset time.Duration) {
+				plan.Boundary, plan.Offset = boundary, offset
+				plan.FirstLocal = boundary.Add(sched.Arrivals[0].At).Add(-offset)
+				if obs != nil {
+					obs.Planned(plan)
+				}
+			},
+			Observe: func(job int, o Outcome) {
+				if obs != nil {
+					obs.Decided(DemoDecision{Algorithm: job, Seq: o.Seq, At: o.Arrival.At,
+						T: o.Decision.DecidedAt.Sub(plan.Boundary), Recv: o.Recv.Add(plan.Offset).Sub(plan.Boundary),
+						Cost: o.Arrival.Cost, Allowed: o.Decision.Allowed, Err: o.Err})
+				}
+			}}
+		rows, err := r.Run(ctx, jobs)
+		res.Results = append(res.Results, rows...)
 		if err != nil {
-			return fmt.Errorf("read the Redis clock: %w", err)
-		}
-		first := sched.Arrivals[0].At
-		now := time.Now().Add(offset)
-		plan.Boundary = alignUp(now.Add(cfg.Lead-first), cfg.Window)
-		plan.Offset = offset
-		plan.FirstLocal = plan.Boundary.Add(first).Add(-offset)
-		if obs != nil {
-			obs.Planned(plan)
-		}
-		r := &Runner{Redis: rd.Client, Clock: RedisClock, Log: log}
-		results := make([]JobResult, len(jobs))
-		start := time.Now()
-		var wg sync.WaitGroup
-		for i := range jobs {
-			results[i] = JobResult{Job: jobs[i], Anchor: plan.Boundary, Latency: newHist()}
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				jr := &results[i]
-				jr.Outcomes = r.demoJob(ctx, i, jr, offset, obs)
-				jr.Duration = time.Since(start)
-			}(i)
-		}
-		wg.Wait()
-		if log != nil {
-			if err := log.Flush(); err != nil {
-				return fmt.Errorf("decisions log: %w", err)
-			}
-		}
-		for _, jr := range results {
-			row := summarize(jr, RedisClock)
-			mctx, cancel := s.CleanupContext(ctx)
-			keys, err := engine.ScanKeys(mctx, rd.Client, jr.Job.Prefix)
-			if err == nil {
-				row.Keys = int64(len(keys))
-				row.MemoryBytes, err = engine.MemoryUsage(mctx, rd.Client, keys)
-			}
-			cancel()
-			res.Results = append(res.Results, row)
-			if err != nil {
-				return fmt.Errorf("memory of %s: %w", jr.Job.Limiter.Name(), err)
-			}
+			return err
 		}
 		return ctx.Err()
 	}()
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
-}
-
-// demoJob sends one job's arrivals in order at boundary+At on the Redis
-// clock (one client: boundary-burst has one) and tells obs each decision.
-func (r *Runner) demoJob(ctx context.Context, idx int, jr *JobResult, offset time.Duration, obs DemoObserver) []Outcome {
-	arr := jr.Job.Schedule.Arrivals
-	out := make([]Outcome, 0, len(arr))
-	for seq, a := range arr {
-		due := jr.Anchor.Add(a.At).Add(-offset)
-		if wait := time.Until(due); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-			case <-t.C:
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		o := r.decide(ctx, jr.Job, seq, jr.Anchor, algorithms.ServerTime())
-		out = append(out, o)
-		_ = jr.Latency.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
-		if obs != nil {
-			obs.Decided(DemoDecision{Algorithm: idx, Seq: seq, At: a.At,
-				T: o.Decision.DecidedAt.Sub(jr.Anchor), Recv: o.Recv.Add(offset).Sub(jr.Anchor),
-				Cost: a.Cost, Allowed: o.Decision.Allowed, Err: o.Err})
-		}
-	}
-	return out
 }

@@ -97,6 +97,15 @@ type Runner struct {
 	// (a restart) only costs the calls that failed. Zero means never stop.
 	MaxOutage time.Duration
 
+	// Anchored, when set, is told the anchor of a real-time run (on the
+	// run's clock) and that clock minus the local clock, once chosen and
+	// before the run waits for its first arrival.
+	Anchored func(anchor time.Time, offset time.Duration)
+	// Observe, when set, is told every outcome as soon as it is known, with
+	// the index of its job in the jobs given to Execute. It is called from
+	// several goroutines at once.
+	Observe func(job int, o Outcome)
+
 	cancel context.CancelCauseFunc
 	outage struct {
 		mu    sync.Mutex
@@ -223,13 +232,13 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		for i := range jobs {
 			sem <- struct{}{}
 			wg.Add(1)
-			go func(jr *JobResult) {
+			go func(i int, jr *JobResult) {
 				defer func() { <-sem; wg.Done() }()
 				start := time.Now()
 				jr.Anchor = virtualAnchor(jr.Job.Schedule)
-				jr.Outcomes = r.runVirtual(ctx, jr.Job, jr.Anchor, jr.Latency)
+				jr.Outcomes = r.runVirtual(ctx, i, jr.Job, jr.Anchor, jr.Latency)
 				jr.Duration = time.Since(start)
-			}(&res[i])
+			}(i, &res[i])
 			if ctx.Err() != nil {
 				break
 			}
@@ -240,16 +249,19 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if r.Anchored != nil {
+			r.Anchored(anchor, offset)
+		}
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range jobs {
 			res[i].Anchor = anchor
 			wg.Add(1)
-			go func(jr *JobResult) {
+			go func(i int, jr *JobResult) {
 				defer wg.Done()
-				jr.Outcomes = r.runReal(ctx, jr.Job, anchor, offset, jr.Latency)
+				jr.Outcomes = r.runReal(ctx, i, jr.Job, anchor, offset, jr.Latency)
 				jr.Duration = time.Since(start)
-			}(&res[i])
+			}(i, &res[i])
 		}
 		wg.Wait()
 	default:
@@ -272,7 +284,7 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
-func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
+func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
 	out := make([]Outcome, len(arr))
 	n := 0
@@ -289,7 +301,7 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdr
 		}
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
-				out[seq] = r.decide(ctx, j, seq, anchor, at)
+				out[seq] = r.decide(ctx, job, j, seq, anchor, at)
 			}
 		} else {
 			var wg sync.WaitGroup
@@ -298,7 +310,7 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdr
 				go func(seqs []int) {
 					defer wg.Done()
 					for _, seq := range seqs {
-						out[seq] = r.decide(ctx, j, seq, anchor, at)
+						out[seq] = r.decide(ctx, job, j, seq, anchor, at)
 					}
 				}(seqs)
 			}
@@ -314,7 +326,7 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, anchor time.Time, h *hdr
 
 // runReal sends each client's arrivals in order at anchor+At on the chosen
 // clock (offset = that clock minus the local clock); late arrivals go at once.
-func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) []Outcome {
+func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
 	var out []Outcome
 	var done []bool
@@ -351,7 +363,7 @@ func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset ti
 				if r.Clock == ClientClock {
 					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}
-				o := r.decide(ctx, j, seq, anchor, at)
+				o := r.decide(ctx, job, j, seq, anchor, at)
 				_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
 				if !r.Discard {
 					out[seq] = o
@@ -374,7 +386,7 @@ func (r *Runner) runReal(ctx context.Context, j Job, anchor time.Time, offset ti
 }
 
 // decide makes one call and streams its record.
-func (r *Runner) decide(ctx context.Context, j Job, seq int, anchor time.Time, at algorithms.Clock) Outcome {
+func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor time.Time, at algorithms.Clock) Outcome {
 	a := j.Schedule.Arrivals[seq]
 	key := j.Prefix + "{" + a.Key + "}"
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
@@ -409,6 +421,9 @@ func (r *Runner) decide(ctx context.Context, j Job, seq int, anchor time.Time, a
 			rec.Error = o.Err.Error()
 		}
 		_ = r.Log.Write(&rec)
+	}
+	if r.Observe != nil {
+		r.Observe(job, o)
 	}
 	return o
 }
