@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -32,6 +35,73 @@ type Config struct {
 	MaxOutage time.Duration
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
+}
+
+// Size bounds of a run: the schedules are built whole (overload holds 15
+// arrivals per unit of limit) and every outcome is kept for the metrics.
+const (
+	// MaxRunLimit is the largest limit a run takes (overload: 1.5 million
+	// arrivals per algorithm at this limit).
+	MaxRunLimit = 100_000
+	// MaxRunWindow is the longest window a run takes: ten years.
+	MaxRunWindow = 10 * 365 * 24 * time.Hour
+)
+
+// Validate checks cfg and returns an error naming the field: algorithms and
+// scenarios must be registered names; Limit in 0..MaxRunLimit (0: each
+// scenario's own); Window 0 (each scenario's own) or in 1ms..MaxRunWindow;
+// Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
+// Clock one of ClockModes ("" means virtual); OnError fail-closed or
+// fail-open ("" means fail-closed); Timeout and MaxOutage >= 0.
+func (cfg Config) Validate() error {
+	for _, a := range cfg.Algorithms {
+		if !slices.Contains(algorithms.Names(), a) {
+			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
+		}
+	}
+	for _, s := range cfg.Scenarios {
+		if _, err := scenarios.Get(s); err != nil {
+			return &field.Error{Name: "scenarios", Err: err}
+		}
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return field.Errorf("timeout", "must be > 0, got %s", cfg.Timeout)
+	case cfg.MaxOutage < 0:
+		return field.Errorf("max-outage", "must be >= 0, got %s", cfg.MaxOutage)
+	case cfg.OnError != "" && cfg.OnError != FailClosed && cfg.OnError != FailOpen:
+		return field.Errorf("on-error", "unknown policy %q (want fail-closed or fail-open)", cfg.OnError)
+	case cfg.Clock != "" && !slices.Contains(ClockModes, cfg.Clock):
+		return field.Errorf("clock", "unknown clock %q (want virtual, redis or client)", cfg.Clock)
+	case cfg.Limit < 0:
+		return field.Errorf("limit", "must be >= 1, got %d", cfg.Limit)
+	case cfg.Limit > MaxRunLimit:
+		return field.Errorf("limit", "at most %d in a run (overload alone would send %d requests per algorithm, all held in memory), got %d",
+			MaxRunLimit, 15*MaxRunLimit, cfg.Limit)
+	case cfg.Window < 0 || (cfg.Window > 0 && cfg.Window < time.Millisecond):
+		return field.Errorf("window", "must be >= 1ms, got %s", cfg.Window)
+	case cfg.Window > MaxRunWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", MaxRunWindow, cfg.Window)
+	case cfg.Cost < 0:
+		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
+	}
+	if cfg.Cost > 0 {
+		names := cfg.Scenarios
+		if len(names) == 0 {
+			names = scenarios.Names()
+		}
+		for _, n := range names {
+			sc, _ := scenarios.Get(n)
+			limit := sc.Defaults.Limit
+			if cfg.Limit > 0 {
+				limit = cfg.Limit
+			}
+			if cfg.Cost > limit {
+				return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, n)
+			}
+		}
+	}
+	return nil
 }
 
 // Run compares cfg.Algorithms on cfg.Scenarios against rd, streaming every

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/scenarios"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +15,9 @@ func FuzzRunFlags(f *testing.F) {
 	f.Add("0", "-1s", "51", "redis")
 	f.Add("9223372036854775807", "2562047h", "9223372036854775807", "x")
 	f.Add("1", "1ns", "1", "client")
+	f.Add("1000000000000000000", "1000000h", "1", "virtual") // issue 14: panicked in the schedule builders
+	f.Add("10000000", "87600h", "1", "virtual")              // issue 14: ran out of memory
+	f.Add("3", "87600h", "1", "virtual")
 	f.Fuzz(func(t *testing.T, limit, window, cost, clock string) {
 		c := &cobra.Command{Use: "run"}
 		rf := &runFlags{}
@@ -32,6 +37,22 @@ func FuzzRunFlags(f *testing.F) {
 		}
 		if cfg.Limit > 0 && cfg.Cost > cfg.Limit {
 			t.Errorf("cost %d > limit %d accepted", cfg.Cost, cfg.Limit)
+		}
+		if cfg.Limit > harness.MaxRunLimit || cfg.Window > harness.MaxRunWindow {
+			t.Errorf("size beyond the run's bounds accepted: %+v", cfg)
+		}
+		if cfg.Limit <= 1000 { // build what run would build: no panic at any accepted window
+			for _, name := range scenarios.Names() {
+				sc, _ := scenarios.Get(name)
+				p := sc.Defaults
+				if cfg.Limit > 0 {
+					p.Limit = cfg.Limit
+				}
+				if cfg.Window > 0 {
+					p.Window = cfg.Window
+				}
+				_ = sc.Build(p)
+			}
 		}
 	})
 }

@@ -37,6 +37,11 @@ func TestBadInput(t *testing.T) {
 		{"cost over limit", []string{"run", "--scenarios", "boundary-burst", "--cost", "51"}, "--cost: 51 exceeds the limit 50 of scenario boundary-burst"},
 		{"cost over given limit", []string{"run", "--limit", "10", "--cost", "11"}, "--cost: 11 exceeds the limit 10"},
 		{"bad clock", []string{"run", "--clock", "sundial"}, `--clock: unknown clock "sundial"`},
+		// issue 14: these panicked (makeslice, Int64N) or ran out of memory
+		{"limit 1e18", []string{"run", "--limit", "1000000000000000000"}, "--limit: at most 100000 in a run"},
+		{"limit int64 max", []string{"run", "--limit", "9223372036854775807"}, "--limit: at most 100000 in a run"},
+		{"limit 1e7", []string{"run", "--limit", "10000000"}, "--limit: at most 100000 in a run"},
+		{"window 1000000h", []string{"run", "--window", "1000000h"}, "--window: at most 87600h0m0s (ten years)"},
 		{"bad format", []string{"run", "--format", "xml"}, `--format: unknown format "xml"`},
 		{"unknown flag", []string{"run", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},

@@ -18,51 +18,6 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// redisFlags are the flags every command that talks to Redis shares.
-type redisFlags struct {
-	spec    string
-	timeout time.Duration
-	image   string
-	ca      string
-}
-
-func (f *redisFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.spec, "redis", "auto",
-		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
-			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
-			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
-			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
-	c.Flags().DurationVar(&f.timeout, "connect-timeout", engine.DefaultConnectTimeout, "how long to wait for Redis to answer")
-	c.Flags().StringVar(&f.image, "redis-image", "",
-		"container image of --redis container (default $"+engine.ImageEnv+", else "+engine.DefaultImage+"; without a registry: make redis-image, then "+engine.LocalImage+")")
-	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
-}
-
-func (f *redisFlags) open(c *cobra.Command) (*engine.Redis, error) {
-	if f.timeout <= 0 {
-		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
-	}
-	o := engine.Options{Timeout: f.timeout, Image: f.image}
-	if f.image != "" && f.spec != "container" && f.spec != "auto" {
-		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
-	}
-	if f.ca != "" {
-		if !engine.IsTLS(f.spec) {
-			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
-		}
-		pool, err := engine.LoadCA(f.ca)
-		if err != nil {
-			return nil, usagef("--redis-ca: %w", err)
-		}
-		o.RootCAs = pool
-	}
-	rd, err := engine.OpenWith(c.Context(), f.spec, o)
-	if err != nil {
-		return nil, usagef("--redis %s: %w", engine.RedactURL(f.spec), err)
-	}
-	return rd, nil
-}
-
 type runFlags struct {
 	redis      redisFlags
 	algorithms []string
@@ -131,71 +86,29 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
-// config checks the flags and turns them into a harness.Config.
+// config turns the flags into a harness.Config and checks it. A limit,
+// window or cost given as 0 is refused (0 in the Config means "each
+// scenario's own").
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Seed: f.seed, Clock: harness.ClockMode(f.clock), Cost: f.cost,
+	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, Limit: f.limit, Window: f.window,
+		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
 	}
-	if f.maxOutage < 0 {
-		return cfg, usagef("--max-outage: must be >= 0, got %s", f.maxOutage)
-	}
-	if cfg.OnError != harness.FailClosed && cfg.OnError != harness.FailOpen {
-		return cfg, usagef("--on-error: unknown policy %q (want fail-closed or fail-open)", f.onError)
-	}
-	if !slices.Contains(harness.ClockModes, cfg.Clock) {
-		return cfg, usagef("--clock: unknown clock %q (want virtual, redis or client)", f.clock)
+	changed := c.Flags().Changed
+	switch {
+	case changed("limit") && f.limit < 1:
+		return cfg, usagef("--limit: must be >= 1, got %d", f.limit)
+	case changed("window") && f.window <= 0:
+		return cfg, usagef("--window: must be > 0, got %s", f.window)
+	case changed("cost") && f.cost < 1:
+		return cfg, usagef("--cost: must be >= 1, got %d", f.cost)
 	}
 	if !slices.Contains(reports.Formats, f.format) {
 		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
-	for _, a := range f.algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return cfg, usagef("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
-	}
-	for _, s := range f.scenarios {
-		if _, err := scenarios.Get(s); err != nil {
-			return cfg, usagef("--scenarios: %w", err)
-		}
-	}
-	cfg.Algorithms, cfg.Scenarios = f.algorithms, f.scenarios
-	if c.Flags().Changed("limit") {
-		if f.limit < 1 {
-			return cfg, usagef("--limit: must be >= 1, got %d", f.limit)
-		}
-		cfg.Limit = f.limit
-	}
-	if c.Flags().Changed("window") {
-		if f.window <= 0 {
-			return cfg, usagef("--window: must be > 0, got %s", f.window)
-		}
-		if f.window < time.Millisecond {
-			return cfg, usagef("--window: must be >= 1ms, got %s", f.window)
-		}
-		cfg.Window = f.window
-	}
-	if c.Flags().Changed("cost") {
-		if f.cost < 1 {
-			return cfg, usagef("--cost: must be >= 1, got %d", f.cost)
-		}
-		names := f.scenarios
-		if len(names) == 0 {
-			names = scenarios.Names()
-		}
-		for _, n := range names {
-			sc, _ := scenarios.Get(n)
-			limit := sc.Defaults.Limit
-			if cfg.Limit > 0 {
-				limit = cfg.Limit
-			}
-			if f.cost > limit {
-				return cfg, usagef("--cost: %d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise --limit)", f.cost, limit, n)
-			}
-		}
-	}
-	return cfg, nil
+	return cfg, flagError(cfg.Validate(), nil)
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/spf13/cobra"
 )
@@ -66,4 +69,26 @@ func rerender[T any](stdout io.Writer, dir, format string, read func(path string
 		return err
 	}
 	return write(stdout, format, res)
+}
+
+// flagError turns a library error about a field (field.Error) into a usage
+// error naming the flag: the field "window" is the flag --window, "limits[2]"
+// is --limits; a field whose flag is spelled otherwise is looked up in
+// flags. Any other error is returned as a usage error unchanged.
+func flagError(err error, flags map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	name, ok := field.Name(err)
+	if !ok {
+		return usageError{err}
+	}
+	var fe *field.Error
+	errors.As(err, &fe)
+	base, _, _ := strings.Cut(name, "[")
+	flag := "--" + base
+	if f, ok := flags[base]; ok {
+		flag = f
+	}
+	return usagef("%s: %w", flag, fe.Err)
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/harness/engine"
+)
+
+// redisFlags are the flags every command that talks to Redis shares.
+type redisFlags struct {
+	spec    string
+	timeout time.Duration
+	image   string
+	ca      string
+}
+
+func (f *redisFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.spec, "redis", "auto",
+		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
+			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
+			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
+			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
+	c.Flags().DurationVar(&f.timeout, "connect-timeout", engine.DefaultConnectTimeout, "how long to wait for Redis to answer")
+	c.Flags().StringVar(&f.image, "redis-image", "",
+		"container image of --redis container (default $"+engine.ImageEnv+", else "+engine.DefaultImage+"; without a registry: make redis-image, then "+engine.LocalImage+")")
+	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
+}
+
+func (f *redisFlags) open(c *cobra.Command) (*engine.Redis, error) {
+	if f.timeout <= 0 {
+		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
+	}
+	o := engine.Options{Timeout: f.timeout, Image: f.image}
+	if f.image != "" && f.spec != "container" && f.spec != "auto" {
+		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
+	}
+	if f.ca != "" {
+		if !engine.IsTLS(f.spec) {
+			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
+		}
+		pool, err := engine.LoadCA(f.ca)
+		if err != nil {
+			return nil, usagef("--redis-ca: %w", err)
+		}
+		o.RootCAs = pool
+	}
+	rd, err := engine.OpenWith(c.Context(), f.spec, o)
+	if err != nil {
+		return nil, usagef("--redis %s: %w", engine.RedactURL(f.spec), err)
+	}
+	return rd, nil
+}
