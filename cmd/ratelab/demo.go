@@ -32,6 +32,7 @@ type demoFlags struct {
 	explain    bool
 	format     string
 	out        string
+	force      bool
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -67,7 +68,8 @@ stderr. With the default 10s window it takes 12 to 25 seconds.`,
 	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: table or json")
-	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>)")
+	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty")
+	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
 	return c
 }
 
@@ -99,7 +101,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := engine.NewRunID()
-	out, err := outDir(f.out, runID)
+	out, err := outputDir(f.out, runID, f.force)
 	if err != nil {
 		return err
 	}
@@ -108,6 +110,9 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	if err := makeOut(out); err != nil {
+		return err
+	}
 
 	// the show goes to stdout, unless stdout carries the JSON results
 	show := stdout

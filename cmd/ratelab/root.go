@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,7 +44,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "ratelab:", err)
+	msg := err.Error()
+	if ctx.Err() != nil {
+		// Ctrl-C: say so once, not as the context and signal packages word it
+		msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
+		msg = strings.ReplaceAll(msg, context.Cause(ctx).Error(), "interrupted")
+		for strings.Contains(msg, "interrupted: interrupted") {
+			msg = strings.ReplaceAll(msg, "interrupted: interrupted", "interrupted")
+		}
+	}
+	fmt.Fprintln(stderr, "ratelab:", msg)
 	var fe failError
 	if errors.As(err, &fe) {
 		return exitFail

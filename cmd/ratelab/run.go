@@ -32,6 +32,7 @@ type runFlags struct {
 	timeout    time.Duration
 	onError    string
 	maxOutage  time.Duration
+	force      bool
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -78,7 +79,8 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
 	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar(&f.clock, "clock", string(harness.VirtualClock), "virtual, redis or client")
-	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>)")
+	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty")
+	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenarios' random choices")
 	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it counts as failed")
@@ -117,7 +119,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = engine.NewRunID()
-	out, err := outDir(f.out, cfg.RunID)
+	out, err := outputDir(f.out, cfg.RunID, f.force)
 	if err != nil {
 		return err
 	}
@@ -126,7 +128,9 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
-
+	if err := makeOut(out); err != nil {
+		return err
+	}
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		return usagef("--out: %w", err)

@@ -13,16 +13,69 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// outDir returns the directory a command writes to: out, or results/<run id>
-// when out is empty, created if missing. Errors name --out.
+// outDir is outputDir without --force, creating the directory at once
+// (bench and capacity, until they take --force).
 func outDir(out, runID string) (string, error) {
-	if out == "" {
-		out = filepath.Join("results", runID)
+	dir, err := outputDir(out, runID, false)
+	if err != nil {
+		return "", err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", usagef("--out: %w", err)
+	return dir, makeOut(dir)
+}
+
+// resultFiles are the files a ratelab command writes to its results
+// directory: a directory holding only these (or nothing) is ratelab's.
+var resultFiles = []string{"results.json", "decisions.jsonl", "report.md", "report.html", "verify.json", "*.png", "*.svg"}
+
+// outputDir returns the directory a command writes to: out, or results/<run id>
+// when out is empty. It creates nothing (see makeOut). An existing --out
+// that is not empty is refused unless force, so that old and new results
+// never mix; with force, the files of an earlier ratelab run are removed
+// first (anything else in it is refused even then). Errors name --out.
+func outputDir(out, runID string, force bool) (string, error) {
+	if out == "" {
+		return filepath.Join("results", runID), nil
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil || len(entries) == 0 {
+		return out, nil // missing or empty: makeOut creates or fills it
+	}
+	var foreign []string
+	for _, e := range entries {
+		if !isResultFile(e.Name()) || e.IsDir() {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	switch {
+	case len(foreign) > 0:
+		return "", usagef("--out: %s holds files that are not ratelab results (%s): choose an empty or new directory", out, strings.Join(foreign[:min(len(foreign), 3)], ", "))
+	case !force:
+		return "", usagef("--out: %s already holds results (%s); pass --force to replace them, or choose a new directory", out, entries[0].Name())
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(out, e.Name())); err != nil {
+			return "", usagef("--out: %w", err)
+		}
 	}
 	return out, nil
+}
+
+func isResultFile(name string) bool {
+	for _, p := range resultFiles {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// makeOut creates dir (and its parents) when there is something to write
+// to it, so an early failure leaves no empty directory. Errors name --out.
+func makeOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usagef("--out: %w", err)
+	}
+	return nil
 }
 
 // openRedis opens the Redis of rf and says which one on stderr. The caller
