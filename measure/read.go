@@ -35,6 +35,11 @@ func ParseResults(data []byte, name string) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", name, err)
 	}
+	for i, row := range r.Results {
+		if row.Algorithm == "" || row.Scenario == "" {
+			return nil, rowError(name, r.Command, i, "algorithm and scenario")
+		}
+	}
 	return &r, nil
 }
 
@@ -44,6 +49,11 @@ func ReadBench(path string) (*BenchResults, error) {
 	if err := readResultsAs(path, "bench", &r); err != nil {
 		return nil, err
 	}
+	for i, row := range r.Results {
+		if row.Algorithm == "" || row.Path == "" {
+			return nil, rowError(path, "bench", i, "algorithm and path")
+		}
+	}
 	return &r, nil
 }
 
@@ -52,6 +62,11 @@ func ReadCapacity(path string) (*CapacityResults, error) {
 	var r CapacityResults
 	if err := readResultsAs(path, "capacity", &r); err != nil {
 		return nil, err
+	}
+	for i, row := range r.Results {
+		if row.Algorithm == "" || row.Limit < 1 {
+			return nil, rowError(path, "capacity", i, "algorithm and limit")
+		}
 	}
 	return &r, nil
 }
@@ -96,4 +111,14 @@ func readResultsAs(path, command string, v any) error {
 		return fmt.Errorf("reports: %s: %w", path, err)
 	}
 	return nil
+}
+
+// rowError says that row i of a results.json is not a row of the command
+// the file names (a run's rows in a file that says capacity, say), which
+// would otherwise render as a table of zeros.
+func rowError(name, command string, i int, want string) error {
+	if command == "" {
+		command = "run"
+	}
+	return fmt.Errorf("reports: %s: results[%d] is not a row of `ratelab %s` (it has no %s): the file's rows do not match its \"command\"", name, i, command, want)
 }
