@@ -110,7 +110,7 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 		},
 		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
 	}
-	defer s.RemoveKeys(ctx, "")
+	defer s.RemoveKeysOrSay(ctx, nil)
 	err := func() error {
 		sc, err := scenarios.Get(DemoScenario)
 		if err != nil {

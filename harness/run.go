@@ -132,7 +132,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		StartedAt: s.Started,
 		Results:   []measure.Row{},
 	}
-	defer s.RemoveKeys(ctx, "") // nothing left behind, even after Ctrl-C
+	defer s.RemoveKeysOrSay(ctx, progress) // nothing left behind, even after Ctrl-C
 	if cfg.OnError == "" {
 		cfg.OnError = FailClosed
 	}

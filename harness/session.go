@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/ratelab/ratelab/harness/engine"
@@ -80,4 +82,16 @@ func (s *Session) End(err error) (durationMS int64, complete bool, errText strin
 		errText = err.Error()
 	}
 	return time.Since(s.Started).Milliseconds(), err == nil, errText
+}
+
+// RemoveKeysOrSay removes the session's keys (RemoveKeys) and, when that
+// fails (Redis gone or hanging after an outage), tells w which keys are
+// left and the command that removes them later, so nothing is left behind
+// silently. A nil w says nothing.
+func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
+	err := s.RemoveKeys(ctx, "")
+	if err != nil && w != nil {
+		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <this Redis> --run %s --yes\n",
+			s.Prefix, err, s.RunID)
+	}
 }

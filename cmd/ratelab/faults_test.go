@@ -139,6 +139,7 @@ func TestFaults(t *testing.T) {
 		fault    func(t *testing.T, v *victim)
 		wantCode int
 		check    func(t *testing.T, res *measure.Results, decisions, errs int)
+		stderr   string // in stderr, when set
 	}{
 		{
 			name: "kill -9 mid-run",
@@ -163,6 +164,8 @@ func TestFaults(t *testing.T) {
 					t.Errorf("complete %v, %d errors", res.Complete, errs)
 				}
 			},
+			// issue 14 item 11: the keys a hanging Redis keeps are named, with the command that removes them
+			stderr: "remove them now with: ratelab clean --redis <this Redis> --run ",
 		},
 		{
 			name: "SCRIPT FLUSH mid-run costs nothing",
@@ -223,6 +226,9 @@ func TestFaults(t *testing.T) {
 			}
 			if r.code != c.wantCode {
 				t.Fatalf("exit %d, want %d; stderr %s", r.code, c.wantCode, r.stderr)
+			}
+			if !strings.Contains(r.stderr, c.stderr) {
+				t.Errorf("stderr does not say %q: %s", c.stderr, r.stderr)
 			}
 			res, err := measure.ReadResults(filepath.Join(out, "results.json"))
 			if err != nil {
