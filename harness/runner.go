@@ -400,6 +400,9 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
 	o.Recv = time.Now()
 	cancel()
+	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && engine.IsTimeout(o.Err) {
+		o.Err = r.killBusy(ctx, o.Err)
+	}
 	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
 		r.noteCall(o.Err, r.cancel)
 	}
@@ -426,6 +429,23 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 		r.Observe(job, o)
 	}
 	return o
+}
+
+// killBusy is called after a call timed out: a script still running would
+// leave the user's Redis answering BUSY to everyone, so it is stopped with
+// SCRIPT KILL, and the call's error says so.
+func (r *Runner) killBusy(ctx context.Context, callErr error) error {
+	killed, err := engine.KillBusyScript(ctx, r.Redis)
+	switch {
+	case killed:
+		if r.Progress != nil {
+			fmt.Fprintf(r.Progress, "ratelab: a script ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
+		}
+		return fmt.Errorf("%w (%s): %v", engine.ErrScriptKilled, r.Timeout, callErr)
+	case err != nil:
+		return fmt.Errorf("%w; SCRIPT KILL: %v", callErr, err)
+	}
+	return callErr
 }
 
 // virtualAnchor is the first multiple of the window after VirtualEpoch minus

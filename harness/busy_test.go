@@ -1,0 +1,52 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// issue 14 item 5: a script that loops forever is stopped with SCRIPT KILL
+// when its call times out, and the error says so; the user's Redis answers
+// again afterwards instead of BUSY.
+func TestLoopingScriptIsKilled(t *testing.T) {
+	ctx := context.Background()
+	rd, err := engine.Open(ctx, "exec", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	r := &harness.Runner{Redis: rd.Client, Clock: harness.VirtualClock, Timeout: 300 * time.Millisecond, Progress: &progress}
+	sched := scenarios.Schedule{Scenario: "one", Params: scenarios.Params{Limit: 5, Window: time.Second},
+		Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}}}
+	start := time.Now()
+	res, _ := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-busy:"}})
+	t.Logf("call answered after %v; progress: %s", time.Since(start).Round(time.Millisecond), progress.String())
+	if len(res) != 1 || len(res[0].Outcomes) != 1 {
+		t.Fatalf("outcomes: %+v", res)
+	}
+	if err := res[0].Outcomes[0].Err; !errors.Is(err, engine.ErrScriptKilled) {
+		t.Errorf("error %v, want one wrapping ErrScriptKilled", err)
+	}
+	if !strings.Contains(progress.String(), "SCRIPT KILL") {
+		t.Errorf("progress does not say SCRIPT KILL was sent: %q", progress.String())
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := rd.Client.Ping(pctx).Err(); err != nil {
+		t.Errorf("Redis still busy after ratelab: %v", err)
+	}
+}
