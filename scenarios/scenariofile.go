@@ -91,8 +91,9 @@ func LoadScenarioFile(path string) (Scenario, error) {
 // clients sends the whole pattern; arrivals are numbered client..client+clients-1).
 // burst, steady and random take cost (default 1); burst and steady take
 // jitter (a duration: when > 0 each arrival is delayed by a uniform draw in
-// [0, jitter)); burst, steady and cron take start or at; cron's requests
-// take offset, count, step and cost.
+// [0, jitter)); burst places its first arrival with at, steady, random and
+// cron with start (default 0); cron's requests take offset, count, step and
+// cost.
 //
 // Every number and duration is an expression over L (the limit, a number), W
 // (the window, a duration), vars and (in client_offset) client: integer
