@@ -22,6 +22,22 @@ type Scenario struct {
 	// zero value included) is replaced by the one in Defaults; the Schedule's
 	// Params record the values actually used. Seed 0 is an ordinary seed.
 	Build func(p Params) Schedule
+	// Check, when not nil, says whether Build can build p: a scenario file's
+	// expressions may divide by zero or give a cost above the limit for some
+	// Params, and its Build panics on those. Nil (every built-in) means
+	// every Params can be built. Call Make to get both in one step.
+	Check func(p Params) error
+}
+
+// Make builds the schedule for p, or returns Check's error for Params the
+// scenario cannot build (never for a built-in). Errors name the scenario.
+func (s Scenario) Make(p Params) (Schedule, error) {
+	if s.Check != nil {
+		if err := s.Check(p); err != nil {
+			return Schedule{}, fmt.Errorf("scenario %s: %w", s.Name, err)
+		}
+	}
+	return s.Build(p), nil
 }
 
 // Keys and costs used by the scenarios.

@@ -10,6 +10,13 @@
 //   - overload: 15L requests at random times over 5 windows; defaults 50 per 10s.
 //   - cron-regions: seed 001's 8 regional cron jobs sharing one daily quota key,
 //     searches cost 100 and videos 1; defaults 9500 per 24h.
+//
+// Besides the built-ins, a Scenario can come from a YAML scenario file
+// (ParseScenario, LoadScenarioFile; BuiltinYAML gives the built-ins in that
+// form), and a Schedule from recorded traffic: a CSV, JSON Lines or access
+// log file, plain or gzip, read as a stream (NewTrafficReader, ArrivalStream,
+// ReadTrafficSchedule). GenerateAccessLog writes a synthetic access log for
+// load tests.
 package scenarios
 
 import "time"
