@@ -1,6 +1,7 @@
 package algorithms_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -373,4 +374,17 @@ func TestVirtualTimeArg(t *testing.T) {
 	if _, err := srv.Client().Eval(t.Context(), vt.Source, nil, vt.Args(time.Unix(-1, 0))...).Result(); err == nil {
 		t.Error("a time before the epoch: no error")
 	}
+}
+
+// A script that reads Redis TIME, run at a virtual instant: the rewritten
+// script takes the time as one more, last ARGV.
+func ExampleWithVirtualTime() {
+	vt, err := algorithms.WithVirtualTime("local t = redis.call('TIME')\nreturn {t[1], t[2], #ARGV}")
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 42_000, time.UTC)
+	reply, err := srv.Client().Eval(context.Background(), vt.Source, nil, vt.Args(now, "user-arg")...).Result()
+	fmt.Println(reply, err, vt.Resolution)
+	// Output: [1893456000 42 1] <nil> 1µs
 }
