@@ -1,0 +1,98 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The dense stream: the adversary for rounding. One cost-1 request every
+// step, on one key from one client, through DenseWindows windows, so every
+// phase of the window is probed at a spacing finer than the limiter's clock
+// resolution and its emission interval W/L. A limiter that rounds (a GCRA
+// rounding half up, a window keyed by rounded seconds, a log trimmed with <
+// instead of <=) admits L+1 in some trailing window of such a stream even
+// when it never does against bursts.
+
+// DenseFamily is the family name of DenseTrial.
+const DenseFamily = "dense"
+
+// DenseWindows is how many windows the dense stream covers: from one window
+// before the anchor (-W) to two after it (+2W).
+const DenseWindows = 3
+
+// DenseCap returns the most arrivals DenseStream makes for a limit of limit
+// cost units: 20*limit + 10000 (at least 6 arrivals per emission interval
+// W/L over DenseWindows windows, and 10000 for small limits). A limit <= 0
+// gives 10000. Each arrival costs one decision: at verify's ~23,000
+// decisions/s, L = 1000 takes about 1.3 s.
+func DenseCap(limit int64) int64 {
+	const base, perUnit = 10_000, 20
+	if limit <= 0 {
+		return base
+	}
+	if limit > (math.MaxInt64-base)/perUnit {
+		return math.MaxInt64
+	}
+	return perUnit*limit + base
+}
+
+// DenseStep returns the step DenseStream uses for p when given none: the
+// finer of W/(4L) and 1 ms, then coarsened (if needed) so the stream holds
+// at most DenseCap(L) arrivals; always a whole number of microseconds, at
+// least 1 µs. A zero Limit or Window in p means the defaults (50 per 10s).
+func DenseStep(p Params) time.Duration {
+	return denseStep(withDefaults(p, shortDefaults), 0)
+}
+
+// denseStep applies DenseStep's rules to a requested step (<= 0: default).
+func denseStep(p Params, step time.Duration) time.Duration {
+	L, W := p.Limit, p.Window
+	if step <= 0 {
+		step = min(W/4/time.Duration(L), time.Millisecond)
+	}
+	span := DenseWindows * W
+	// ceil(span/step) <= cap  <=>  step >= span/cap (a cap above span
+	// allows any step: span/cap < 1 ns)
+	if floor := ceilDiv(span, time.Duration(min(DenseCap(L), int64(span)))); step < floor {
+		step = floor
+	}
+	return max(ceilDiv(step, time.Microsecond)*time.Microsecond, time.Microsecond)
+}
+
+// DenseStream returns the dense stream for limit p.Limit per p.Window: cost-1
+// arrivals on UserKey from client 0, step apart, the first at -W + offset,
+// the last before +2W + offset, where offset in [0, step) is drawn from
+// p.Seed (whole µs) so that seeds probe different sub-step phases. Sorted by
+// At; ceil(3W/step) arrivals, never more than DenseCap(L).
+//
+// step is the spacing: zero or negative means DenseStep(p); a step finer
+// than the cap allows is coarsened to the finest allowed; every step is
+// rounded up to a whole microsecond (the limiters' resolution). A zero
+// Limit or Window in p means the defaults (50 per 10s). Pure.
+func DenseStream(p Params, step time.Duration) []Arrival {
+	p = withDefaults(p, shortDefaults)
+	step = denseStep(p, step)
+	span := DenseWindows * p.Window
+	n := int64(ceilDiv(span, step))
+	offset := time.Duration(newRand(p.Seed).Int64N(int64(step/time.Microsecond))) * time.Microsecond
+	out := make([]Arrival, n)
+	for k := range out {
+		out[k] = Arrival{At: -p.Window + offset + time.Duration(k)*step, Key: UserKey, Cost: 1}
+	}
+	return out
+}
+
+// DenseTrial is the dense stream as a Safety trial of the "dense" family, for
+// the adversarial family list (step as in DenseStream). It runs in virtual
+// time when the target injects time.
+func DenseTrial(p Params, step time.Duration) Trial {
+	p = withDefaults(p, shortDefaults)
+	step = denseStep(p, step)
+	arr := DenseStream(p, step)
+	name := fmt.Sprintf("1 request every %s for %d windows (%d requests)", step, DenseWindows, len(arr))
+	return Trial{Family: DenseFamily, Name: name, Schedule: finish(DenseFamily, p, arr), Judge: Safety}
+}
+
+// ceilDiv is ceil(a/b) for a >= 0, b > 0.
+func ceilDiv(a, b time.Duration) time.Duration { return (a + b - 1) / b }
