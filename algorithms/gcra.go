@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	redis_rate "github.com/go-redis/redis_rate/v10"
@@ -21,49 +20,36 @@ import (
 //
 // Mapping from ratelab's Limit (L per W): Rate L per Period W, Burst L —
 // what redis_rate's own PerSecond/PerMinute/PerHour do (burst = rate).
-// Describe states it: "rate 50 per 10s, burst 50 (redis_rate GCRA; Redis
-// TIME, ignores injected clocks)". Boundary behaviour: a full burst of L at
-// once, then one unit every W/L, so a trailing window of length W can hold
-// up to L + L - 1 = 2L-1 (burst plus a window of emission): GCRA bounds the
-// rate, not the count per window. Source: github.com/go-redis/redis_rate (script from
-// rwz/redis-gcra).
+// Describe states it: "rate 50 per 10s, burst 50 (redis_rate GCRA)".
+// Boundary behaviour: a full burst of L at once, then one unit every W/L, so
+// a trailing window of length W can hold up to L + L - 1 = 2L-1 (burst plus
+// a window of emission): GCRA bounds the rate, not the count per window.
+// Source: github.com/go-redis/redis_rate (script from rwz/redis-gcra).
 //
-// Clock: redis_rate's script always reads Redis TIME; it cannot decide at
-// an injected time. GCRA therefore reports Capabilities with
-// InjectsTime false, so `ratelab verify` runs it in real time on the Redis
-// server's clock (judged from send/receive times, never from DecidedAt).
-// With an injected clock (a virtual or client-clock `ratelab run`, capacity
-// fills) it still decides on Redis TIME — the schedule is replayed as fast as
-// the harness sends it — and DecidedAt places each decision on the caller's
-// timeline: the first injected time plus the Redis time elapsed since that
-// first decision. Its rows in a virtual run thus measure that compressed
-// replay, not the virtual schedule; every row says so in the limit column
-// (Describe: "Redis TIME, ignores injected clocks"). Use --clock redis for
-// figures comparable with the other algorithms. This was chosen over
-// pacing calls inside Allow, which would add sleeps to the measured
-// decision latency and make a 24-hour scenario take 24 hours.
-//
-// DecidedAt is an estimate (redis_rate does not return the time it used):
-// the midpoint of the call on the local clock plus the Redis server's clock
-// offset, measured once at construction from TIME round trips when rdb can
-// run TIME; error about half a round trip (tens of µs on loopback).
+// Clock: redis_rate's script reads Redis TIME. With an injected clock
+// (virtual or client) the script runs rewritten by WithVirtualTime, so its
+// TIME answers the injected time, exactly, and the library runs unchanged
+// through VirtualTimeScripter: GCRA takes virtual time like every other
+// algorithm, and DecidedAt is the injected time. With ServerTime it runs as
+// published on Redis TIME, and DecidedAt is an estimate (redis_rate does not
+// return the time it used): the midpoint of the call on the local clock plus
+// the server's clock offset, measured once at construction from TIME round
+// trips when rdb can run TIME; error about half a round trip.
 //
 // Keys: redis_rate names its key "rate:" + key. The adapter hands the
 // library's script the caller's key without that prefix, so every key it
 // writes starts with the caller's prefix ("ratelab:<run id>:…") and
 // ratelab's SCAN-based memory measurement and cleanup find it. The key's TTL
 // is redis_rate's: EX ceil(time to reset) seconds (at most W rounded up to
-// a second). Memory: one STRING per active key.
+// a second), a relative TTL that counts down on Redis's own clock also when
+// the decisions are on virtual time. Memory: one STRING per active key.
 type GCRA struct {
 	rdb    redis.Scripter
 	limit  Limit
 	rl     redis_rate.Limit
-	lim    *redis_rate.Limiter
-	offset time.Duration // Redis server clock minus local clock
-
-	mu     sync.Mutex
-	mapped bool
-	v0, s0 time.Time // first injected time and the server time of that decision
+	lim    *redis_rate.Limiter // on Redis TIME
+	vlim   *redis_rate.Limiter // on the injected time (the script rewritten)
+	offset time.Duration       // Redis server clock minus local clock
 }
 
 var _ Scripted = (*GCRA)(nil)
@@ -78,7 +64,8 @@ func NewGCRA(rdb redis.Scripter, l Limit) (*GCRA, error) {
 	}
 	l.Precision = 0
 	rl := redis_rate.Limit{Rate: int(l.Limit), Burst: int(l.Limit), Period: l.Window}
-	g := &GCRA{rdb: rdb, limit: l, rl: rl, lim: redis_rate.NewLimiter(rateScripter{rdb})}
+	g := &GCRA{rdb: rdb, limit: l, rl: rl, lim: redis_rate.NewLimiter(rateScripter{rdb}),
+		vlim: redis_rate.NewLimiter(NewVirtualTimeScripter(rateScripter{rdb}))}
 	if t, ok := rdb.(interface {
 		Time(context.Context) *redis.TimeCmd
 	}); ok {
@@ -95,30 +82,36 @@ func (g *GCRA) Name() string { return "gcra" }
 // Describe states the mapping and the clock, e.g. "rate 50 per 10s, burst
 // 50 (redis_rate GCRA; Redis TIME, ignores injected clocks)".
 func (g *GCRA) Describe() string {
-	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA; Redis TIME, ignores injected clocks)", g.rl.Rate, g.limit.Window, g.rl.Burst)
+	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, g.limit.Window, g.rl.Burst)
 }
 
-// Capabilities implements Limiter: redis_rate reads Redis TIME (see GCRA),
-// so InjectsTime is false; AllowN takes a cost; Redis TIME has 1 µs resolution.
-func (g *GCRA) Capabilities() Capabilities {
-	return Capabilities{InjectsTime: false, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true}
-}
+// Capabilities implements Limiter: an injected clock reaches the script
+// through its TIME (see GCRA); AllowN takes a cost; TIME is read to the µs.
+func (g *GCRA) Capabilities() Capabilities { return builtIn }
 
 // Call implements Scripted: the EVALSHA redis_rate's AllowN makes, with
 // redis_rate's own arguments (burst, rate, period in seconds, cost) on the
 // key as given (redis_rate's "rate:" prefix is not added: ratelab's keys
 // carry their own). The script reads Redis TIME, so DecidedAt is zero.
-func (g *GCRA) Call(key string, cost int64, _ Clock) (ScriptCall, error) {
+func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: gcraScript, Keys: []string{key},
-		Args: []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}}, nil
+	args := []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}
+	if now, ok := at.Injected(); ok {
+		now = now.Truncate(time.Microsecond)
+		return ScriptCall{Script: gcraVirtualScript, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
+	}
+	return ScriptCall{Script: gcraScript, Keys: []string{key}, Args: args}, nil
 }
 
-// Decode implements Scripted: redis_rate's reply (ParseGCRAReply). Its
-// DecidedAt is zero: the reply carries no time.
-func (g *GCRA) Decode(_ ScriptCall, reply any) (Decision, error) { return ParseGCRAReply(reply) }
+// Decode implements Scripted: redis_rate's reply (ParseGCRAReply), at the
+// call's DecidedAt (zero on Redis TIME: the reply carries no time).
+func (g *GCRA) Decode(c ScriptCall, reply any) (Decision, error) {
+	d, err := ParseGCRAReply(reply)
+	d.DecidedAt = c.DecidedAt
+	return d, err
+}
 
 // Allow implements Limiter with redis_rate's AllowN. RetryAfter of a denial
 // is redis_rate's (float seconds, rounded to the µs); Remaining is its
@@ -127,26 +120,25 @@ func (g *GCRA) Allow(ctx context.Context, key string, cost int64, at Clock) (Dec
 	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
 		return Decision{}, err
 	}
+	lim, injected := g.lim, false
+	now, ok := at.Injected()
+	if ok {
+		now, injected = now.Truncate(time.Microsecond), true
+		ctx, lim = WithVirtualNow(ctx, now), g.vlim
+	}
 	sent := time.Now()
-	res, err := g.lim.AllowN(ctx, key, g.rl, int(cost))
+	res, err := lim.AllowN(ctx, key, g.rl, int(cost))
 	recv := time.Now()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%s: %w", g.Name(), err)
 	}
-	server := sent.Add(recv.Sub(sent) / 2).Add(g.offset)
-	d := Decision{Allowed: res.Allowed > 0, Remaining: max(int64(res.Remaining), 0), DecidedAt: server}
+	d := Decision{Allowed: res.Allowed > 0, Remaining: max(int64(res.Remaining), 0), DecidedAt: now}
+	if !injected {
+		d.DecidedAt = sent.Add(recv.Sub(sent) / 2).Add(g.offset).Truncate(time.Microsecond)
+	}
 	if !d.Allowed && res.RetryAfter > 0 {
 		d.RetryAfter = res.RetryAfter.Round(time.Microsecond)
 	}
-	if t, ok := at.Injected(); ok {
-		g.mu.Lock()
-		if !g.mapped {
-			g.mapped, g.v0, g.s0 = true, t, server
-		}
-		d.DecidedAt = g.v0.Add(server.Sub(g.s0))
-		g.mu.Unlock()
-	}
-	d.DecidedAt = d.DecidedAt.Truncate(time.Microsecond)
 	return d, nil
 }
 
@@ -256,6 +248,21 @@ func (r rateScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
 // AllowN on a Scripter that answers NOSCRIPT, so redis_rate falls back to
 // EVAL with the source: the same script and SHA the library runs.
 var gcraScript = redis.NewScript(redisRateSource())
+
+// gcraVirtual is redis_rate's script rewritten so that its TIME answers an
+// appended argument (WithVirtualTime); gcraVirtualScript runs it.
+var (
+	gcraVirtual       = mustVirtualTime(redisRateSource())
+	gcraVirtualScript = redis.NewScript(gcraVirtual.Source)
+)
+
+func mustVirtualTime(src string) VirtualTimeScript {
+	v, err := WithVirtualTime(src)
+	if err != nil {
+		panic("algorithms: redis_rate's script cannot take virtual time: " + err.Error())
+	}
+	return v
+}
 
 func redisRateSource() string {
 	c := &sourceCatcher{}

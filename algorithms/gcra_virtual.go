@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	redis_rate "github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -206,75 +205,4 @@ func (v *VirtualTimeScripter) Del(ctx context.Context, keys ...string) *redis.In
 		return d.Del(ctx, keys...)
 	}
 	return redis.NewIntResult(0, fmt.Errorf("virtual time: %T cannot DEL", v.next))
-}
-
-// VirtualGCRA is go-redis/redis_rate's GCRA (see GCRA: same library, same
-// script, same mapping rate L per W, burst L, same keys without "rate:")
-// deciding at injected times: redis_rate runs on a VirtualTimeScripter, so
-// its script's TIME answers the Clock given to Allow. Unlike GCRA it needs
-// an injected Clock (Allow fails on ServerTime), and DecidedAt is exactly the
-// injected time.
-//
-// Caveat of virtual time: redis_rate's key TTL (SET ... EX ceil(reset
-// after)) runs on Redis's real clock. A replay that takes longer in real
-// time than a key's TTL loses that key's state and admits too much; one that
-// jumps far ahead in virtual time keeps stale keys until they expire in real
-// time, which is harmless (the script takes max(TAT, now)).
-type VirtualGCRA struct {
-	limit Limit
-	rl    redis_rate.Limit
-	lim   *redis_rate.Limiter
-}
-
-var _ Limiter = (*VirtualGCRA)(nil)
-
-// NewVirtualGCRA returns redis_rate's GCRA on virtual time, rate l.Limit per
-// l.Window and burst l.Limit, on rdb (Client, Ring or ClusterClient).
-func NewVirtualGCRA(rdb redis.Scripter, l Limit) (*VirtualGCRA, error) {
-	if err := l.Validate(); err != nil {
-		return nil, err
-	}
-	l.Precision = 0
-	rl := redis_rate.Limit{Rate: int(l.Limit), Burst: int(l.Limit), Period: l.Window}
-	return &VirtualGCRA{limit: l, rl: rl, lim: redis_rate.NewLimiter(NewVirtualTimeScripter(rateScripter{rdb}))}, nil
-}
-
-// Name returns "gcra-virtual".
-func (g *VirtualGCRA) Name() string { return "gcra-virtual" }
-
-// Describe states the mapping and the clock, e.g. "rate 50 per 10s, burst
-// 50 (redis_rate GCRA; TIME answers the injected clock)".
-func (g *VirtualGCRA) Describe() string {
-	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA; TIME answers the injected clock)", g.rl.Rate, g.limit.Window, g.rl.Burst)
-}
-
-// InjectsTime reports true: the script decides at the injected time.
-func (g *VirtualGCRA) InjectsTime() bool { return true }
-
-// TakesCost reports true: AllowN takes a cost.
-func (g *VirtualGCRA) TakesCost() bool { return true }
-
-// Resolution is 1 µs: the script reads both elements of TIME.
-func (g *VirtualGCRA) Resolution() time.Duration { return time.Microsecond }
-
-// Allow implements Limiter with redis_rate's AllowN at the injected time
-// (truncated to the µs). at must carry a time: ServerTime is an error.
-func (g *VirtualGCRA) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
-		return Decision{}, err
-	}
-	now, ok := at.Injected()
-	if !ok {
-		return Decision{}, fmt.Errorf("%s: %w", g.Name(), ErrNoVirtualNow)
-	}
-	now = now.Truncate(time.Microsecond)
-	res, err := g.lim.AllowN(WithVirtualNow(ctx, now), key, g.rl, int(cost))
-	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", g.Name(), err)
-	}
-	d := Decision{Allowed: res.Allowed > 0, Remaining: max(int64(res.Remaining), 0), DecidedAt: now}
-	if !d.Allowed && res.RetryAfter > 0 {
-		d.RetryAfter = res.RetryAfter.Round(time.Microsecond)
-	}
-	return d, nil
 }

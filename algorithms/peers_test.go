@@ -141,7 +141,7 @@ func TestSlidingCounterKeys(t *testing.T) {
 func TestGCRAIsRedisRate(t *testing.T) {
 	w := 10 * time.Second
 	lim := newLimiter(t, "gcra", algorithms.Limit{Limit: 5, Window: w})
-	if got, want := lim.Describe(), "rate 5 per 10s, burst 5 (redis_rate GCRA; Redis TIME, ignores injected clocks)"; got != want {
+	if got, want := lim.Describe(), "rate 5 per 10s, burst 5 (redis_rate GCRA)"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
 	key := srv.Key(t) + ":{u}"
@@ -206,25 +206,32 @@ func TestGCRAScriptIsTheLibrarys(t *testing.T) {
 	}
 }
 
-// gcra ignores an injected clock: an hour later on the caller's clock is no
-// later for Redis TIME, and DecidedAt is placed on the caller's timeline.
-func TestGCRAIgnoresInjectedClock(t *testing.T) {
+// gcra takes an injected clock (issue 11): an hour later on the caller's
+// clock is an hour later for redis_rate's script, whose TIME answers the
+// injected time; DecidedAt is that time.
+func TestGCRATakesInjectedClock(t *testing.T) {
 	lim := newLimiter(t, "gcra", algorithms.Limit{Limit: 2, Window: time.Hour})
 	key := srv.Key(t)
-	for i, at := range []time.Duration{0, 0, time.Hour, 2 * time.Hour} {
-		d, err := lim.Allow(ctx, key, 1, algorithms.At(b0.Add(at)))
+	for i, c := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{0, true}, {0, true}, {time.Second, false}, // the burst of 2, then nothing for W/L = 30 min
+		{31 * time.Minute, true}, {2 * time.Hour, true}, {2 * time.Hour, true}, {2 * time.Hour, false},
+	} {
+		d, err := lim.Allow(ctx, key, 1, algorithms.At(b0.Add(c.at)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := i < 2; d.Allowed != want {
-			t.Errorf("call %d (injected +%v): allowed=%v, want %v (decided on Redis TIME)", i, at, d.Allowed, want)
+		if d.Allowed != c.want {
+			t.Errorf("call %d (injected +%v): allowed=%v, want %v", i, c.at, d.Allowed, c.want)
 		}
-		if off := d.DecidedAt.Sub(b0); off < 0 || off > time.Second {
-			t.Errorf("call %d: DecidedAt %v, want the first injected time plus the Redis time since", i, off)
+		if !d.DecidedAt.Equal(b0.Add(c.at)) {
+			t.Errorf("call %d: DecidedAt %v, want the injected time %v", i, d.DecidedAt, b0.Add(c.at))
 		}
 	}
-	if c := lim.Capabilities(); c.InjectsTime || !c.TakesCost {
-		t.Errorf("gcra must declare InjectsTime false and TakesCost true, got %+v", c)
+	if c := lim.Capabilities(); !c.InjectsTime || !c.TakesCost {
+		t.Errorf("gcra must declare InjectsTime and TakesCost, got %+v", c)
 	}
 }
 

@@ -72,5 +72,5 @@ func (s *SlidingLog) Capabilities() Capabilities { return builtIn }
 // Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
 // them ahead of pipelines.
 func Scripts() []*redis.Script {
-	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript, gcraScript, slidingCounterScript}
+	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript, gcraScript, gcraVirtualScript, slidingCounterScript}
 }
