@@ -99,6 +99,16 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, fieldUsage(c, err, verifyFlagOf)
 	}
+	// zero means the library's default; on the command line the default is
+	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
+	switch {
+	case f.timeout == 0:
+		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
+	case f.maxOutage == 0:
+		return cfg, usagef("--max-outage: must be > 0, got %s", f.maxOutage)
+	case f.clients == 0:
+		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
+	}
 	if !slices.Contains(reports.VerifyFormats, f.format) {
 		return cfg, usagef("--format: unknown format %q (want table or json)", f.format)
 	}
