@@ -34,9 +34,9 @@ const (
 	MaxClients = 256
 )
 
-// Config is what Run verifies and how. The zero value of every field but
-// Limit and Window means its default. Validate names a bad field by the
-// names given below (lower case, e.g. "max_outage").
+// Config is what Run verifies and how. Limit and Window are required; the
+// other fields' zero values mean what each one says. Validate names a bad
+// field by the name given in parentheses (e.g. "max_outage").
 type Config struct {
 	// Limit and Window ("limit", "window") are the property to check: at
 	// most Limit cost units accepted in any window of length Window.
@@ -167,7 +167,8 @@ func (c Config) skewDelta() time.Duration {
 // returns an error before any trial; an outage (see Config.MaxOutage) or a
 // cancelled ctx stops the trials with an error. Errors of single calls are
 // counted in the report. The keys are removed at the end, also after ctx
-// is cancelled. Run may be called concurrently on distinct RunIDs.
+// is cancelled. Concurrent calls are safe when their RunIDs differ (an
+// empty RunID is a fresh one).
 func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
