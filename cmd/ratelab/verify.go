@@ -3,29 +3,21 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
 type verifyFlags struct {
 	redis       redisFlags
-	algorithm   string
-	script      string
-	args        []string
-	allowedWhen int64
-	http        string
+	target      targetFlags
 	limit       int64
 	window      time.Duration
 	precision   time.Duration
@@ -78,11 +70,7 @@ printed), 2 usage or environment error.`,
 	}
 	fl := c.Flags()
 	f.redis.add(c)
-	fl.StringVar(&f.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Names(), ", "))
-	fl.StringVar(&f.script, "script", "", "a Lua file to verify (KEYS[1] is the key)")
-	fl.StringArrayVar(&f.args, "arg", nil, "an ARGV template for --script, repeatable, in order")
-	fl.Int64Var(&f.allowedWhen, "allowed-when", 1, "the --script reply integer that means allowed (0 for scripts that return 1 when over the limit)")
-	fl.StringVar(&f.http, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
+	f.target.add(c)
 	fl.Int64Var(&f.limit, "limit", 0, "the limit L to verify, in cost units per window (required)")
 	fl.DurationVar(&f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m (required)")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
@@ -97,140 +85,74 @@ printed), 2 usage or environment error.`,
 	return c
 }
 
-func (f *verifyFlags) check(c *cobra.Command) error {
-	n := 0
-	for _, s := range []string{f.algorithm, f.script, f.http} {
-		if s != "" {
-			n++
-		}
+// verifyFlagOf maps verify.Config's field names to their flags.
+var verifyFlagOf = map[string]string{"limit": "--limit", "window": "--window", "precision": "--precision",
+	"skew": "--skew", "clients": "--clients", "real_time_max": "--real-time-max", "timeout": "--timeout", "max_outage": "--max-outage"}
+
+// config checks the flags and turns them into a verify.Config.
+func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
+	cfg := verify.Config{Limit: f.limit, Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
+		RealTimeMax: f.realTimeMax, Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
+	if err := f.target.check(c); err != nil {
+		return cfg, err
 	}
-	if n != 1 {
-		return usagef("give exactly one of --algorithm, --script or --http")
+	if err := cfg.Validate(); err != nil {
+		return cfg, fieldUsage(c, err, verifyFlagOf)
 	}
-	if f.algorithm != "" && !slices.Contains(algorithms.Names(), f.algorithm) {
-		return usagef("--algorithm: unknown algorithm %q (known: %s)", f.algorithm, strings.Join(algorithms.Names(), ", "))
-	}
-	if f.script == "" && (len(f.args) > 0 || c.Flags().Changed("allowed-when")) {
-		return usagef("--arg and --allowed-when go with --script")
-	}
-	if f.limit < 1 {
-		return usagef("--limit: must be >= 1, got %d (it is required)", f.limit)
-	}
-	if f.window <= 0 {
-		return usagef("--window: must be > 0, got %s (it is required)", f.window)
-	}
-	if f.window < time.Millisecond {
-		return usagef("--window: must be >= 1ms, got %s", f.window)
-	}
-	if f.precision < 0 || f.precision > f.window {
-		return usagef("--precision: must be in 0..--window, got %s", f.precision)
-	}
-	if f.skew < 0 || f.skew >= f.window/2 {
-		return usagef("--skew: must be in 0..window/2, got %s", f.skew)
-	}
-	if f.timeout <= 0 {
-		return usagef("--timeout: must be > 0, got %s", f.timeout)
-	}
-	if f.maxOutage <= 0 {
-		return usagef("--max-outage: must be > 0, got %s", f.maxOutage)
-	}
-	if f.clients < 1 || f.clients > 256 {
-		return usagef("--clients: must be in 1..256, got %d", f.clients)
+	// zero means the library's default; on the command line the default is
+	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
+	switch {
+	case f.timeout == 0:
+		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
+	case f.maxOutage == 0:
+		return cfg, usagef("--max-outage: must be > 0, got %s", f.maxOutage)
+	case f.clients == 0:
+		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
 	if !slices.Contains(reports.VerifyFormats, f.format) {
-		return usagef("--format: unknown format %q (want table or json)", f.format)
+		return cfg, usagef("--format: unknown format %q (want table or json)", f.format)
 	}
-	return nil
+	return cfg, nil
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
-	if err := f.check(c); err != nil {
+	cfg, err := f.config(c)
+	if err != nil {
 		return err
 	}
-	l := algorithms.Limit{Limit: f.limit, Window: f.window}
-	var src string
-	if f.script != "" {
-		b, err := os.ReadFile(f.script)
-		if err != nil {
-			return usagef("--script: %w", err)
-		}
-		src = string(b)
+	if err := f.target.load(); err != nil {
+		return err
 	}
-	var lim algorithms.Limiter
-	var rd *engine.Redis
-	if f.http != "" {
-		h, err := algorithms.NewHTTPLimiter(f.http, l, 5*time.Second)
-		if err != nil {
-			return usagef("--http: %w", err)
-		}
-		lim = h
-	} else {
-		var err error
+	var rd *engine.Redis // none for --http
+	if f.target.usesRedis() {
 		if rd, err = f.redis.open(c); err != nil {
 			return err
 		}
 		defer rd.Close()
-		switch {
-		case f.script != "":
-			lim, err = algorithms.NewScriptLimiter(rd.Client, filepath.Base(f.script), src, f.args, f.allowedWhen, l)
-			if err != nil {
-				return usagef("--arg: %w", err)
-			}
-		case f.algorithm == "bucketed-hash":
-			lim, err = algorithms.NewBucketedHash(rd.Client, algorithms.Limit{Limit: f.limit, Window: f.window, Precision: f.precision})
-		default:
-			lim, err = algorithms.New(f.algorithm, rd.Client, l)
-		}
-		if err != nil {
-			return usagef("%w", err)
-		}
 	}
-	var log *measure.DecisionLog
-	if f.out != "" {
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return usagef("--out: %w", err)
-		}
-		df, err := os.Create(filepath.Join(f.out, "decisions.jsonl"))
-		if err != nil {
-			return usagef("--out: %w", err)
-		}
-		log = measure.NewDecisionLog(df)
-		defer log.Close()
-	}
-	opts := harness.VerifyOptions{Limit: l, Skew: f.skew, Clients: f.clients, RealTimeMax: f.realTimeMax,
-		Seed: f.seed, Log: log, Progress: stderr, Timeout: f.timeout, MaxOutage: f.maxOutage}
-	var rdb redis.UniversalClient // none for --http
-	if rd != nil {
-		rdb = rd.Client
-	}
-	rep, err := harness.Verify(c.Context(), rdb, lim, opts)
+	lim, err := f.target.limiter(rd, cfg.Rate())
 	if err != nil {
-		if f.script != "" {
-			return usagef("--script %s: %w", f.script, err)
+		return err
+	}
+	if f.out != "" {
+		if cfg.Log, err = createDecisionLog(f.out); err != nil {
+			return err
+		}
+		defer cfg.Log.Close()
+	}
+	cfg.Progress = stderr
+	rep, err := verify.Run(c.Context(), rd, lim, cfg)
+	if err != nil {
+		if f.target.script != "" {
+			return usagef("--script %s: %w", f.target.script, err)
 		}
 		return usagef("%w", err)
 	}
 	if f.out != "" {
-		fj, err := os.Create(filepath.Join(f.out, "verify.json"))
-		if err != nil {
-			return usagef("--out: %w", err)
-		}
-		if err := reports.WriteVerify(fj, "json", rep); err != nil {
-			fj.Close()
+		if err := writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.WriteVerify(w, "json", rep) }); err != nil {
 			return err
 		}
-		if err := fj.Close(); err != nil {
-			return err
-		}
-		fh, err := os.Create(filepath.Join(f.out, "report.html"))
-		if err != nil {
-			return usagef("--out: %w", err)
-		}
-		if err := reports.WriteVerifyHTML(fh, rep); err != nil {
-			fh.Close()
-			return err
-		}
-		if err := fh.Close(); err != nil {
+		if err := writeOutFile(filepath.Join(f.out, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
 			return err
 		}
 	}
@@ -239,10 +161,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	switch rep.Verdict {
 	case measure.Holds:
+		return nil
 	case measure.Inconclusive:
 		return failError{fmt.Sprintf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)}
-	default:
-		return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 	}
-	return nil
+	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 }

@@ -23,7 +23,7 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	notLua := write("notlua.lua", "this is not lua (")
 	shape := write("shape.lua", "return 'yes'")
-	good := filepath.Join("..", "..", "harness", "testdata", "verify", "sliding-log.lua")
+	good := filepath.Join("..", "..", "harness", "verify", "testdata", "sliding-log.lua")
 	window := []string{"--limit", "10", "--window", "300ms", "--redis", "exec"}
 
 	code, stdout, stderr := ratelab(t, append([]string{"verify", "--algorithm", "sliding-log"}, window...)...)

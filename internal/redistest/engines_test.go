@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -133,7 +134,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reps[i], err = harness.Verify(ctx, rd.Client, lim, harness.VerifyOptions{Limit: l, Seed: 1})
+				reps[i], err = verify.Run(ctx, rd, lim, verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1})
 				if err != nil {
 					t.Fatalf("%s on %s: %v", name, rd.Info.Mode, err)
 				}
@@ -368,7 +369,7 @@ func aclWorkload(c *redis.Client) error {
 			l.Window = 200 * time.Millisecond
 		}
 		lim, _ := algorithms.New(name, c, l)
-		rep, err := harness.Verify(ctx, c, lim, harness.VerifyOptions{Limit: l, Seed: 1, Clients: 2})
+		rep, err := verify.Run(ctx, rd, lim, verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1, Clients: 2})
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", name, err)
 		}

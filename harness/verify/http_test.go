@@ -1,4 +1,4 @@
-package harness_test
+package verify_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -106,7 +106,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := harness.Verify(ctx, nil, h, verifyOpts(l))
+			rep, err := verify.Run(ctx, nil, h, verifyConfig(l))
 			if err != nil {
 				t.Fatal(err)
 			}

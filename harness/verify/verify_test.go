@@ -1,6 +1,7 @@
-package harness_test
+package verify_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -8,13 +9,25 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/measure"
 )
 
-func verifyOpts(l algorithms.Limit) harness.VerifyOptions {
-	return harness.VerifyOptions{Limit: l, Seed: 1}
+var srv *redistest.Server
+
+func TestMain(m *testing.M) {
+	srv = redistest.Start()
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
+
+var ctx = context.Background()
+
+func verifyConfig(l algorithms.Limit) verify.Config {
+	return verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1}
 }
 
 func family(t *testing.T, rep *measure.VerifyReport, name string) measure.FamilyResult {
@@ -43,7 +56,7 @@ func TestVerifyBuiltins(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l))
+				rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +117,7 @@ var (
 	reports   = map[string]*measure.VerifyReport{}
 )
 
-// verifyScript verifies a script of testdata/verify at 20 per 500ms (one
+// verifyScript verifies a script of testdata at 20 per 500ms (one
 // report per script, arguments and skew, shared by the cases).
 func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	t.Helper()
@@ -114,7 +127,7 @@ func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	if r, ok := reports[id]; ok {
 		return r
 	}
-	src, err := os.ReadFile(filepath.Join("testdata", "verify", s.file))
+	src, err := os.ReadFile(filepath.Join("testdata", s.file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +136,9 @@ func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := verifyOpts(l)
-	o.Skew = s.skew
-	rep, err := harness.Verify(ctx, srv.Client(), lim, o)
+	cfg := verifyConfig(l)
+	cfg.Skew = s.skew
+	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +219,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l)); err == nil {
+		if _, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l)); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -218,7 +231,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 // The seeds' scripts, exactly as printed, with the arguments their articles
 // pass. They are third-party: read from ../shared/seed-scripts, never copied.
 func TestVerifySeedScripts(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "seed-scripts")
+	dir := filepath.Join("..", "..", "..", "shared", "seed-scripts")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("the seed scripts are not beside the checkout (%v)", err)
 	}
@@ -251,7 +264,7 @@ func TestVerifySeedScripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := harness.Verify(ctx, srv.Client(), lim, verifyOpts(l))
+			rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,245 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// trialResult is the judgement of one trial.
+type trialResult struct {
+	mode string
+	// slow: a virtual trial that took half a window or more of real time;
+	// its failures are not trusted (keys may have expired on the real clock)
+	slow         bool
+	decisions    int64
+	errors       int64
+	errorSamples []string
+	ratio        float64
+	fidelity     float64
+	failure      *measure.CounterExample
+}
+
+// timed is an accepted or offered decision with its time bounds relative to
+// the anchor: [lo, hi] (lo == hi when the time is the limiter's own).
+type timed struct {
+	lo, hi time.Duration
+	cost   int64
+	key    string
+	client int
+	ok     bool
+}
+
+// judge applies trial t's property to what the runner measured (jr), for
+// limit l, a target of clock resolution res; exact says the target takes
+// an injected clock (its decision times are its own).
+func judge(t scenarios.Trial, jr harness.JobResult, l algorithms.Limit, res time.Duration, exact bool) *trialResult {
+	tr := &trialResult{mode: "virtual"}
+	if t.RealTime || !exact {
+		tr.mode = "real"
+	}
+	if tr.mode == "virtual" {
+		tr.slow = tookHalfAWindow(jr, l.Window)
+	}
+	all := tr.collect(t, jr, exact)
+	if t.Judge == scenarios.Safety || t.Judge == scenarios.Liveness {
+		tr.judgeSafety(t, all, l, judgedWindow(l.Window, res))
+	}
+	switch t.Judge {
+	case scenarios.Liveness:
+		tr.judgeLiveness(t, all, l)
+	case scenarios.Isolation:
+		tr.judgeIsolation(t, all, l)
+	}
+	if tr.slow {
+		tr.failure = nil
+	}
+	return tr
+}
+
+// judgedWindow is the window at the target's resolution: never count a set
+// that a coarser clock could have seen spanning a whole window.
+func judgedWindow(w, res time.Duration) time.Duration {
+	if res > time.Microsecond {
+		w -= res
+	}
+	return w
+}
+
+// tookHalfAWindow reports whether the calls of jr spanned half a window or
+// more of real time.
+func tookHalfAWindow(jr harness.JobResult, w time.Duration) bool {
+	if len(jr.Outcomes) == 0 {
+		return false
+	}
+	first, last := jr.Outcomes[0].Sent, jr.Outcomes[0].Recv
+	for _, o := range jr.Outcomes {
+		first, last = minTime(first, o.Sent), maxTime(last, o.Recv)
+	}
+	return last.Sub(first) >= w/2
+}
+
+// collect counts jr's decisions and errors and returns the answered ones
+// with their time bounds, sorted by lo: the true time in virtual mode, the
+// limiter's own in real time when it takes an injected clock and no skew is
+// simulated, else [send, receive].
+func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bool) []timed {
+	var all []timed
+	for _, o := range jr.Outcomes {
+		tr.decisions++
+		if o.Err != nil {
+			tr.errors++
+			if len(tr.errorSamples) < 2 {
+				tr.errorSamples = append(tr.errorSamples, o.Err.Error())
+			}
+			continue
+		}
+		var x timed
+		switch {
+		case tr.mode == "virtual":
+			// the true time; equals the limiter's when no skew is simulated
+			x.lo, x.hi = o.Arrival.At, o.Arrival.At
+		case exact && len(t.Skew) == 0:
+			x.lo = o.Decision.DecidedAt.Sub(jr.Anchor)
+			x.hi = x.lo
+		default:
+			x.lo, x.hi = o.Sent.Sub(jr.Anchor), o.Recv.Sub(jr.Anchor)
+		}
+		x.cost, x.key, x.client, x.ok = o.Arrival.Cost, o.Arrival.Key, o.Arrival.Client, o.Decision.Allowed
+		all = append(all, x)
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].lo < all[b].lo })
+	return all
+}
+
+// judgeSafety finds, per key, the most accepted cost that certainly fits in
+// one window w, records the largest ratio to the limit, and the first set
+// over the limit as a violation.
+func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.Limit, w time.Duration) {
+	byKey := map[string][]timed{}
+	for _, x := range all {
+		if x.ok {
+			byKey[x.key] = append(byKey[x.key], x)
+		}
+	}
+	for _, acc := range byKey {
+		sum, lo, hi, set := maxConservative(acc, w)
+		tr.ratio = max(tr.ratio, float64(sum)/float64(l.Limit))
+		if sum > l.Limit && tr.failure == nil {
+			tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
+				Accepted: sum, Limit: l.Limit, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
+				Decisions: evidence(set, tr.mode == "real"),
+				Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
+					sum, (hi - lo).String(), l.Window, float64(sum)/float64(l.Limit), l.Limit)}
+		}
+	}
+}
+
+// judgeLiveness compares what was accepted with what an exact sliding-window
+// log accepts on the same offers (fidelity); under 0.9 is starvation.
+func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithms.Limit) {
+	var offered []measure.Event
+	var accepted int64
+	for _, x := range all {
+		offered = append(offered, measure.Event{At: x.lo, Cost: x.cost})
+		if x.ok {
+			accepted += x.cost
+		}
+	}
+	ideal := measure.Ideal(offered, l.Limit, l.Window)
+	tr.fidelity = 1
+	if ideal > 0 {
+		tr.fidelity = float64(accepted) / float64(ideal)
+	}
+	if tr.fidelity < 0.9 && tr.failure == nil {
+		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
+			Accepted: accepted, Limit: l.Limit, Ideal: ideal, Fidelity: tr.fidelity,
+			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f): legitimate traffic is starved",
+				accepted, ideal, tr.fidelity)}
+	}
+}
+
+// judgeIsolation: every request on scenarios.IsolationKey fits its own
+// limit, so any denial there is interference from the other key's traffic.
+func (tr *trialResult) judgeIsolation(t scenarios.Trial, all []timed, l algorithms.Limit) {
+	var denied []timed
+	var offered int64
+	for _, x := range all {
+		if x.key == scenarios.IsolationKey {
+			offered += x.cost
+			if !x.ok {
+				denied = append(denied, x)
+			}
+		}
+	}
+	if len(denied) > 0 {
+		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Interfered,
+			Limit: l.Limit, Decisions: evidence(denied, tr.mode == "real"),
+			Explain: fmt.Sprintf("%d of %d requests on a fresh key were denied after traffic on another key", len(denied), offered)}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// maxConservative returns the largest accepted cost of a set of decisions
+// that certainly fit in one window: sorted by lo, the set starting at
+// decision i holds every later decision whose hi is < lo_i + w. With exact
+// times (lo == hi) this is max_in_window on (t-w, t].
+func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Duration, set []timed) {
+	bestI := -1
+	for i := range acc {
+		var sum int64
+		var top time.Duration
+		for k := i; k < len(acc) && acc[k].lo < acc[i].lo+w; k++ {
+			if acc[k].hi < acc[i].lo+w {
+				sum += acc[k].cost
+				top = max(top, acc[k].hi)
+			}
+		}
+		if sum > best {
+			best, lo, hi, bestI = sum, acc[i].lo, top, i
+		}
+	}
+	if bestI >= 0 {
+		for k := bestI; k < len(acc) && acc[k].lo < lo+w; k++ {
+			if acc[k].hi < lo+w {
+				set = append(set, acc[k])
+			}
+		}
+	}
+	return best, lo, hi, set
+}
+
+// evidence is the counter-example's view of a set: at most 200 decisions,
+// with the receive time when the times are bounds (real).
+func evidence(set []timed, real bool) []measure.Evidence {
+	out := make([]measure.Evidence, 0, min(len(set), 200))
+	for _, x := range set {
+		if len(out) == 200 {
+			break
+		}
+		e := measure.Evidence{Key: x.key, Cost: x.cost, AtUS: x.lo.Microseconds(), Client: x.client}
+		if real {
+			e.RecvUS = x.hi.Microseconds()
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+// Package verify proves or refutes "never more than Limit in any Window" for
+// one rate limiter — a built-in algorithm, a user's Lua script or an HTTP
+// endpoint — by driving it with every adversarial family of
+// scenarios.Adversarial and judging what it accepted: the study behind
+// `ratelab verify`, the CI gate.
+//
+// A target that takes an injected clock runs in virtual time (exact, fast;
+// the families that exercise key TTLs run in real time); one that reads its
+// own clock runs in real time and is judged conservatively, so a correct
+// limiter is never refuted.
+package verify
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// Defaults of the zero values of Config.
+const (
+	DefaultClients     = 8
+	DefaultRealTimeMax = time.Minute
+	DefaultTimeout     = 500 * time.Millisecond
+	DefaultMaxOutage   = 2 * time.Second
+	// MaxClients is the most concurrent clients Config.Clients may ask for.
+	MaxClients = 256
+)
+
+// Config is what Run verifies and how. Limit and Window are required; the
+// other fields' zero values mean what each one says. Validate names a bad
+// field by the name given in parentheses (e.g. "max_outage").
+type Config struct {
+	// Limit and Window ("limit", "window") are the property to check: at
+	// most Limit cost units accepted in any window of length Window.
+	// Limit >= 1; Window >= 1 ms. They are the one source of the limit:
+	// Run judges against them, never against the limiter's own
+	// configuration (which a black box such as an HTTP endpoint does not
+	// expose); build the limiter from Rate() so the two agree.
+	Limit  int64
+	Window time.Duration
+	// Precision ("precision") is the block length of bucketed targets
+	// (bucketed-hash), in 0..Window; zero means theirs (Window/10). The
+	// property does not depend on it; Rate() carries it to the limiter.
+	Precision time.Duration
+	// Skew ("skew"), when > 0, adds the skewed-client-clock family to the
+	// verdict, with client clocks this far off each way; in 0..Window/2.
+	// Without it the family still runs with SkewProbe and is reported as a
+	// sensitivity figure only.
+	Skew time.Duration
+	// SkewProbe ("skew_probe") is the delta of the sensitivity figure, in
+	// 0..Window/2; zero means Window/100.
+	SkewProbe time.Duration
+	// RealTimeMax ("real_time_max"): real-time families run only when the
+	// window is at most this long (they take about two windows each); zero
+	// means DefaultRealTimeMax (1 minute).
+	RealTimeMax time.Duration
+	// Clients ("clients") is the number of concurrent clients of the
+	// concurrency families, in 0..MaxClients; zero means DefaultClients (8).
+	Clients int
+	// Seed seeds the random trials: the same seed gives the same trials.
+	Seed int64
+	// RunID names the verification's keys "ratelab:<RunID>:verify:..."
+	// (removed at the end); empty picks a fresh one (engine.NewRunID).
+	RunID string
+	// Timeout ("timeout") bounds each decision call; zero means
+	// DefaultTimeout (500 ms). MaxOutage ("max_outage") stops the
+	// verification with an error wrapping harness.ErrOutage when calls keep
+	// failing that long; zero means DefaultMaxOutage (2 s). So a Redis that
+	// dies or hangs never holds a CI job. A failed call is an error in the
+	// report, never a verdict. Neither may be negative.
+	Timeout   time.Duration
+	MaxOutage time.Duration
+	// Log receives every decision; nil discards them. Progress receives
+	// progress lines; nil discards them.
+	Log      *measure.DecisionLog
+	Progress io.Writer
+}
+
+// Rate is the limit under test as an algorithms.Limit (with Precision), the
+// value to build the target limiter from.
+func (c Config) Rate() algorithms.Limit {
+	return algorithms.Limit{Limit: c.Limit, Window: c.Window, Precision: c.Precision}
+}
+
+// Validate checks every field against the ranges documented on Config and
+// returns the first bad one as a *field.Error naming it (field.Name), e.g.
+// "window: must be >= 1ms, got 1µs".
+func (c Config) Validate() error {
+	switch {
+	case c.Limit < 1:
+		return field.Errorf("limit", "must be >= 1, got %d", c.Limit)
+	case c.Window <= 0:
+		return field.Errorf("window", "must be > 0, got %s", c.Window)
+	case c.Window < time.Millisecond:
+		return field.Errorf("window", "must be >= 1ms, got %s", c.Window)
+	case c.Precision < 0 || c.Precision > c.Window:
+		return field.Errorf("precision", "must be in 0..window, got %s", c.Precision)
+	case c.Skew < 0 || c.Skew >= c.Window/2:
+		return field.Errorf("skew", "must be in 0..window/2, got %s", c.Skew)
+	case c.SkewProbe < 0 || c.SkewProbe >= c.Window/2:
+		return field.Errorf("skew_probe", "must be in 0..window/2, got %s", c.SkewProbe)
+	case c.RealTimeMax < 0:
+		return field.Errorf("real_time_max", "must be >= 0, got %s", c.RealTimeMax)
+	case c.Timeout < 0:
+		return field.Errorf("timeout", "must be > 0, got %s", c.Timeout)
+	case c.MaxOutage < 0:
+		return field.Errorf("max_outage", "must be > 0, got %s", c.MaxOutage)
+	case c.Clients < 0 || c.Clients > MaxClients:
+		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
+	}
+	return nil
+}
+
+// withDefaults fills the zero values with their defaults.
+func (c Config) withDefaults() Config {
+	if c.Clients == 0 {
+		c.Clients = DefaultClients
+	}
+	if c.RealTimeMax == 0 {
+		c.RealTimeMax = DefaultRealTimeMax
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxOutage == 0 {
+		c.MaxOutage = DefaultMaxOutage
+	}
+	return c
+}
+
+// skewDelta is how far off the skew family sets client clocks: Skew when
+// it is part of the verdict, else SkewProbe, else Window/100.
+func (c Config) skewDelta() time.Duration {
+	switch {
+	case c.Skew > 0:
+		return c.Skew
+	case c.SkewProbe > 0:
+		return c.SkewProbe
+	}
+	return c.Window / 100
+}
+
+// Run drives lim with every adversarial family and judges what it accepted:
+// a violation when more than cfg.Limit was accepted within one window,
+// starvation when accepted / ideal < 0.9 under sustained overload,
+// interference when one key's traffic limited another. It never cries wolf:
+// decision times are the limiter's own when it takes an injected clock
+// (judged at its resolution: a set counts only when it fits in Window minus
+// the resolution); otherwise a set of decisions counts as inside one window
+// only when the last answer came less than Window - resolution after the
+// first send.
+//
+// rd is the Redis lim runs on (for its keys and their removal); nil for a
+// target that holds no keys in Redis (an HTTP endpoint). Build lim from
+// cfg.Rate().
+//
+// Errors: an invalid cfg returns Validate's error; a failing probe call (the
+// script does not compile, the reply has the wrong shape, Redis is gone)
+// returns an error before any trial; an outage (see Config.MaxOutage) or a
+// cancelled ctx stops the trials with an error. Errors of single calls are
+// counted in the report. The keys are removed at the end, also after ctx
+// is cancelled. Concurrent calls are safe when their RunIDs differ (an
+// empty RunID is a fresh one).
+func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
+	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
+		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}}
+	if rd != nil {
+		st.rdb = rd.Client
+		defer s.RemoveKeys(ctx, st.prefix) // a few round trips, even after Ctrl-C
+	}
+
+	// one probe decision: a script that does not compile or answers in the
+	// wrong shape is an error, not a verdict
+	if _, err := lim.Allow(ctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch)); err != nil {
+		return nil, err
+	}
+	p := st.plan()
+	results, err := st.runTrials(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	rep := st.summarize(p, results)
+	rep.DurationMS, _, _ = s.End(nil)
+	return rep, nil
+}
+
+// study is one verification under way: the target, what it can take, the
+// configuration with its defaults, and where its keys live.
+type study struct {
+	lim  algorithms.Limiter
+	caps algorithms.Capabilities
+	cfg  Config
+	// limit is what every trial is judged against: cfg's Limit per Window.
+	limit algorithms.Limit
+	// rdb holds the target's keys; nil for a target without Redis keys.
+	rdb    redis.UniversalClient
+	prefix string
+}
