@@ -26,7 +26,30 @@ type Session struct {
 	Timeout time.Duration
 	// Started is the wall-clock start, UTC.
 	Started time.Time
+	// reg is the run's registration (Start), nil before.
+	reg *engine.Registration
 }
+
+// Start registers the run in its Redis (engine.Register: a marker
+// "ratelab:<RunID>:~alive" refreshed every second, so that `ratelab clean`
+// skips the live run, and a record "ratelab:<RunID>:~run") until
+// RemoveKeys(ctx, "") or Stop, or until ctx ends. Call it once, before the
+// command writes its first key. Errors: the writes failed.
+func (s *Session) Start(ctx context.Context) error {
+	reg, err := engine.Register(ctx, s.Redis.Client, s.RunID)
+	s.reg = reg
+	return err
+}
+
+// Stop ends Start's refreshing (also done by RemoveKeys(ctx, "")); the
+// marker then expires within engine.AliveTTL. Safe to call twice or
+// without Start.
+func (s *Session) Stop() { s.reg.Stop() }
+
+// Vanished reports whether the run's marker disappeared while it ran:
+// someone removed the run's keys or the Redis lost its data, and the
+// run's figures are not to be trusted. False without Start.
+func (s *Session) Vanished() bool { return s.reg.Vanished() }
 
 // NewSession opens a session on rd. An empty runID picks a fresh one
 // (engine.NewRunID); timeout is the command's per-call bound (zero: none).
@@ -58,12 +81,14 @@ func (s *Session) CleanupContext(ctx context.Context) (context.Context, context.
 }
 
 // RemoveKeys removes every key under prefix (the session's own Prefix
-// when empty), also after ctx was cancelled, within CleanupTimeout.
+// when empty, which also Stops the registration and removes it last),
+// also after ctx was cancelled, within CleanupTimeout.
 // Errors are returned, not fatal: what is left can be removed later with
 // `ratelab clean`.
 func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
-	if prefix == "" {
+	if prefix == "" || prefix == s.Prefix {
 		prefix = s.Prefix
+		s.Stop()
 	}
 	cctx, cancel := s.CleanupContext(ctx)
 	defer cancel()

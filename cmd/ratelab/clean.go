@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/spf13/cobra"
 )
@@ -12,13 +13,20 @@ import (
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	var rf redisFlags
 	var yes bool
-	var run string
+	var cfg engine.CleanConfig
 	c := &cobra.Command{
 		Use:   "clean --redis URL [--run ID] [--yes]",
 		Short: "List (and with --yes remove) keys left behind by ratelab runs that were killed",
-		Long: `clean finds ratelab's keys in a Redis by SCAN over the "ratelab:" prefix (never
-KEYS, never FLUSH), grouped by run. It is a dry run unless --yes is given:
-it shows what it would remove. Keys outside "ratelab:" are never touched.`,
+		Long: `clean finds ratelab's keys in a Redis by SCAN (never KEYS, never FLUSH), grouped
+by run: only keys "ratelab:<run id>:..." whose run id has ratelab's form
+(UTC time and 4 hex digits, 20261122T030515-cfab). It is a dry run unless
+--yes is given: it shows what it would remove, and writes nothing. Other keys,
+also under "ratelab:", are never touched.
+
+A run registers itself while it lives ("ratelab:<run id>:~alive", refreshed
+every second) and leaves a record ("ratelab:<run id>:~run"). clean skips live
+runs, and removes only runs that left a record; a run id without one (an older
+ratelab) is listed and kept unless named with --run.`,
 		Example: `  ratelab clean --redis redis://localhost:6379
   ratelab clean --redis redis://localhost:6379 --run 20261122T030515-cfab --yes`,
 		Args: cobra.NoArgs,
@@ -26,43 +34,100 @@ it shows what it would remove. Keys outside "ratelab:" are never touched.`,
 			if !strings.Contains(rf.spec, "://") {
 				return usagef("--redis: clean needs the URL of the Redis to clean, got %q", rf.spec)
 			}
-			rd, err := rf.open(c)
+			if err := cfg.Validate(); err != nil {
+				return cleanFieldError(err)
+			}
+			o, err := cleanOptions(&rf)
 			if err != nil {
 				return err
 			}
-			defer rd.Close()
-			runs, err := engine.FindLeftovers(c.Context(), rd.Client)
+			rd, err := engine.OpenReadOnly(c.Context(), rf.spec, o)
 			if err != nil {
-				return usagef("--redis %s: %w", rf.spec, err)
+				return usagef("--redis %s: %w", engine.RedactURL(rf.spec), err)
 			}
-			var total int
-			for _, l := range runs {
-				if run != "" && l.Prefix != engine.KeyPrefix+run+":" {
-					continue
+			defer rd.Close()
+			runs, err := engine.FindLeftovers(c.Context(), rd.Client, cfg)
+			if err != nil {
+				return usagef("--redis %s: %w", engine.RedactURL(rf.spec), err)
+			}
+			removed := 0
+			if yes {
+				removed, err = engine.RemoveLeftovers(c.Context(), rd.Client, runs)
+				if err != nil {
+					return usagef("--redis %s: removed %d keys, then: %w", engine.RedactURL(rf.spec), removed, err)
 				}
-				fmt.Fprintf(stdout, "%s  %d keys  %d bytes  (e.g. %s)\n", l.Prefix, len(l.Keys), l.MemoryBytes, l.Keys[0])
-				total += len(l.Keys)
-				if yes {
-					if err := engine.DeleteKeys(c.Context(), rd.Client, l.Keys); err != nil {
-						return usagef("--redis %s: %w", rf.spec, err)
-					}
-				}
 			}
-			switch {
-			case total == 0:
-				fmt.Fprintln(stdout, "no ratelab keys found")
-			case yes:
-				fmt.Fprintf(stdout, "removed %d keys\n", total)
-			default:
-				fmt.Fprintf(stdout, "%d keys would be removed (dry run: pass --yes to remove them)\n", total)
-			}
-			return nil
+			return publishClean(stdout, runs, cfg, yes, removed)
 		},
 	}
 	rf.add(c)
 	c.Flags().Lookup("redis").DefValue = ""
 	rf.spec = ""
 	c.Flags().BoolVar(&yes, "yes", false, "remove the keys (default: only list them)")
-	c.Flags().StringVar(&run, "run", "", "only this run id (as in the prefix ratelab:<run id>:)")
+	c.Flags().StringVar(&cfg.Run, "run", "", "only this run id (as in the prefix ratelab:<run id>:); also removes a run that left no record")
 	return c
+}
+
+// cleanFieldError maps CleanConfig's field names to clean's flags.
+func cleanFieldError(err error) error {
+	if name, ok := field.Name(err); ok && name == "run" {
+		return usagef("--%s", err)
+	}
+	return usagef("%w", err)
+}
+
+// cleanOptions are redisFlags' engine.Options, checked as open checks them.
+func cleanOptions(f *redisFlags) (engine.Options, error) {
+	if f.timeout <= 0 {
+		return engine.Options{}, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
+	}
+	if f.image != "" {
+		return engine.Options{}, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
+	}
+	o := engine.Options{Timeout: f.timeout}
+	if f.ca != "" {
+		if !engine.IsTLS(f.spec) {
+			return o, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
+		}
+		pool, err := engine.LoadCA(f.ca)
+		if err != nil {
+			return o, usagef("--redis-ca: %w", err)
+		}
+		o.RootCAs = pool
+	}
+	return o, nil
+}
+
+// publishClean prints one line per run and the total.
+func publishClean(w io.Writer, runs []engine.Leftover, cfg engine.CleanConfig, yes bool, removed int) error {
+	var would, live int
+	for _, l := range runs {
+		fmt.Fprintf(w, "%s  %d keys  %d bytes  (e.g. %s)", l.Prefix, len(l.Keys), l.MemoryBytes, l.Keys[0])
+		switch {
+		case l.Live:
+			live++
+			who := ""
+			if r := l.Record; r != nil {
+				who = fmt.Sprintf(" (pid %d on %s, started %s)", r.PID, r.Host, r.Started.Format("2006-01-02 15:04:05Z"))
+			}
+			fmt.Fprintf(w, "  live run%s: skipped", who)
+		case !l.Remove:
+			fmt.Fprintf(w, "  no run record (an older ratelab's run?): kept; --run %s --yes removes it", l.RunID)
+		default:
+			would += len(l.Keys)
+		}
+		fmt.Fprintln(w)
+	}
+	switch {
+	case len(runs) == 0:
+		fmt.Fprintln(w, "no ratelab keys found")
+	case yes:
+		fmt.Fprintf(w, "removed %d keys\n", removed)
+	default:
+		fmt.Fprintf(w, "%d keys would be removed (dry run: pass --yes to remove them)\n", would)
+	}
+	if live > 0 && cfg.Run != "" && yes {
+		return usagef("--run: run %s is still running: its keys were not removed", cfg.Run)
+	}
+	return nil
 }

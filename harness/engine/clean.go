@@ -1,49 +1,349 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/measure"
 )
 
-// Leftover is one run's keys still in a Redis (a run that was killed before
-// it could remove them).
+// A run registers itself in the Redis it writes to with two keys under its
+// own prefix (so an ACL on ~ratelab:* covers them):
+//
+//   - its marker "ratelab:<run id>:~alive", with a TTL of AliveTTL that the
+//     run refreshes every AliveEvery while it lives: `ratelab clean` never
+//     removes the keys of a run whose marker is there (unless the run's
+//     process is known to be gone, see RunRecord.Process);
+//   - its record "ratelab:<run id>:~run", with a TTL of RecordTTL: `ratelab
+//     clean` removes only the keys of runs that left a record (or that the
+//     user names with --run).
+//
+// Both hold the RunRecord as JSON and are removed last with the run's keys.
+const (
+	MarkerSuffix = "~alive"
+	RecordSuffix = "~run"
+	AliveTTL     = 5 * time.Second
+	AliveEvery   = time.Second
+	RecordTTL    = 30 * 24 * time.Hour
+)
+
+// MarkerKey and RecordKey are the keys a run registers under its prefix.
+func MarkerKey(runID string) string { return RunPrefix(runID) + MarkerSuffix }
+
+// RecordKey: see MarkerKey.
+func RecordKey(runID string) string { return RunPrefix(runID) + RecordSuffix }
+
+func isMetaKey(k string) bool {
+	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
+}
+
+// RunRecord is what a run writes about itself (Register).
+type RunRecord struct {
+	RunID   string    `json:"run_id"`
+	Started time.Time `json:"started"`
+	Host    string    `json:"host,omitempty"`
+	PID     int       `json:"pid"`
+	// Process identifies the run's process on Linux ("<boot id> <pid
+	// namespace> <pid> <start time>"), empty elsewhere: a clean on the same
+	// machine that finds no such process knows the run was killed, without
+	// waiting for its marker to expire.
+	Process string `json:"process,omitempty"`
+}
+
+// Registration is a run's registration in a Redis (Register). Its methods
+// are safe for concurrent use.
+type Registration struct {
+	c        redis.UniversalClient
+	marker   string
+	value    []byte
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	vanished atomic.Bool
+}
+
+// Register writes run runID's marker (first) and record (MarkerKey,
+// RecordKey) in c and refreshes the marker every AliveEvery until Stop or
+// until ctx ends. Errors: either write failed (an unreachable, read-only or
+// out-of-memory Redis, a user without SET on ~ratelab:*).
+func Register(ctx context.Context, c redis.UniversalClient, runID string) (*Registration, error) {
+	rec := RunRecord{RunID: runID, Started: time.Now().UTC(), PID: os.Getpid(), Process: procIdentity(os.Getpid())}
+	rec.Host, _ = os.Hostname()
+	value, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	// the marker first: a run whose keys a clean can see is already marked alive
+	if err := c.Set(ctx, MarkerKey(runID), value, AliveTTL).Err(); err != nil {
+		return nil, fmt.Errorf("register run %s: %w", runID, err)
+	}
+	if err := c.Set(ctx, RecordKey(runID), value, RecordTTL).Err(); err != nil {
+		return nil, fmt.Errorf("register run %s: %w", runID, err)
+	}
+	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.heartbeat(ctx)
+	return r, nil
+}
+
+func (r *Registration) heartbeat(ctx context.Context) {
+	defer close(r.done)
+	t := time.NewTicker(AliveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AliveEvery)
+		ok, err := r.c.SetXX(hctx, r.marker, r.value, AliveTTL).Result()
+		if err == nil && !ok {
+			// someone removed it (and likely the run's keys): say so, and mark again
+			r.vanished.Store(true)
+			_ = r.c.Set(hctx, r.marker, r.value, AliveTTL).Err()
+		}
+		cancel()
+	}
+}
+
+// Stop ends the refreshing (the marker then expires within AliveTTL unless
+// the caller removes it) and waits for it. Safe to call twice; a nil
+// Registration does nothing.
+func (r *Registration) Stop() {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// Vanished reports whether the marker was found missing while the run
+// lived: someone removed the run's keys (FLUSHALL, UNLINK, an older
+// `ratelab clean`) or the Redis lost its data, so the run's figures are
+// not to be trusted. A nil Registration reports false.
+func (r *Registration) Vanished() bool { return r != nil && r.vanished.Load() }
+
+// Leftover is one run's keys found in a Redis by FindLeftovers.
 type Leftover struct {
 	// Prefix is the run's key prefix, "ratelab:<run id>:".
 	Prefix string   `json:"prefix"`
+	RunID  string   `json:"run_id"`
 	Keys   []string `json:"keys"`
 	// MemoryBytes sums MEMORY USAGE (SAMPLES 0) over Keys.
 	MemoryBytes int64 `json:"memory_bytes"`
+	// Record is the run's RunRecord, nil when it left none (a version of
+	// ratelab before runs registered, a record older than RecordTTL).
+	Record *RunRecord `json:"record,omitempty"`
+	// Live: the run's marker is there and its process is not known to be
+	// gone. A live run's keys are never removed.
+	Live bool `json:"live"`
+	// Remove: RemoveLeftovers removes these keys (not Live, and Record is
+	// set or the run was named).
+	Remove bool `json:"remove"`
 }
 
-// FindLeftovers lists ratelab's keys in c by SCAN (never KEYS), grouped by
-// run prefix, in prefix order. Keys outside KeyPrefix are never looked at.
-func FindLeftovers(ctx context.Context, c redis.UniversalClient) ([]Leftover, error) {
-	keys, err := ScanKeys(ctx, c, KeyPrefix)
+// CleanConfig says which runs' keys `ratelab clean` lists and removes.
+type CleanConfig struct {
+	// Run is the one run id to look at; empty means every run.
+	Run string
+}
+
+// Validate returns a field error ("run") when Run is not a run id (IsRunID).
+func (c CleanConfig) Validate() error {
+	if c.Run != "" && !IsRunID(c.Run) {
+		return field.Errorf("run", "%q is not a ratelab run id (UTC time and 4 hex digits, as in %s)", c.Run, "20261122T030515-cfab")
+	}
+	return nil
+}
+
+// FindLeftovers lists the keys of ratelab's runs in c, grouped by run in
+// prefix order: only keys "ratelab:<run id>:..." whose run id has
+// NewRunID's form (IsRunID), and only cfg.Run's when set. It only reads
+// (SCAN, never KEYS; MEMORY USAGE; GET of the markers and records), so it
+// works on a read-only replica and on a Redis out of memory. A run is
+// marked Remove when it is not Live and it left a record or is cfg.Run.
+func FindLeftovers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig) ([]Leftover, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pattern := runIDGlob
+	if cfg.Run != "" {
+		pattern = escapeGlob(RunPrefix(cfg.Run)) + "*"
+	}
+	keys, err := scanMatch(ctx, c, pattern)
 	if err != nil {
 		return nil, err
 	}
 	by := map[string][]string{}
 	for _, k := range keys {
-		rest := strings.TrimPrefix(k, KeyPrefix)
-		i := strings.IndexByte(rest, ':')
-		if i < 0 {
+		id, _, ok := strings.Cut(strings.TrimPrefix(k, KeyPrefix), ":")
+		if !ok || !IsRunID(id) {
 			continue // not a run's key
 		}
-		p := KeyPrefix + rest[:i+1]
-		by[p] = append(by[p], k)
+		by[id] = append(by[id], k)
 	}
 	out := make([]Leftover, 0, len(by))
-	for p, ks := range by {
+	for id, ks := range by {
 		sort.Strings(ks)
 		mem, err := MemoryUsage(ctx, c, ks)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Leftover{Prefix: p, Keys: ks, MemoryBytes: mem})
+		l := Leftover{Prefix: RunPrefix(id), RunID: id, Keys: ks, MemoryBytes: mem}
+		if err := l.check(ctx, c); err != nil {
+			return nil, err
+		}
+		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run)
+		out = append(out, l)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Prefix < out[b].Prefix })
 	return out, nil
+}
+
+// check reads l's record and marker and sets Record and Live.
+func (l *Leftover) check(ctx context.Context, c redis.UniversalClient) error {
+	var marker, record *redis.StringCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		marker = p.Get(ctx, MarkerKey(l.RunID))
+		record = p.Get(ctx, RecordKey(l.RunID))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	l.Record, l.Live = nil, false
+	for _, cmd := range []*redis.StringCmd{record, marker} {
+		var rec RunRecord
+		if cmd.Err() == nil && json.Unmarshal([]byte(cmd.Val()), &rec) == nil {
+			l.Record = &rec
+		}
+	}
+	if marker.Err() == nil {
+		l.Live = l.Record == nil || processAlive(l.Record.PID, l.Record.Process)
+	}
+	return nil
+}
+
+// RemoveLeftovers removes the keys of the leftovers marked Remove, after
+// checking once more that each run is not alive (a run marked alive since
+// is skipped and its Remove cleared). It returns how many keys it removed.
+func RemoveLeftovers(ctx context.Context, c redis.UniversalClient, ls []Leftover) (int, error) {
+	var n int
+	for i := range ls {
+		l := &ls[i]
+		if !l.Remove {
+			continue
+		}
+		hadRecord := l.Record != nil
+		if err := l.check(ctx, c); err != nil {
+			return n, err
+		}
+		if l.Live || (hadRecord && l.Record == nil) {
+			l.Remove = false
+			continue
+		}
+		if err := DeleteKeys(ctx, c, l.Keys); err != nil {
+			return n, err
+		}
+		n += len(l.Keys)
+	}
+	return n, nil
+}
+
+// processAlive says whether the run's process may still be running: false
+// only when identity names a process on this machine (same boot, same pid
+// namespace) that no longer exists.
+func processAlive(pid int, identity string) bool {
+	f := strings.Fields(identity)
+	mine := strings.Fields(procIdentity(os.Getpid()))
+	if len(f) != 4 || len(mine) != 4 || f[0] != mine[0] || f[1] != mine[1] || f[2] != strconv.Itoa(pid) {
+		return true // another machine, or not Linux: trust the marker's TTL
+	}
+	return procIdentity(pid) == identity
+}
+
+// procIdentity is "<boot id> <pid namespace> <pid> <start time>" of a
+// running process on Linux, "" when there is none (or it is a zombie) or
+// /proc cannot tell.
+func procIdentity(pid int) string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return ""
+	}
+	return strings.TrimSpace(string(boot)) + " " + ns + " " + strconv.Itoa(pid) + " " + f[19]
+}
+
+// OpenReadOnly connects to the user's Redis (a redis://, rediss://,
+// redis+cluster:// or rediss+cluster:// URL) like OpenWith, but without
+// CheckAccess, which writes: nothing is written, so a read-only replica or
+// a Redis out of memory can still be listed. Errors name the address and
+// what failed, within o.Timeout; other specs are refused.
+func OpenReadOnly(ctx context.Context, spec string, o Options) (*Redis, error) {
+	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultConnectTimeout
+	}
+	switch {
+	case isClusterURL(spec):
+		return dialClusterURL(ctx, spec, o)
+	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
+		return dialURL(ctx, spec, o)
+	}
+	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+}
+
+// dialClusterURL is openClusterURL without CheckAccess.
+func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	opt, err := ClusterOptions(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true
+	if opt.TLSConfig != nil && o.RootCAs != nil {
+		opt.TLSConfig.RootCAs = o.RootCAs
+	}
+	seeds := strings.Join(opt.Addrs, ",")
+	if err := probeSeeds(ctx, opt, o.Timeout); err != nil {
+		return nil, err
+	}
+	c := redis.NewClusterClient(opt)
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds}}
+	if err := r.clusterReady(ctx, o.Timeout); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
+	}
+	return r, nil
 }

@@ -18,7 +18,12 @@ const KeyPrefix = "ratelab:"
 // ScanKeys returns the keys whose names start with prefix, found with SCAN
 // (never KEYS), on every master when c is a ClusterClient.
 func ScanKeys(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
-	pattern := escapeGlob(prefix) + "*"
+	return scanMatch(ctx, c, escapeGlob(prefix)+"*")
+}
+
+// scanMatch returns the keys matching the SCAN MATCH glob pattern, on every
+// master when c is a ClusterClient.
+func scanMatch(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
 	scan := func(ctx context.Context, node *redis.Client) ([]string, error) {
 		var keys []string
 		it := node.Scan(ctx, 0, pattern, 1000).Iterator()
@@ -74,13 +79,25 @@ func MemoryUsage(ctx context.Context, c redis.UniversalClient, keys []string) (i
 }
 
 // DeleteKeys removes keys with UNLINK, one key per command so that it works
-// on a Cluster too (one pipeline).
+// on a Cluster too (one pipeline). A run's marker and record (MarkerKey,
+// RecordKey) go last, so that a removal cut short leaves the run
+// registered and `ratelab clean` can finish it.
 func DeleteKeys(ctx context.Context, c redis.UniversalClient, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	ordered := make([]string, 0, len(keys))
+	var meta []string
+	for _, k := range keys {
+		if isMetaKey(k) {
+			meta = append(meta, k)
+		} else {
+			ordered = append(ordered, k)
+		}
+	}
+	ordered = append(ordered, meta...)
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
+		for _, k := range ordered {
 			p.Unlink(ctx, k)
 		}
 		return nil
@@ -100,9 +117,39 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
-// NewRunID returns a fresh run id: UTC time plus 4 random hex digits.
+// runIDLayout is the time part of a run id (UTC).
+const runIDLayout = "20060102T150405"
+
+// NewRunID returns a fresh run id: UTC time plus 4 random hex digits,
+// "20261122T030515-cfab" (see IsRunID).
 func NewRunID() string {
 	var b [2]byte
 	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	return time.Now().UTC().Format(runIDLayout) + "-" + hex.EncodeToString(b[:])
 }
+
+// IsRunID reports whether s has the form of NewRunID's ids: a valid UTC
+// time "20060102T150405", a dash and 4 lower-case hex digits. `ratelab
+// clean` never looks at keys under "ratelab:<anything else>:".
+func IsRunID(s string) bool {
+	if len(s) != len(runIDLayout)+5 || s[len(runIDLayout)] != '-' {
+		return false
+	}
+	if _, err := time.Parse(runIDLayout, s[:len(runIDLayout)]); err != nil {
+		return false
+	}
+	for _, r := range s[len(runIDLayout)+1:] {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// runIDGlob is the SCAN MATCH pattern of run ids' keys: the digits and hex
+// digits of a run id, so that SCAN itself passes over other keys.
+const runIDGlob = KeyPrefix + "[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-9][0-9][0-9][0-9][0-9]-" +
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f]:*"
+
+// RunPrefix is the key prefix of run id: "ratelab:<id>:".
+func RunPrefix(id string) string { return KeyPrefix + id + ":" }

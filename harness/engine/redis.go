@@ -132,6 +132,21 @@ func IsTLS(spec string) bool {
 }
 
 func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	r, err := dialURL(ctx, spec, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
+		r.Client.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// dialURL connects to the server of a redis:// or rediss:// URL and waits
+// for it to answer, within o.Timeout; it writes nothing. An address that
+// refuses connections (or does not resolve) fails at once.
+func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := redis.ParseURL(spec)
 	if err != nil {
 		return nil, fmt.Errorf("bad Redis URL %q: %w", RedactURL(spec), err)
@@ -144,17 +159,49 @@ func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	if opt.TLSConfig != nil && o.RootCAs != nil {
 		opt.TLSConfig.RootCAs = o.RootCAs
 	}
+	if err := dialOnce(ctx, opt, o.Timeout); err != nil {
+		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+	}
 	c := redis.NewClient(opt)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr}}
 	if err := r.ready(ctx, o.Timeout); err != nil {
 		c.Close()
 		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
 	}
-	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return r, nil
+}
+
+// dialOnce PINGs the server of opt once, without go-redis's dial retries,
+// and returns the error only when the address cannot be dialled at all
+// (connection refused, no such host, no route): ready would wait out the
+// whole timeout on those, as it does for a server that is starting.
+func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) error {
+	po := *opt
+	po.DialerRetries = 1
+	po.PoolSize = 1
+	c := redis.NewClient(&po)
+	defer c.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := c.Ping(pctx).Err()
+	if isDialError(err) {
+		return err
+	}
+	return nil
+}
+
+// isDialError reports an error of dialling: refused, unresolvable, unreachable.
+func isDialError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
 }
 
 // checkAccessWithin runs CheckAccess bounded by timeout.
