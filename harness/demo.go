@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -112,6 +113,9 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 	}
 	defer s.RemoveKeysOrSay(ctx, nil)
 	err := func() error {
+		if err := s.Start(ctx); err != nil { // clean skips the live demo
+			return fmt.Errorf("register the demo: %w", err)
+		}
 		sc, err := scenarios.Get(DemoScenario)
 		if err != nil {
 			return err

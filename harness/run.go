@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -36,6 +37,11 @@ type Config struct {
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
+
+// ErrKeysVanished is returned when a run's keys were removed while it ran
+// (its registration marker vanished: someone ran FLUSHDB, ratelab clean, or
+// the server lost its data): its figures cannot be trusted.
+var ErrKeysVanished = errors.New("the run's keys were removed while it ran (FLUSH, `ratelab clean` or a restart): its figures are not to be trusted")
 
 // Size bounds of a run: the schedules are built whole (overload holds 15
 // arrivals per unit of limit) and every outcome is kept for the metrics.
@@ -141,6 +147,9 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
 		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
 	err := func() error {
+		if err := s.Start(ctx); err != nil { // clean skips the live run
+			return fmt.Errorf("register the run: %w", err)
+		}
 		for _, sname := range cfg.Scenarios {
 			sc, err := scenarios.Get(sname)
 			if err != nil {
@@ -191,6 +200,9 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
+	if err == nil && s.Vanished() {
+		err = ErrKeysVanished
+	}
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

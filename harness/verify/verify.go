@@ -12,6 +12,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -179,7 +180,10 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}}
 	if rd != nil {
 		st.rdb = rd.Client
-		defer s.RemoveKeys(ctx, st.prefix) // a few round trips, even after Ctrl-C
+		defer s.RemoveKeys(ctx, "")          // a few round trips, even after Ctrl-C
+		if err := s.Start(ctx); err != nil { // clean skips the live verification
+			return nil, fmt.Errorf("register the verification: %w", err)
+		}
 	}
 
 	// one probe decision: a script that does not compile or answers in the
