@@ -91,6 +91,9 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if err := writable(out); err != nil {
+		return err
+	}
 	rd, err := openRedis(c, &f.redis, stderr)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,4 +41,35 @@ func TestCapacityHugeSizes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 14 item 14: a read-only --out is refused before Redis is even
+// opened (so before any measurement), and the error names --out.
+func TestCapacityReadOnlyOut(t *testing.T) {
+	out := readOnlyDir(t)
+	code, stdout, stderr := ratelab(t, "capacity", "--redis", "redis://127.0.0.1:1", "--connect-timeout", "300ms", "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "--out: "+out+" is not writable") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --out", code, stderr, exitUsage)
+	}
+	if strings.Contains(stderr, "cannot reach") || stdout != "" {
+		t.Errorf("went on past --out: stdout %q stderr %q", stdout, stderr)
+	}
+}
+
+// readOnlyDir returns an existing directory the test process cannot write
+// to: a 0555 directory, or for root (who ignores modes) sysfs's /sys/kernel.
+func readOnlyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Getuid() == 0 {
+		dir = "/sys/kernel"
+	} else if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Create(filepath.Join(dir, "probe")); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		t.Skipf("%s is writable here: no read-only directory to test with", dir)
+	}
+	return dir
 }
