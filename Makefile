@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) ./algorithms/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowedReply$$' -fuzztime $(FUZZTIME) ./algorithms/
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
+	$(GO) test -run '^$$' -fuzz '^FuzzCapacityConfig$$' -fuzztime $(FUZZTIME) ./harness/capacity/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseResults$$' -fuzztime $(FUZZTIME) ./reports/
 
 vet:

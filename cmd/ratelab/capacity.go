@@ -4,27 +4,20 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/capacity"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/reports"
 )
 
+// capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
-	redis      redisFlags
-	algorithms []string
-	limits     []int64
-	keys       int
-	activeKeys int64
-	window     time.Duration
-	precision  time.Duration
-	budget     int64
-	out        string
-	format     string
+	redis       redisFlags
+	cfg         capacity.Config
+	out, format string
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -69,65 +62,36 @@ removed at the end; a Redis given by URL is never flushed.`,
 	}
 	fl := c.Flags()
 	f.redis.add(c)
-	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64SliceVar(&f.limits, "limits", harness.DefaultCapacityLimits, "limits (cost units per window) to fill keys to, comma-separated")
-	fl.IntVar(&f.keys, "keys", harness.DefaultCapacityKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
-	fl.Int64Var(&f.activeKeys, "active-keys", harness.DefaultActiveKeys, "M: active keys to project the memory for")
-	fl.DurationVar(&f.window, "window", harness.DefaultCapacityWindow, "window of the limits; keys get this TTL, so it must outlast the run")
-	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
-	fl.Int64Var(&f.budget, "budget", harness.DefaultCapacityBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
+	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
+	fl.Int64SliceVar(&f.cfg.Limits, "limits", capacity.DefaultLimits, "limits (cost units per window) to fill keys to, comma-separated")
+	fl.IntVar(&f.cfg.Keys, "keys", capacity.DefaultKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
+	fl.Int64Var(&f.cfg.ActiveKeys, "active-keys", capacity.DefaultActiveKeys, "M: active keys to project the memory for")
+	fl.DurationVar(&f.cfg.Window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
+	fl.DurationVar(&f.cfg.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
+	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>)")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
 	return c
 }
 
-// config checks the flags and turns them into a harness.CapacityConfig.
-func (f *capacityFlags) config() (harness.CapacityConfig, error) {
-	cfg := harness.CapacityConfig{
-		Algorithms: f.algorithms, Limits: f.limits, Keys: f.keys, ActiveKeys: f.activeKeys,
-		Window: f.window, Precision: f.precision, Budget: f.budget,
-	}
-	if !slices.Contains(reports.Formats, f.format) {
-		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
-	}
-	for _, a := range f.algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return cfg, usagef("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
-	}
-	if len(f.limits) == 0 {
-		return cfg, usagef("--limits: give at least one limit")
-	}
-	for _, l := range f.limits {
-		if l < 1 {
-			return cfg, usagef("--limits: every limit must be >= 1, got %d", l)
-		}
-	}
-	switch {
-	case f.keys < 1:
-		return cfg, usagef("--keys: must be >= 1, got %d", f.keys)
-	case f.activeKeys < 1:
-		return cfg, usagef("--active-keys: must be >= 1, got %d", f.activeKeys)
-	case f.window < time.Minute:
-		return cfg, usagef("--window: must be >= 1m (keys must not expire while measured), got %s", f.window)
-	case f.precision < 0 || f.precision > f.window:
-		return cfg, usagef("--precision: must be in 0..window (%s), got %s", f.window, f.precision)
-	case f.precision > 0 && f.precision < time.Millisecond:
-		return cfg, usagef("--precision: must be >= 1ms, got %s", f.precision)
-	case f.budget < 1:
-		return cfg, usagef("--budget: must be >= 1, got %d", f.budget)
-	}
-	return cfg, nil
-}
+// capacityFlagOf maps capacity.Config's field names to the flags.
+var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "limits": "--limits", "keys": "--keys",
+	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	cfg, err := f.config()
+	if !slices.Contains(reports.Formats, f.format) {
+		return usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	}
+	cfg := f.cfg
+	cfg.RunID = engine.NewRunID()
+	if err := cfg.Validate(); err != nil {
+		return flagError(err, capacityFlagOf)
+	}
+	out, err := outDir(f.out, cfg.RunID)
 	if err != nil {
 		return err
 	}
-	cfg.RunID = engine.NewRunID()
-	out, err := outDir(f.out, cfg.RunID)
-	if err != nil {
+	if err := writable(out); err != nil {
 		return err
 	}
 	rd, err := openRedis(c, &f.redis, stderr)
@@ -135,7 +99,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	defer rd.Close()
-	res, runErr := harness.RunCapacity(c.Context(), rd, cfg, stderr)
+	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
 	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteCapacityDir(dir, res) },
 		func(w io.Writer) error { return reports.WriteCapacity(w, f.format, res) })

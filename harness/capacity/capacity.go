@@ -1,0 +1,320 @@
+// Package capacity measures what rate-limit keys cost in Redis memory:
+// `ratelab capacity`. It fills keys to each limit with the real algorithm
+// scripts (pipelined EVALSHA on an injected virtual clock), and measures
+// MEMORY USAGE, the encoding and the used_memory delta per key, projected
+// to many active keys.
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// minCalibrationKeys is the fewest keys the TTL overhead is measured over:
+// below that, unrelated allocations of a few KB would swamp it.
+const minCalibrationKeys = 1000
+
+// Run fills keys to each limit with the real algorithm scripts (on an
+// injected virtual clock, a window long enough that nothing expires), and
+// measures MEMORY USAGE, the encoding and the used_memory delta per key.
+//
+// For each algorithm x limit it fills N keys (cfg.Keys, scaled down so that
+// the fill makes at most cfg.Budget calls, see KeysFor) from a settled
+// server and divides the used_memory delta by N. A calibration fill of N
+// small hashes with a TTL gives the per-key overhead that MEMORY USAGE
+// leaves out. Zero fields of cfg take their defaults (WithDefaults); a
+// configuration that fails Validate is returned as that *field.Error
+// before Redis is touched. SCRIPT FLUSH during the run costs nothing: the
+// scripts are loaded again and the calls that found none are retried
+// (with a warning, as the flush moves used_memory).
+//
+// Only keys under "ratelab:<run id>:" are written; all of them are removed
+// before Run returns, also when ctx is cancelled. The server is never
+// flushed. The results are never nil: on error they hold what was
+// measured, marked incomplete. progress (nil: none) gets a line per cell.
+// Run is not safe to call twice at once on the same RunID.
+func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) (*measure.CapacityResults, error) {
+	cfg = cfg.WithDefaults()
+	s := harness.NewSession(rd, cfg.RunID, 0)
+	cfg.RunID = s.RunID
+	res := &measure.CapacityResults{
+		Tool: "ratelab", Command: "capacity",
+		Config: measure.CapacityRunConfig{
+			Algorithms: cfg.Algorithms, Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
+			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
+			Budget: cfg.Budget, Prefix: s.Prefix,
+		},
+		Redis:     rd.Info,
+		StartedAt: s.Started,
+		Results:   []measure.CapacityRow{},
+	}
+	err := cfg.Validate()
+	if err == nil {
+		err = measureAll(ctx, s, cfg, res, progress)
+	}
+	res.DurationMS, res.Complete, res.Error = s.End(err)
+	return res, err
+}
+
+// measureAll measures every cell of cfg into res, and removes the run's
+// keys at the end.
+func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measure.CapacityResults, progress io.Writer) (err error) {
+	c := s.Redis.Client
+	nodes, db, err := engine.Nodes(ctx, c)
+	if err != nil {
+		return err
+	}
+	m := &meter{c: c, nodes: nodes, db: db, progress: progress}
+	defer func() {
+		_ = s.RemoveKeys(ctx, "")
+		res.Warnings = append(res.Warnings, m.warnings...)
+	}()
+	prefix := s.Prefix
+	if err := harness.LoadScripts(ctx, c); err != nil {
+		return err
+	}
+	res.Server = serverConfig(ctx, c)
+	// a key of ours with a TTL keeps the db's dicts in MEMORY STATS
+	// (an empty db is left out), so settle can see them shrink back
+	if err := c.Set(ctx, prefix+"sentinel", "1", cfg.Window).Err(); err != nil {
+		return err
+	}
+	// measured warm: the first fill on a connection allocates more than
+	// its keys (tens of KB of server state that stays), so one
+	// calibration round runs first and is thrown away
+	if _, err := m.calibrate(ctx, prefix+"warm:", minCalibrationKeys, cfg.Window); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if info, err := c.Info(ctx, "replication").Result(); err == nil {
+		if n := engine.InfoFields(info)["connected_slaves"]; n != "" && n != "0" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s replica(s) attached: the replication backlog may grow with the fills", n))
+		}
+	}
+	calib := map[int]float64{}
+	cell := 0
+	for _, alg := range cfg.Algorithms {
+		for _, limit := range cfg.Limits {
+			cell++
+			row, err := m.measureCell(ctx, cfg, alg, limit, fmt.Sprintf("%sc%d:", prefix, cell), calib)
+			if err != nil {
+				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
+			}
+			res.Results = append(res.Results, row)
+			if progress != nil {
+				fmt.Fprintf(progress, "capacity: %s limit %d: %d keys, %s %d B/key, used_memory +%.0f B/key (%d ms)\n",
+					alg, limit, row.Keys, row.Encoding, row.MemoryBytes, row.UsedMemoryDeltaBytes, row.FillMS)
+			}
+		}
+	}
+	if slices.Contains(cfg.Algorithms, "sliding-log") {
+		tr, err := m.measureTrim(ctx, cfg, prefix+"trim:")
+		if err != nil {
+			return fmt.Errorf("trim measurement: %w", err)
+		}
+		res.Trim = tr
+	}
+	return nil
+}
+
+// measureCell fills N keys of alg to limit and measures them.
+func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit int64, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
+	l := cfg.limit(alg, limit)
+	probe, err := algorithms.New(alg, m.c, l)
+	if err != nil {
+		return measure.CapacityRow{}, err
+	}
+	plan := FillPlan(alg, l)
+	if plan == nil {
+		return measure.CapacityRow{}, fmt.Errorf("no fill plan for %s (validate the configuration first)", l)
+	}
+	n := KeysFor(cfg.Keys, fillSteps(alg, l), cfg.Budget)
+	at0 := alignUp(harness.VirtualEpoch, l.Window)
+	row := measure.CapacityRow{
+		Algorithm: alg, Limit: limit, WindowMS: cfg.Window.Milliseconds(), LimitDesc: probe.Describe(),
+		Keys: n, KeysWanted: cfg.Keys, Calls: int64(n) * int64(len(plan)), ActiveKeys: cfg.ActiveKeys,
+	}
+	calN := max(n, minCalibrationKeys)
+	overhead, ok := calib[calN]
+	if !ok {
+		if overhead, err = m.calibrate(ctx, prefix+"cal:", calN, cfg.Window); err != nil {
+			return row, fmt.Errorf("calibration: %w", err)
+		}
+		calib[calN] = overhead
+	}
+	row.TTLOverheadBytes = overhead
+
+	// warm: a couple of keys first, so first-use allocations (Lua argument
+	// arrays, reply buffers) are not counted; they stay until the cell is dropped
+	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2), at0); err != nil {
+		return row, err
+	}
+	if err := m.settle(ctx); err != nil {
+		return row, err
+	}
+
+	keyPrefix := prefix + "k:"
+	before, err := m.snapshot(ctx)
+	if err != nil {
+		return row, err
+	}
+	start := time.Now()
+	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n, at0); err != nil {
+		return row, err
+	}
+	row.FillMS = time.Since(start).Milliseconds()
+	if err := m.settle(ctx); err != nil {
+		return row, err
+	}
+	after, err := m.snapshot(ctx)
+	if err != nil {
+		return row, err
+	}
+	row.UsedMemoryDeltaBytes = float64(before.delta(after)) / float64(n)
+	if len(m.nodes) > 1 {
+		if row.Nodes, err = nodeMemory(ctx, m.nodes, before.nodes, after.nodes, keyPrefix); err != nil {
+			return row, err
+		}
+	}
+
+	keys, err := engine.ScanKeys(ctx, m.c, keyPrefix)
+	if err != nil {
+		return row, err
+	}
+	if len(keys) != n {
+		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
+	}
+	sort.Strings(keys)
+	total, err := engine.MemoryUsage(ctx, m.c, keys)
+	if err != nil {
+		return row, err
+	}
+	row.MemoryBytes = int64(math.Round(float64(total) / float64(n)))
+	row.KeyNameBytes = len(keys[0])
+	if row.Type, row.Encoding, row.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
+		return row, err
+	}
+	if row.Entries > 0 {
+		row.BytesPerEntry = float64(row.MemoryBytes) / float64(row.Entries)
+	}
+	row.MemoryWithTTLBytes = float64(row.MemoryBytes) + row.TTLOverheadBytes
+	if row.UsedMemoryDeltaBytes > 0 {
+		row.Agreement = row.MemoryWithTTLBytes / row.UsedMemoryDeltaBytes
+	}
+	row.ProjectedBytes = int64(math.Round(row.UsedMemoryDeltaBytes * float64(cfg.ActiveKeys)))
+	return row, m.drop(ctx, prefix)
+}
+
+// calibrate measures what a key with a TTL costs beyond its MEMORY USAGE at
+// n keys: n small hashes (one field, listpack, whose MEMORY USAGE counts
+// every allocation at its real size) with a TTL, used_memory delta per key
+// minus their MEMORY USAGE.
+func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Duration) (float64, error) {
+	if err := m.settle(ctx); err != nil {
+		return 0, err
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s{%06d}", prefix, i)
+	}
+	before, err := m.snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for lo := 0; lo < n; lo += fillPipeline {
+		_, err := m.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys[lo:min(lo+fillPipeline, n)] {
+				p.HSet(ctx, k, "f", "1")
+				p.PExpire(ctx, k, ttl)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if err := m.settle(ctx); err != nil {
+		return 0, err
+	}
+	after, err := m.snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	mu, err := engine.MemoryUsage(ctx, m.c, keys)
+	if err != nil {
+		return 0, err
+	}
+	overhead := float64(before.delta(after)-mu) / float64(n)
+	return overhead, m.drop(ctx, prefix)
+}
+
+// drop deletes the keys under prefix and waits for the server to settle.
+func (m *meter) drop(ctx context.Context, prefix string) error {
+	keys, err := engine.ScanKeys(ctx, m.c, prefix)
+	if err != nil {
+		return err
+	}
+	if err := engine.DeleteKeys(ctx, m.c, keys); err != nil {
+		return err
+	}
+	return m.settle(ctx)
+}
+
+// describeKey returns TYPE, OBJECT ENCODING and the element count of key.
+func describeKey(ctx context.Context, c redis.UniversalClient, key string) (typ, enc string, entries int64, err error) {
+	if typ, err = c.Type(ctx, key).Result(); err != nil {
+		return
+	}
+	if enc, err = c.ObjectEncoding(ctx, key).Result(); err != nil {
+		return
+	}
+	switch typ {
+	case "zset":
+		entries, err = c.ZCard(ctx, key).Result()
+	case "hash":
+		entries, err = c.HLen(ctx, key).Result()
+	case "set":
+		entries, err = c.SCard(ctx, key).Result()
+	case "list":
+		entries, err = c.LLen(ctx, key).Result()
+	default:
+		entries = 1
+	}
+	return
+}
+
+// serverConfig reads the encodings' thresholds; zero when CONFIG is refused.
+func serverConfig(ctx context.Context, c redis.UniversalClient) measure.CapacityServerInfo {
+	var s measure.CapacityServerInfo
+	get := func(name string) int64 {
+		v, err := c.ConfigGet(ctx, name).Result()
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(v[name], 10, 64)
+		return n
+	}
+	s.ZsetMaxListpackEntries = get("zset-max-listpack-entries")
+	s.HashMaxListpackEntries = get("hash-max-listpack-entries")
+	return s
+}
+
+// alignUp returns the first multiple of w (from the Unix epoch, in µs) at
+// or after t.
+func alignUp(t time.Time, w time.Duration) time.Time {
+	us, wus := t.UnixMicro(), w.Microseconds()
+	n := (us + wus - 1) / wus
+	return time.UnixMicro(n * wus).UTC()
+}

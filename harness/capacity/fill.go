@@ -1,0 +1,168 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+)
+
+// A fill is fillWorkers goroutines, each sending pipelines of fillPipeline
+// EVALSHA.
+const (
+	fillWorkers  = 2
+	fillPipeline = 256
+)
+
+// flushWarning is recorded when a fill met NOSCRIPT: the scripts were
+// flushed (and loaded again), which moves used_memory by the script cache.
+const flushWarning = "the scripts were flushed during a fill (NOSCRIPT): ratelab loaded them again and retried those calls; the script cache moved used_memory by a few KB, so deltas over few keys may be off"
+
+// fillKeys fills n keys "<prefix>{%06d}" of algorithm alg at limit l with
+// plan, from the virtual instant start, with fillWorkers pipelines of
+// EVALSHA described by the algorithm's own Call (its exact keys and
+// arguments) and read by its Decode. Every decision must be accepted. It
+// returns the keys.
+func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, plan []FillCall, prefix string, n int, start time.Time) ([]string, error) {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s{%06d}", prefix, i)
+	}
+	var wg sync.WaitGroup
+	var flushed atomic.Bool
+	errs := make([]error, fillWorkers)
+	for w := range fillWorkers {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			// a limiter per worker, as each client of a real deployment has
+			// one: sliding-log's member names come from its own counter
+			lim, err := scripted(alg, m.c, l)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			b := &batch{c: m.c, lim: lim, flushed: &flushed}
+			for i := w; i < n && errs[w] == nil; i += fillWorkers {
+				for _, fc := range plan {
+					call, err := lim.Call(keys[i], fc.Cost, algorithms.At(start.Add(fc.Offset)))
+					if err != nil {
+						errs[w] = err
+						break
+					}
+					if b.calls = append(b.calls, call); len(b.calls) >= fillPipeline {
+						if errs[w] = b.run(ctx); errs[w] != nil {
+							break
+						}
+					}
+				}
+			}
+			if errs[w] == nil {
+				errs[w] = b.run(ctx)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if flushed.Load() && !slices.Contains(m.warnings, flushWarning) {
+		m.warnings = append(m.warnings, flushWarning)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// scripted returns the limiter of alg at l, as the algorithms.Scripted
+// every built-in algorithm is.
+func scripted(alg string, c redis.UniversalClient, l algorithms.Limit) (algorithms.Scripted, error) {
+	lim, err := algorithms.New(alg, c, l)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := lim.(algorithms.Scripted)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a script limiter, cannot be pipelined", alg)
+	}
+	return s, nil
+}
+
+// batch is the calls of one worker waiting for their pipeline. Not safe
+// for concurrent use.
+type batch struct {
+	c       redis.UniversalClient
+	lim     algorithms.Scripted
+	calls   []algorithms.ScriptCall
+	flushed *atomic.Bool // set when a call met NOSCRIPT
+}
+
+// run sends the queued calls as one pipeline of EVALSHA and checks that
+// every decision was accepted. A pipeline does not fall back to EVAL: calls
+// that found no script (NOSCRIPT, after a SCRIPT FLUSH) did not run, so
+// their scripts are loaded again (SCRIPT LOAD, for the pipelines to come)
+// and those calls, in their order, are sent once more as EVAL of the
+// script's source, which cannot miss the script however often it is
+// flushed. Calls of one key are never reordered but for one case: a call
+// that missed the script runs after later calls of its key that found it
+// (another worker loaded it meanwhile); all calls of a fill are accepted
+// within one window, so the key ends the same.
+func (b *batch) run(ctx context.Context) error {
+	if len(b.calls) == 0 {
+		return nil
+	}
+	calls := b.calls
+	b.calls = b.calls[:0]
+	cmds := make([]*redis.Cmd, len(calls))
+	_, _ = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range calls {
+			cmds[i] = p.EvalSha(ctx, c.Script.Hash(), c.Keys, c.Args...)
+		}
+		return nil
+	})
+	var missed []int
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			missed = append(missed, i)
+		}
+	}
+	if len(missed) > 0 {
+		b.flushed.Store(true)
+		loaded := map[string]bool{}
+		for _, i := range missed {
+			s := calls[i].Script
+			if loaded[s.Hash()] {
+				continue
+			}
+			if err := s.Load(ctx, b.c).Err(); err != nil {
+				return fmt.Errorf("%s: SCRIPT LOAD after NOSCRIPT: %w", b.lim.Name(), err)
+			}
+			loaded[s.Hash()] = true
+		}
+		_, _ = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range missed {
+				cmds[i] = calls[i].Script.Eval(ctx, p, calls[i].Keys, calls[i].Args...)
+			}
+			return nil
+		})
+	}
+	for i, cmd := range cmds {
+		reply, err := cmd.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("%s: %w", b.lim.Name(), err)
+		}
+		d, err := b.lim.Decode(calls[i], reply)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.lim.Name(), err)
+		}
+		if !d.Allowed {
+			return fmt.Errorf("a fill decision was denied (%s %v %v): the fill plan overran the limit", b.lim.Name(), calls[i].Keys, calls[i].Args)
+		}
+	}
+	return nil
+}

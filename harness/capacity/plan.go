@@ -1,0 +1,121 @@
+package capacity
+
+import (
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+)
+
+// FillCall is one decision of a fill plan: Cost units at Offset after the
+// plan's start (a window boundary).
+type FillCall struct {
+	Offset time.Duration
+	Cost   int64
+}
+
+// FillPlan returns the decisions that bring one key of algorithm alg to a
+// full window of l.Limit accepted units, as offsets from a start aligned to
+// the window, all within one window, in time order:
+//   - sliding-log and any algorithm without a shortcut: l.Limit decisions of
+//     cost 1 spread evenly over the window (one sorted-set member each, as
+//     l.Limit single requests would leave);
+//   - bucketed-hash: one decision per block of the precision, carrying that
+//     block's share of the units (the hash ends as with cost-1 decisions
+//     spread over the window); blocks that would get no unit are left out;
+//   - fixed-window, sliding-counter, reservoir, gcra: one decision of cost
+//     l.Limit (the window's counter, the bucket, or the GCRA's theoretical
+//     arrival time ends at the limit, as after l.Limit single requests).
+//
+// It returns nil when l cannot be filled (Limit < 1, Window < 1 ns, a
+// negative precision or one below 1 ns) or when the plan would have more
+// than MaxBudget calls; Config.Validate refuses such configurations first.
+// len(FillPlan(alg, l)) == PlanCalls(alg, l) otherwise.
+func FillPlan(alg string, l algorithms.Limit) []FillCall {
+	n := PlanCalls(alg, l)
+	if n < 1 || n > MaxBudget {
+		return nil
+	}
+	plan := make([]FillCall, 0, n)
+	switch alg {
+	case "fixed-window", "sliding-counter", "reservoir", "gcra":
+		return append(plan, FillCall{0, l.Limit})
+	case "bucketed-hash":
+		p := precision(l)
+		blocks := blockCount(l)
+		if l.Limit >= blocks {
+			// every block gets floor((b+1)L/B) - floor(bL/B) >= 1 units
+			q, r := l.Limit/blocks, l.Limit%blocks
+			upTo := func(b int64) int64 { return b*q + b*r/blocks } // floor(bL/B) without overflow
+			for b := int64(0); b < blocks; b++ {
+				plan = append(plan, FillCall{time.Duration(b) * p, upTo(b+1) - upTo(b)})
+			}
+			return plan
+		}
+		// fewer units than blocks: unit k (1..L) lands in block ceil(kB/L) - 1
+		q, r := blocks/l.Limit, blocks%l.Limit
+		for k := int64(1); k <= l.Limit; k++ {
+			b := k*q + (k*r+l.Limit-1)/l.Limit - 1
+			plan = append(plan, FillCall{time.Duration(b) * p, 1})
+		}
+		return plan
+	}
+	step := l.Window / time.Duration(l.Limit)
+	for i := range n {
+		plan = append(plan, FillCall{time.Duration(i) * step, 1})
+	}
+	return plan
+}
+
+// PlanCalls is the number of decisions FillPlan(alg, l) holds, computed
+// without building it: 1 for the counters and buckets, min(blocks, Limit)
+// for bucketed-hash, Limit for sliding-log. 0 when l cannot be filled.
+func PlanCalls(alg string, l algorithms.Limit) int64 {
+	if l.Limit < 1 || l.Window < 1 {
+		return 0
+	}
+	switch alg {
+	case "fixed-window", "sliding-counter", "reservoir", "gcra":
+		return 1
+	case "bucketed-hash":
+		if precision(l) < 1 {
+			return 0
+		}
+		return min(blockCount(l), l.Limit)
+	}
+	return l.Limit
+}
+
+// fillSteps is what filling one key of alg at l costs against the budget:
+// its calls, and for bucketed-hash at least one per block of the window
+// (the script steps through every block it drops between two calls).
+func fillSteps(alg string, l algorithms.Limit) int64 {
+	n := PlanCalls(alg, l)
+	if alg == "bucketed-hash" && n > 0 {
+		n = max(n, blockCount(l))
+	}
+	return n
+}
+
+// KeysFor is the number of keys capacity fills for one algorithm x limit:
+// wanted, scaled down so that keys x callsPerKey <= budget, but at least
+// MinKeys (and never more than wanted).
+func KeysFor(wanted int, callsPerKey, budget int64) int {
+	n := int64(wanted)
+	if callsPerKey > 0 && n > budget/callsPerKey {
+		n = max(budget/callsPerKey, MinKeys)
+	}
+	return int(min(n, int64(wanted)))
+}
+
+// precision is bucketed-hash's block length: l.Precision, or Window/10.
+func precision(l algorithms.Limit) time.Duration {
+	if l.Precision == 0 {
+		return l.Window / 10
+	}
+	return l.Precision
+}
+
+// blockCount is ceil(Window / precision), for Window >= 1 and precision >= 1.
+func blockCount(l algorithms.Limit) int64 {
+	return int64((l.Window-1)/precision(l)) + 1
+}

@@ -1,0 +1,59 @@
+package capacity
+
+import (
+	"context"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// trimFilled and trimKept are the trim measurement's sizes: keys filled to
+// trimFilled entries keep trimKept of them (+1, the trimming decision).
+const (
+	trimFilled = 200
+	trimKept   = 50
+	trimKeys   = 20
+)
+
+// measureTrim fills trimKeys sliding-log keys to trimFilled entries, trims
+// them with one decision a window later so that trimKept entries (+1) stay,
+// and compares them with keys filled to that many entries directly.
+func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*measure.TrimResult, error) {
+	l := algorithms.Limit{Limit: trimFilled, Window: cfg.Window}
+	plan := FillPlan("sliding-log", l)
+	start := alignUp(harness.VirtualEpoch, l.Window)
+	keys, err := m.fillKeys(ctx, "sliding-log", l, plan, prefix+"t:", trimKeys, start)
+	if err != nil {
+		return nil, err
+	}
+	// one decision at the time the (trimFilled-trimKept)-th oldest entry leaves the window
+	cut := plan[trimFilled-trimKept-1].Offset + l.Window
+	if _, err := m.fillKeys(ctx, "sliding-log", l, []FillCall{{cut, 1}}, prefix+"t:", trimKeys, start); err != nil {
+		return nil, err
+	}
+	tr := &measure.TrimResult{Algorithm: "sliding-log", Keys: trimKeys, FilledEntries: trimFilled}
+	var mu int64
+	if _, tr.Encoding, tr.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
+		return nil, err
+	}
+	if mu, err = engine.MemoryUsage(ctx, m.c, keys); err != nil {
+		return nil, err
+	}
+	tr.MemoryBytes = mu / int64(len(keys))
+
+	fresh := algorithms.Limit{Limit: tr.Entries, Window: cfg.Window}
+	fkeys, err := m.fillKeys(ctx, "sliding-log", fresh, FillPlan("sliding-log", fresh), prefix+"f:", trimKeys, start)
+	if err != nil {
+		return nil, err
+	}
+	if _, tr.FreshEncoding, _, err = describeKey(ctx, m.c, fkeys[0]); err != nil {
+		return nil, err
+	}
+	if mu, err = engine.MemoryUsage(ctx, m.c, fkeys); err != nil {
+		return nil, err
+	}
+	tr.FreshMemoryBytes = mu / int64(len(fkeys))
+	return tr, m.drop(ctx, prefix)
+}

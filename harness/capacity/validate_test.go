@@ -1,0 +1,87 @@
+package capacity_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/capacity"
+)
+
+// Validate names the bad field and says why; every size has a bound, so
+// nothing reaches an allocation or a script that would not end (issue 14
+// item 7: limits of 1e18 used to panic in makeslice).
+func TestValidate(t *testing.T) {
+	ok := capacity.Config{}.WithDefaults()
+	with := func(f func(*capacity.Config)) capacity.Config {
+		c := ok
+		f(&c)
+		return c
+	}
+	cases := []struct {
+		name  string
+		cfg   capacity.Config
+		field string // "" when valid
+		want  string // in the error
+	}{
+		{"defaults", ok, "", ""},
+		{"limit 2^53 on a counter", with(func(c *capacity.Config) {
+			c.Algorithms, c.Limits = []string{"fixed-window", "gcra"}, []int64{capacity.MaxLimit}
+		}), "", ""},
+		{"one year window, 1h blocks", with(func(c *capacity.Config) { c.Window, c.Precision = capacity.MaxWindow, time.Hour }), "", ""},
+		{"few keys make room", with(func(c *capacity.Config) {
+			c.Algorithms, c.Limits, c.Keys = []string{"sliding-log"}, []int64{50000}, 2
+		}), "", ""},
+		{"unknown algorithm", with(func(c *capacity.Config) { c.Algorithms = []string{"leaky"} }), "algorithms", `unknown algorithm "leaky"`},
+		{"no limits", with(func(c *capacity.Config) { c.Limits = nil }), "limits", "give at least one limit"},
+		{"limit zero", with(func(c *capacity.Config) { c.Limits = []int64{10, 0} }), "limits", "every limit must be >= 1, got 0"},
+		{"limit 1e18", with(func(c *capacity.Config) { c.Limits = []int64{1e18} }), "limits", "every limit must be <= 9007199254740992"},
+		{"sliding-log over the budget", with(func(c *capacity.Config) { c.Limits = []int64{10001} }), "limits",
+			"10001: sliding-log makes 10001 script calls per key at limit 10001, x 10 keys at least = 100010 calls, over the budget of 100000"},
+		{"bucketed-hash blocks over the budget", with(func(c *capacity.Config) {
+			c.Algorithms, c.Limits, c.Precision, c.Budget = []string{"bucketed-hash"}, []int64{10}, 360*time.Millisecond, 50000
+		}), "precision", "10000 blocks of 360ms per key, x 10 keys at least = 100000, over the budget of 50000"},
+		{"too many blocks", with(func(c *capacity.Config) { c.Precision = time.Millisecond }), "precision", "at most 10000 blocks per window"},
+		{"fine precision without bucketed-hash", with(func(c *capacity.Config) {
+			c.Algorithms, c.Precision = []string{"fixed-window"}, time.Millisecond
+		}), "", ""},
+		{"keys zero", with(func(c *capacity.Config) { c.Keys = 0 }), "keys", "must be >= 1, got 0"},
+		{"keys huge", with(func(c *capacity.Config) { c.Keys = 1 << 62 }), "keys", "must be <= 10000000"},
+		{"active keys negative", with(func(c *capacity.Config) { c.ActiveKeys = -1 }), "active_keys", "must be >= 1, got -1"},
+		{"active keys huge", with(func(c *capacity.Config) { c.ActiveKeys = 1 << 62 }), "active_keys", "must be <= 1000000000000"},
+		{"short window", with(func(c *capacity.Config) { c.Window = 10 * time.Second }), "window", "must be >= 1m"},
+		{"huge window", with(func(c *capacity.Config) { c.Window = 1000000 * time.Hour }), "window", "must be <= 8760h0m0s"},
+		{"precision over window", with(func(c *capacity.Config) { c.Precision = 2 * time.Hour }), "precision", "must be in 0..window"},
+		{"precision under 1ms", with(func(c *capacity.Config) { c.Precision = time.Microsecond }), "precision", "must be >= 1ms"},
+		{"budget zero", with(func(c *capacity.Config) { c.Budget = 0 }), "budget", "must be >= 1, got 0"},
+		{"budget huge", with(func(c *capacity.Config) { c.Budget = 1e18 }), "budget", "must be <= 10000000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate()
+			name, _ := field.Name(err)
+			if c.field == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || name != c.field || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v (field %q); want field %q and %q", err, name, c.field, c.want)
+			}
+		})
+	}
+}
+
+// Run refuses a bad configuration before it touches Redis: the field error,
+// incomplete results, no keys written.
+func TestRunInvalid(t *testing.T) {
+	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{Limits: []int64{1e18}}, nil)
+	if name, _ := field.Name(err); name != "limits" {
+		t.Fatalf("err %v, want a limits field error", err)
+	}
+	if res == nil || res.Complete || res.Error == "" || len(res.Results) != 0 {
+		t.Errorf("results %+v", res)
+	}
+}
