@@ -115,7 +115,7 @@ func (cfg Config) Validate() error {
 // once and run against each algorithm (on its own keys). The run's keys are
 // removed at the end, also when ctx is cancelled. On error the returned
 // Results hold what was measured, with Complete false and Error set.
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
+func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
@@ -127,7 +127,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
-	res := &measure.Results{
+	res = &measure.Results{
 		Tool: "ratelab", Command: "run",
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: cfg.Scenarios,
@@ -146,7 +146,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	res.Config.OnError = string(cfg.OnError)
 	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
 		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
-	err := func() error {
+	err = func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live run
 			return fmt.Errorf("register the run: %w", err)
 		}
@@ -203,6 +203,18 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	if err == nil && s.Vanished() {
 		err = ErrKeysVanished
 	}
+	defer func() {
+		// after the run's own time: a pending SCRIPT KILL is waited for
+		// (the user's Redis must not be left BUSY), then named as the cause
+		if kerr := runner.Settle(); kerr != nil {
+			if err == nil {
+				err = kerr
+			} else {
+				err = fmt.Errorf("%w: %w", kerr, err)
+			}
+			res.Complete, res.Error = false, err.Error()
+		}
+	}()
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

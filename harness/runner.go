@@ -107,6 +107,12 @@ type Runner struct {
 	Observe func(job int, o Outcome)
 
 	cancel context.CancelCauseFunc
+	kill   struct {
+		once   sync.Once
+		done   chan struct{} // closed when the SCRIPT KILL is over
+		killed bool
+		err    error
+	}
 	outage struct {
 		mu    sync.Mutex
 		since time.Time // first failure of the current run of failures; zero: none
@@ -401,7 +407,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	o.Recv = time.Now()
 	cancel()
 	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && engine.IsTimeout(o.Err) {
-		o.Err = r.killBusy(ctx, o.Err)
+		r.killBusy(ctx)
 	}
 	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
 		r.noteCall(o.Err, r.cancel)
@@ -432,20 +438,39 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 }
 
 // killBusy is called after a call timed out: a script still running would
-// leave the user's Redis answering BUSY to everyone, so it is stopped with
-// SCRIPT KILL, and the call's error says so.
-func (r *Runner) killBusy(ctx context.Context, callErr error) error {
-	killed, err := engine.KillBusyScript(ctx, r.Redis)
-	switch {
-	case killed:
-		if r.Progress != nil {
-			fmt.Fprintf(r.Progress, "ratelab: a script ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
-		}
-		return fmt.Errorf("%w (%s): %v", engine.ErrScriptKilled, r.Timeout, callErr)
-	case err != nil:
-		return fmt.Errorf("%w; SCRIPT KILL: %v", callErr, err)
+// leave the user's Redis answering BUSY to everyone after ratelab exits, so
+// SCRIPT KILL is sent, once per Runner, in the background (Redis answers it
+// only after busy-reply-threshold, 5 s by default, and a server that hangs
+// for another reason never does, so the run must not wait for it). Settle
+// waits for it.
+func (r *Runner) killBusy(ctx context.Context) {
+	r.kill.once.Do(func() {
+		r.kill.done = make(chan struct{})
+		go func() {
+			defer close(r.kill.done)
+			killed, err := engine.KillBusyScript(ctx, r.Redis)
+			r.kill.killed, r.kill.err = killed, err
+			if killed && r.Progress != nil {
+				fmt.Fprintf(r.Progress, "ratelab: a script ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
+			}
+		}()
+	})
+}
+
+// Settle waits for a SCRIPT KILL that a timed-out call started (at most
+// engine.KillWait) and returns an error wrapping engine.ErrScriptKilled
+// when a script had to be killed; nil otherwise. Call it once the run is
+// over, before the process exits, so that the user's Redis is never left
+// answering BUSY.
+func (r *Runner) Settle() error {
+	if r.kill.done == nil {
+		return nil
 	}
-	return callErr
+	<-r.kill.done
+	if r.kill.killed {
+		return fmt.Errorf("%w (%s)", engine.ErrScriptKilled, r.Timeout)
+	}
+	return nil
 }
 
 // virtualAnchor is the first multiple of the window after VirtualEpoch minus

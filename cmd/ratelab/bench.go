@@ -164,11 +164,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = engine.NewRunID()
-	out, err := outDir(f.out, cfg.RunID)
-	if err != nil {
-		return err
-	}
-	rd, err := openRedis(c, &f.redis, stderr)
+	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}

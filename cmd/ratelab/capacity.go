@@ -18,6 +18,7 @@ type capacityFlags struct {
 	redis       redisFlags
 	cfg         capacity.Config
 	out, format string
+	force       bool
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -69,7 +70,8 @@ removed at the end; a Redis given by URL is never flushed.`,
 	fl.DurationVar(&f.cfg.Window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
 	fl.DurationVar(&f.cfg.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
-	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>)")
+	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
+	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
 	return c
 }
@@ -87,14 +89,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := cfg.Validate(); err != nil {
 		return flagError(err, capacityFlagOf)
 	}
-	out, err := outDir(f.out, cfg.RunID)
-	if err != nil {
-		return err
-	}
-	if err := writable(out); err != nil {
-		return err
-	}
-	rd, err := openRedis(c, &f.redis, stderr)
+	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}

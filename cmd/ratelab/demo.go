@@ -101,18 +101,11 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := engine.NewRunID()
-	out, err := outputDir(f.out, runID, f.force)
-	if err != nil {
-		return err
-	}
-	rd, err := openRedis(c, &f.redis, stderr)
+	rd, out, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	if err := makeOut(out); err != nil {
-		return err
-	}
 
 	// the show goes to stdout, unless stdout carries the JSON results
 	show := stdout

@@ -16,12 +16,8 @@ import (
 // usage error.
 func fieldUsage(c *cobra.Command, err error, flagOf map[string]string) error {
 	var fe *field.Error
-	if !errors.As(err, &fe) || flagOf[fe.Name] == "" {
-		return usagef("%w", err)
+	if errors.As(err, &fe) && flagOf[fe.Name] != "" && !c.Flags().Changed(strings.TrimPrefix(flagOf[fe.Name], "--")) {
+		return usagef("%s: %w (it is required)", flagOf[fe.Name], fe.Err)
 	}
-	flag := flagOf[fe.Name]
-	if !c.Flags().Changed(strings.TrimPrefix(flag, "--")) {
-		return usagef("%s: %w (it is required)", flag, fe.Err)
-	}
-	return usagef("%s: %w", flag, fe.Err)
+	return flagError(err, flagOf)
 }

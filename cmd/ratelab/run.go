@@ -119,18 +119,11 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = engine.NewRunID()
-	out, err := outputDir(f.out, cfg.RunID, f.force)
-	if err != nil {
-		return err
-	}
-	rd, err := openRedis(c, &f.redis, stderr)
+	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	if err := makeOut(out); err != nil {
-		return err
-	}
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		return usagef("--out: %w", err)

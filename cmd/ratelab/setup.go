@@ -13,14 +13,29 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// outDir is outputDir without --force, creating the directory at once
-// (bench and capacity, until they take --force).
-func outDir(out, runID string) (string, error) {
-	dir, err := outputDir(out, runID, false)
+// openOut gets a command its results directory and its Redis, in the
+// order that loses nothing: --out is checked (outputDir) and made writable
+// before Redis is opened, so a bad --out stops the command before it
+// measures; a directory it created is removed again when Redis cannot be
+// opened, so an unreachable Redis leaves no empty results directory. The
+// caller closes the Redis.
+func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (*engine.Redis, string, error) {
+	dir, err := outputDir(out, runID, force)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return dir, makeOut(dir)
+	_, statErr := os.Stat(dir)
+	if err := makeOut(dir); err != nil {
+		return nil, "", err
+	}
+	rd, err := openRedis(c, rf, stderr)
+	if err != nil {
+		if os.IsNotExist(statErr) {
+			_ = os.Remove(dir) // only if still empty
+		}
+		return nil, "", err
+	}
+	return rd, dir, nil
 }
 
 // resultFiles are the files a ratelab command writes to its results
@@ -70,12 +85,20 @@ func isResultFile(name string) bool {
 }
 
 // makeOut creates dir (and its parents) when there is something to write
-// to it, so an early failure leaves no empty directory. Errors name --out.
+// to it, so an early failure leaves no empty directory, and checks that
+// files can be written there (a probe file is created and removed), so a
+// read-only --out stops the command before it measures anything. Errors
+// name --out.
 func makeOut(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("--out: %w", err)
+		return usagef("--out: %s is not writable: %w", dir, err)
 	}
-	return nil
+	f, err := os.CreateTemp(dir, ".ratelab-probe-*")
+	if err != nil {
+		return usagef("--out: %s is not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // openRedis opens the Redis of rf and says which one on stderr. The caller
