@@ -508,9 +508,9 @@ const (
 )
 
 // indexRewriter is an expr patcher that records the Placeholders an
-// expression names and makes indexing 1-based, as in Lua: it rewrites
-// x[i] and x?.[i] to calls of luaIndex and luaOptionalIndex. Field access
-// (x.name, x["name"]) and method calls are left to expr. Slices are
+// expression names and makes indexing behave as in Lua: it rewrites x[i],
+// x.name and x?.[i] to calls of luaIndex and luaOptionalIndex. Method calls
+// are left to expr. Slices and $env (which would hide the names used) are
 // refused: err is set.
 type indexRewriter struct {
 	names nameCollector
@@ -521,14 +521,13 @@ func (r *indexRewriter) Visit(node *ast.Node) {
 	r.names.Visit(node)
 	switch n := (*node).(type) {
 	case *ast.SliceNode:
-		if r.err == nil {
-			r.err = &file.Error{Location: n.Location(), Message: "slices (x[i:j]) are not supported; index elements one at a time, from 1 as in Lua: x[1]"}
+		r.fail(n, "slices (x[i:j]) are not supported; index elements one at a time, from 1 as in Lua: x[1]")
+	case *ast.IdentifierNode:
+		if n.Value == "$env" {
+			r.fail(n, "$env is not supported; name the variables")
 		}
 	case *ast.MemberNode:
 		if n.Method {
-			return
-		}
-		if _, field := n.Property.(*ast.StringNode); field {
 			return
 		}
 		fn := luaIndexFn
@@ -539,14 +538,23 @@ func (r *indexRewriter) Visit(node *ast.Node) {
 	}
 }
 
+// fail records the first error, at node.
+func (r *indexRewriter) fail(node ast.Node, msg string) {
+	if r.err == nil {
+		r.err = &file.Error{Location: node.Location(), Message: msg}
+	}
+}
+
 // luaIndex is x[i] as in Lua: element i of an array counting from 1, nil
-// past either end; the value at key i of a map. Anything else is an error.
+// past either end; the value at key i of a map, nil if absent (an integer
+// key also matches the int64 key go-redis decodes). Indexing anything else
+// is an error.
 func luaIndex(args ...any) (any, error) {
 	x, i := args[0], args[1]
-	switch a := x.(type) {
-	case nil:
+	if x == nil {
 		return nil, fmt.Errorf("cannot index nil with [%s]", formatValue(i))
-	case []any:
+	}
+	if a, ok := x.([]any); ok { // the common case, without reflection
 		k, ok := toIndex(i)
 		if !ok {
 			return nil, fmt.Errorf("array index %s is not an integer", formatValue(i))
@@ -555,21 +563,9 @@ func luaIndex(args ...any) (any, error) {
 			return nil, nil
 		}
 		return a[k-1], nil
-	case map[any]any:
-		if v, ok := a[i]; ok {
-			return v, nil
-		}
-		if k, ok := toIndex(i); ok {
-			return a[k], nil
-		}
-		return nil, nil
-	case map[string]any:
-		if s, ok := i.(string); ok {
-			return a[s], nil
-		}
-		return nil, nil
 	}
-	if v := reflect.ValueOf(x); v.Kind() == reflect.Slice || v.Kind() == reflect.Array {
+	switch v := reflect.ValueOf(x); v.Kind() {
+	case reflect.Slice, reflect.Array:
 		k, ok := toIndex(i)
 		if !ok {
 			return nil, fmt.Errorf("array index %s is not an integer", formatValue(i))
@@ -578,6 +574,21 @@ func luaIndex(args ...any) (any, error) {
 			return nil, nil
 		}
 		return v.Index(int(k - 1)).Interface(), nil
+	case reflect.Map:
+		keys := []any{i}
+		if k, ok := toIndex(i); ok {
+			keys = append(keys, k)
+		}
+		for _, key := range keys {
+			kv := reflect.ValueOf(key)
+			if !kv.IsValid() || !kv.Comparable() || !kv.Type().AssignableTo(v.Type().Key()) {
+				continue
+			}
+			if e := v.MapIndex(kv); e.IsValid() {
+				return e.Interface(), nil
+			}
+		}
+		return nil, nil
 	}
 	return nil, fmt.Errorf("cannot index %s with [%s]", describeKind(x), formatValue(i))
 }

@@ -55,6 +55,7 @@ func TestTemplateFill(t *testing.T) {
 		// Braces that do not start with a lower-case letter or _ are text.
 		{tpl: "{ limit }", want: "{ limit }"},
 		{tpl: "{1}", want: "{1}"},
+		{tpl: "{$env.now_ms}", want: "{$env.now_ms}"},
 		{tpl: "{Limit}", want: "{Limit}"},
 		{tpl: "}{", want: "}{"},
 		{tpl: "{", want: "{"},
@@ -177,6 +178,8 @@ func TestTemplateErrors(t *testing.T) {
 		{"{now()}", "unknown name now"},
 		// Slices are not supported (indexing is 1-based).
 		{"{key[0:2]}", "slices (x[i:j]) are not supported"},
+		// $env would hide which names are used (the clock).
+		{"{key + $env.now_ms}", "$env is not supported"},
 		// reply is a variable of predicates only.
 		{"{reply}", "unknown placeholder {reply}"},
 	}
