@@ -37,24 +37,28 @@ type predicateEnv struct {
 // "reply[1] == cost".
 //
 // Its variables are reply and the Placeholders (limit, cost, window_ms, ...;
-// numbers as in ParseTemplate). reply is the decoded Redis reply: an int64
-// for a Lua number (truncated to an integer by Redis) or Lua true; a string
-// for a Lua string or status reply; nil for Lua false or nil; an array
-// ([]any) for a Lua table. Comparisons mix integer types freely: reply == 1
-// is true for the int64 1.
+// numbers as in ParseTemplate). reply is the script's reply as go-redis
+// decodes it (measured with RESP2 and RESP3 connections): an int64 for a Lua
+// number (Redis truncates 3.9 to 3) or Lua true; a string for a Lua string
+// or {ok = "..."} status; nil for Lua false or nil, also inside an array; an
+// array ([]any) for a Lua table. Any other decoded value (a map[any]any, a
+// float64 or a bool from a RESP3 script) is used as it is. Comparisons mix
+// integer types freely: reply == 1 is true for the int64 1.
 //
-// Arrays are indexed from 1, as in Lua: reply[1] is the first element,
-// reply[len(reply)] the last; reply[0], negative and past-the-end indexes
-// give nil (reply[5] == nil is true for a 2-element reply). reply?.[1] is nil
-// when reply is nil. Indexing anything but an array or a map is an error
-// when evaluated. len(reply), "1 in reply", all(reply, # >= 0) and the other
-// builtins see the array as it is. Slices (reply[1:2]) are not supported. The
-// clock builtin now() is not available.
+// Indexing is Lua's: reply[1] is the first element of an array,
+// reply[len(reply)] the last, and reply[0], negative and past-the-end
+// indexes give nil (reply[5] == nil is true for a 2-element reply). A map
+// indexes by key (reply.status, reply["status"], reply[1] for the int64 key
+// 1). Indexing nil, a string or a number is an evaluation error; reply?.[1]
+// is nil when reply is nil. len(reply), "1 in reply", all(reply, # >= 0) and
+// the other builtins see the array as it is. Slices (reply[1:2]) are not
+// supported; nor are now() (the clock is not readable) and $env.
 //
 // The expression must give a bool: one whose type is known not to be bool
 // ("limit + 1") is a compile error, and one that gives anything else when
-// evaluated ("reply[1]" on [nil]) an evaluation error: nil is not false. Errors name the predicate and the
-// character (counted from 1) of the problem; they never wrap ErrReplyShape.
+// evaluated (reply[1] on the reply [nil]) an evaluation error, since nil is
+// not false. Compile errors name the predicate and the character (counted
+// from 1) of the problem; they do not wrap ErrReplyShape.
 func ParseReplyPredicate(src string) (ReplyPredicate, error) {
 	if strings.TrimSpace(src) == "" {
 		return ReplyPredicate{}, fmt.Errorf("predicate %q: empty; want an expression such as reply == 1", src)
@@ -97,7 +101,9 @@ func (p ReplyPredicate) Uses(names ...string) bool {
 // indexed, nil compared with a number, a result that is not a bool), the
 // error wraps ErrReplyShape and shows the predicate and the reply:
 //
-//	predicate "reply[1] == 1" on reply "OK" (a string): cannot index a string
+//	predicate "reply[1] == 1" on reply "OK" (a string): cannot index a string with [1]
+//
+// For ReplyIs, Eval is ParseAllowedReply(reply) == n, with its errors.
 func (p ReplyPredicate) Eval(reply any, v Values) (bool, error) {
 	if p.is {
 		n, err := ParseAllowedReply(reply)

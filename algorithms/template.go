@@ -98,8 +98,9 @@ type Values struct {
 //
 // Numbers in expressions: now_us, now_ms, window_us, window_ms, limit and
 // cost are int64, and + - * % on integers stay exact integers (overflow past
-// ±9.2e18 wraps, as in Go; now_us * 1000 is still exact). now_s and window_s
-// are float64 seconds. "/" always divides as floating point, as Lua does:
+// ±9.2e18 wraps, as in Go; now_us * 1000 is still exact); % takes integers
+// only. now_s and window_s are float64 seconds, and an integer meeting a
+// float becomes a float. "/" and "**" always give a float, as in Lua:
 // {limit / window_s} is 10 for limit 10 and window 1s, 5 for window 2s,
 // 6.666666666666667 for 20 / 3. floor, ceil and round return whole floats.
 // floor(a / b) of integers below 2^53 (now_us until the year 2255) is the
