@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
+	github.com/expr-lang/expr v1.17.8
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/moby/moby/api v1.55.0
 	github.com/olekukonko/tablewriter v1.1.5
