@@ -137,13 +137,13 @@ func ParseTemplate(s string) (Template, error) {
 		}
 	}
 	for i := 0; i < len(s); {
-		if s[i] != '{' || i+1 == len(s) || !isNameStart(s[i+1]) {
+		if s[i] != '{' || i+1 == len(s) || !isPlaceholderStart(s[i+1]) {
 			lit.WriteByte(s[i])
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(s) && isNameStart(s[j]) {
+		for j < len(s) && isPlaceholderStart(s[j]) {
 			j++
 		}
 		if j < len(s) && s[j] == '}' {
@@ -172,9 +172,9 @@ func ParseTemplate(s string) (Template, error) {
 	return t, nil
 }
 
-// isNameStart reports whether c may start a substitution: [a-z_]. A lone
+// isPlaceholderStart reports whether c may start a substitution: [a-z_]. A lone
 // placeholder is made of these bytes only.
-func isNameStart(c byte) bool { return c >= 'a' && c <= 'z' || c == '_' }
+func isPlaceholderStart(c byte) bool { return c >= 'a' && c <= 'z' || c == '_' }
 
 func isPlaceholder(name string) bool {
 	for _, p := range Placeholders {

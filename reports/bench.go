@@ -26,7 +26,8 @@ import (
 //   - "table" / "markdown": one line per algorithm x path with clients,
 //     pipeline, decisions per second (median of ratelab's runs), latency
 //     p50/p99/p99.9/max (µs), the server's own µs per EVALSHA and its CPU,
-//     the share of decisions allowed, and when compared redis-benchmark's
+//     the share of decisions allowed, the calls answered with an error
+//     (not decisions), and when compared redis-benchmark's
 //     decisions per second (median) and the ratio ratelab/redis-benchmark;
 //     then notes on how the figures are made.
 //   - "json": the whole BenchResults, indented, as results.json holds it.
@@ -117,7 +118,7 @@ func writeIn[T any](w io.Writer, format string, text func(w io.Writer, markdown 
 func benchTable(r *measure.BenchResults, escape func(string) string) (header []any, rows [][]string) {
 	compared := benchCompared(r)
 	header = []any{"algorithm", "path", "clients", "pipeline", "decisions/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
-		"server µs/call", "server CPU", "client CPU", "allowed"}
+		"server µs/call", "server CPU", "client CPU", "allowed", "errors"}
 	if compared {
 		header = append(header, "redis-benchmark/s", "its client CPU", "ratio")
 	}
@@ -132,6 +133,7 @@ func benchTable(r *measure.BenchResults, escape func(string) string) (header []a
 			formatFixed(row.ServerCPUPct, 0) + "%",
 			formatFixed(row.ClientCPUPct, 0) + "%",
 			formatPct(row.Allowed, row.Decisions),
+			strconv.FormatInt(row.Errors, 10),
 		}
 		if compared {
 			if row.RedisBenchmarkPerS > 0 {

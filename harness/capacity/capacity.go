@@ -83,7 +83,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 		res.Warnings = append(res.Warnings, m.warnings...)
 	}()
 	prefix := s.Prefix
-	if err := harness.LoadScripts(ctx, c); err != nil {
+	if err := algorithms.LoadScripts(ctx, c); err != nil {
 		return err
 	}
 	res.Server = serverConfig(ctx, c)

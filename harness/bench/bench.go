@@ -1,0 +1,332 @@
+// Package bench measures decisions per second and latency of each
+// algorithm against a real Redis (`ratelab bench`), on two paths: allow
+// (many keys, nearly every decision accepted) and deny (one hot key held at
+// its limit). It sends each algorithm's own script call (algorithms.Scripted)
+// by EVALSHA in pipelines from many connections, and can run Debian's
+// redis-benchmark with the very same call in alternating runs, to show how
+// much of the time is the load generator's.
+//
+// Config says what to measure, Config.Validate checks it (errors name the
+// field, see package field), Run measures and returns measure.BenchResults.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// Defaults of `ratelab bench` (DefaultConfig).
+const (
+	DefaultClients  = 50
+	DefaultPipeline = 1
+	// DefaultDuration is the first run's length; DefaultCompareDuration
+	// when comparing with redis-benchmark.
+	DefaultDuration        = 3 * time.Second
+	DefaultCompareDuration = time.Second
+	DefaultKeys            = 100_000
+	// DefaultRounds is the rounds of alternating ratelab and
+	// redis-benchmark runs when comparing (one run of each per round).
+	// Many short runs ride out bursts of other load on a shared machine
+	// better than a few long ones.
+	DefaultRounds = 9
+)
+
+// Size bounds of a bench: every client holds Pipeline prepared calls, and
+// the allow path's key names are built once, before the clock starts.
+const (
+	// MaxClients is the most connections a bench opens.
+	MaxClients = 1000
+	// MaxPipeline is the most decisions per pipeline.
+	MaxPipeline = 10_000
+	// MaxKeys is the largest allow-path key space: its names take about
+	// 60 bytes of client memory each (600 MB at the bound).
+	MaxKeys = 10_000_000
+)
+
+// DefaultLimit is the limit bench decides against: 100 per minute, so the
+// allow path's keys never fill within a run and the deny path's hot key
+// stays full.
+var DefaultLimit = algorithms.Limit{Limit: 100, Window: time.Minute}
+
+// Config is what `ratelab bench` measures. Start from DefaultConfig: the
+// zero Limit, Clients, Pipeline, Keys and Paths are invalid (Validate);
+// every other field's zero value means what its comment says.
+type Config struct {
+	// Algorithms are registry names; empty means all. Each must be an
+	// algorithms.Scripted limiter.
+	Algorithms []string
+	// Paths are measure.PathAllow and/or measure.PathDeny, at least one.
+	Paths []string
+	// Limit is the limit every decision is made against: Limit >= 1,
+	// Window in 1ms..harness.MaxRunWindow, Precision in 0..Window. On the
+	// deny path the hot key must reach it: a deny path that never denies
+	// stops the bench with an error naming "limit".
+	Limit algorithms.Limit
+	// Clients is the number of connections (1..MaxClients), each with one
+	// worker sending pipelines of Pipeline decisions (1..MaxPipeline,
+	// EVALSHA) and waiting for the replies.
+	Clients  int
+	Pipeline int
+	// Duration bounds the first run of each algorithm x path; later runs
+	// (and redis-benchmark's) make as many decisions as it did, from the
+	// same starting state. Zero means DefaultDuration, or
+	// DefaultCompareDuration when comparing. Requests, when > 0, fixes
+	// that number instead; zero means by Duration.
+	Duration time.Duration
+	Requests int64
+	// Keys is the allow path's key space (1..MaxKeys): each decision picks
+	// one of Keys keys uniformly at random (redis-benchmark -r Keys).
+	Keys int
+	// Rate is the target decisions per second of all clients together; 0
+	// sends as fast as replies come back (closed loop). With a rate,
+	// latencies are corrected for coordinated omission (HdrHistogram
+	// RecordCorrectedValue at each client's interval). Not with
+	// CompareRedisBenchmark: redis-benchmark cannot pace.
+	Rate float64
+	// CompareRedisBenchmark also runs redis-benchmark with the same script,
+	// EVALSHA arguments, clients and pipeline, alternating with ratelab's
+	// runs. Not on a Redis Cluster (Run returns an error).
+	CompareRedisBenchmark bool
+	// RedisBenchmark is the redis-benchmark binary; "" means from PATH.
+	// Validate checks it is there when comparing.
+	RedisBenchmark string
+	// RedisURL is how redis-benchmark reaches a Redis given by URL (-u);
+	// empty uses -h/-p of the Redis address.
+	RedisURL string
+	// Rounds is how many runs of each tool per algorithm x path: 0 means 1,
+	// or DefaultRounds when comparing. Figures are medians.
+	Rounds int
+	// Procs is GOMAXPROCS while runs are measured (0 leaves it): with 2
+	// cores, 1 leaves the other core to redis-server.
+	Procs int
+	// RunID names the key prefix "ratelab:<RunID>:"; empty picks a fresh one.
+	RunID string
+}
+
+// DefaultConfig is the bench `ratelab bench` runs without flags (but for
+// its --procs 1): every algorithm on both paths, DefaultLimit,
+// DefaultClients connections, pipelines of DefaultPipeline, DefaultKeys keys.
+func DefaultConfig() Config {
+	return Config{Paths: slices.Clone(measure.BenchPaths), Limit: DefaultLimit,
+		Clients: DefaultClients, Pipeline: DefaultPipeline, Keys: DefaultKeys}
+}
+
+// Validate checks cfg and returns an error naming the field (a
+// *field.Error): "algorithms" (registered names of Scripted limiters),
+// "paths" (allow and/or deny, at least one), "limit", "window",
+// "precision", "clients", "pipeline", "duration" (>= 0), "requests" (>= 0),
+// "keys", "rate" (finite, >= 0, none when comparing), "rounds" (>= 0),
+// "procs" (>= 0), and "compare-redis-benchmark" (the binary must be found).
+// The bounds are in the fields' comments.
+func (cfg Config) Validate() error {
+	for _, a := range cfg.Algorithms {
+		if !slices.Contains(algorithms.Names(), a) {
+			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
+		}
+	}
+	if len(cfg.Paths) == 0 {
+		return field.Errorf("paths", "give allow, deny or both")
+	}
+	for _, p := range cfg.Paths {
+		if !slices.Contains(measure.BenchPaths, p) {
+			return field.Errorf("paths", "unknown path %q (want allow, deny)", p)
+		}
+	}
+	l := cfg.Limit
+	switch {
+	case l.Limit < 1:
+		return field.Errorf("limit", "must be >= 1, got %d", l.Limit)
+	case l.Window < time.Millisecond:
+		return field.Errorf("window", "must be >= 1ms, got %s", l.Window)
+	case l.Window > harness.MaxRunWindow:
+		return field.Errorf("window", "must be at most %s (ten years), got %s", harness.MaxRunWindow, l.Window)
+	case l.Precision < 0 || l.Precision > l.Window:
+		return field.Errorf("precision", "must be in 0..window (%s), got %s", l.Window, l.Precision)
+	case cfg.Clients < 1 || cfg.Clients > MaxClients:
+		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, cfg.Clients)
+	case cfg.Pipeline < 1:
+		return field.Errorf("pipeline", "must be >= 1, got %d", cfg.Pipeline)
+	case cfg.Pipeline > MaxPipeline:
+		return field.Errorf("pipeline", "must be at most %d, got %d", MaxPipeline, cfg.Pipeline)
+	case cfg.Duration < 0:
+		return field.Errorf("duration", "must be > 0, got %s", cfg.Duration)
+	case cfg.Requests < 0:
+		return field.Errorf("requests", "must be >= 0, got %d", cfg.Requests)
+	case cfg.Keys < 1:
+		return field.Errorf("keys", "must be >= 1, got %d", cfg.Keys)
+	case cfg.Keys > MaxKeys:
+		return field.Errorf("keys", "must be at most %d (each key's name is held by the client), got %d", MaxKeys, cfg.Keys)
+	case cfg.Rate < 0:
+		return field.Errorf("rate", "must be >= 0, got %g", cfg.Rate)
+	case math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
+		return field.Errorf("rate", "must be a finite number >= 0, got %g", cfg.Rate)
+	case cfg.Rounds < 0:
+		return field.Errorf("rounds", "must be >= 0, got %d", cfg.Rounds)
+	case cfg.Procs < 0:
+		return field.Errorf("procs", "must be >= 0, got %d", cfg.Procs)
+	case cfg.Rate > 0 && cfg.CompareRedisBenchmark:
+		return field.Errorf("rate", "redis-benchmark cannot pace its requests; compare without a rate")
+	}
+	for _, a := range cfg.Algorithms {
+		lim, err := algorithms.New(a, nil, l)
+		if err != nil {
+			return &field.Error{Name: "limit", Err: err}
+		}
+		if _, ok := lim.(algorithms.Scripted); !ok {
+			return notScripted(a)
+		}
+	}
+	if cfg.CompareRedisBenchmark {
+		bin := cfg.withDefaults().RedisBenchmark
+		if _, err := exec.LookPath(bin); err != nil {
+			return field.Errorf("compare-redis-benchmark", "%s not found (Debian: apt-get install redis-tools)", bin)
+		}
+	}
+	return nil
+}
+
+func notScripted(name string) error {
+	return field.Errorf("algorithms", "%s is not a Scripted limiter: bench replays the one script call of each decision", name)
+}
+
+// withDefaults fills the fields whose zero value means a default.
+func (cfg Config) withDefaults() Config {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = DefaultDuration
+		if cfg.CompareRedisBenchmark {
+			cfg.Duration = DefaultCompareDuration
+		}
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 1
+		if cfg.CompareRedisBenchmark {
+			cfg.Rounds = DefaultRounds
+		}
+	}
+	if cfg.RedisBenchmark == "" {
+		cfg.RedisBenchmark = "redis-benchmark"
+	}
+	return cfg
+}
+
+// Run measures decisions per second and latency of each algorithm on each
+// path against rd, and with CompareRedisBenchmark runs redis-benchmark
+// with the same EVALSHA call in alternating runs (A B, B A, A B, ...), each
+// run from fresh keys and making the same number of decisions. Scripts read
+// Redis TIME (no injected clock), as in production. Keys are under the
+// session's prefix "ratelab:<RunID>:" and removed after each run, and at
+// the end also after ctx is cancelled.
+//
+// The results are returned also when err != nil, marked incomplete with
+// the rows measured so far (none for a cfg that Validate refuses: its
+// error is returned before any Redis call). Calls refused with NOSCRIPT (a SCRIPT FLUSH during
+// the bench) are loaded again and resent, never counted; other error
+// replies are counted in the row's Errors, not as decisions. A deny path
+// whose hot key is never denied is an error naming "limit". progress, when
+// not nil, gets one line per run.
+func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
+	invalid := cfg.Validate()
+	cfg = cfg.withDefaults()
+	sess := harness.NewSession(rd, cfg.RunID, 0)
+	cfg.RunID = sess.RunID
+	res := &measure.BenchResults{
+		Tool: "ratelab", Command: "bench",
+		Config: measure.BenchRunConfig{
+			Algorithms: cfg.Algorithms, Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
+			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
+			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
+			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,
+		},
+		Redis:     rd.Info,
+		StartedAt: sess.Started,
+		Results:   []measure.BenchRow{},
+	}
+	err := func() error {
+		if invalid != nil {
+			return invalid
+		}
+		nodes, _, err := engine.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
+		if err != nil {
+			return err
+		}
+		if len(nodes) > 1 && cfg.CompareRedisBenchmark {
+			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
+		}
+		defer func() { _ = sess.RemoveKeys(ctx, "") }()
+		if cfg.CompareRedisBenchmark {
+			v, err := exec.Command(cfg.RedisBenchmark, "--version").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("redis-benchmark: %w (Debian: apt-get install redis-tools)", err)
+			}
+			res.Config.RedisBenchmark = strings.TrimSpace(string(v))
+		}
+		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
+			return err
+		}
+		if cfg.Procs > 0 {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Procs))
+		}
+		client := workerClient(rd.Client, cfg.Clients)
+		defer client.Close()
+		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
+		for _, alg := range cfg.Algorithms {
+			for _, path := range cfg.Paths {
+				row, err := b.measure(ctx, alg, path)
+				if err != nil {
+					if _, ok := field.Name(err); ok {
+						return err // says which algorithm and path itself
+					}
+					return fmt.Errorf("%s %s path: %w", alg, path, err)
+				}
+				res.Results = append(res.Results, row)
+			}
+		}
+		return nil
+	}()
+	res.DurationMS, res.Complete, res.Error = sess.End(err)
+	return res, err
+}
+
+// workerClient is the workers' client: on one server, one connection per
+// worker (pipelines on those same connections), RESP2, no retries; on a
+// Redis Cluster, a ClusterClient that splits each pipeline by slot over the
+// masters, clients connections per master.
+func workerClient(base redis.UniversalClient, clients int) redis.UniversalClient {
+	if cc, ok := base.(*redis.ClusterClient); ok {
+		opt := *cc.Options()
+		opt.Protocol = 2
+		opt.PoolSize = clients // per master
+		opt.MinIdleConns = 0
+		opt.ReadTimeout = 30 * time.Second
+		opt.WriteTimeout = 30 * time.Second
+		opt.MaxRetries = -1
+		return redis.NewClusterClient(&opt)
+	}
+	opt := *base.(*redis.Client).Options()
+	opt.Protocol = 2       // no RESP3 push handling per reply
+	opt.PoolSize = clients // one connection per worker
+	opt.MinIdleConns = 0
+	opt.PipelinePoolSize = -1 // pipelines on those same connections
+	opt.ReadTimeout = 30 * time.Second
+	opt.WriteTimeout = 30 * time.Second
+	opt.MaxRetries = -1
+	return redis.NewClient(&opt)
+}

@@ -1,0 +1,311 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/measure"
+)
+
+// maxReloads bounds how often one pipeline's calls are reloaded and resent
+// after NOSCRIPT: a Redis that forgets its scripts faster than that is
+// reported, not measured.
+const maxReloads = 3
+
+// benchKey is the key of decision i's key number k: 12 digits, as
+// redis-benchmark's __rand_int__.
+func benchKey(prefix string, k int) string { return fmt.Sprintf("%s{%012d}", prefix, k) }
+
+func hotKey(prefix string) string { return prefix + "{hot}" }
+
+// ratelabRun is one run of ratelab's load generator.
+type ratelabRun struct {
+	// run.Decisions counts the calls answered with a decision (allowed +
+	// denied); errors the calls answered with an error reply.
+	run                     measure.BenchRun
+	allowed, denied, errors int64
+	hist                    *hdrhistogram.Histogram
+}
+
+// benchConn is where a worker sends its pipelines: its own connection to
+// one server, or a ClusterClient. Its Scripter loads the script again
+// after NOSCRIPT.
+type benchConn interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+	Ping(ctx context.Context) *redis.StatusCmd
+}
+
+// runRatelab runs Clients workers, each on its own connection sending
+// pipelines of Pipeline EVALSHA calls built from call, until n calls were
+// sent (n > 0) or Duration passed.
+func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string, n int64) (ratelabRun, error) {
+	cfg := b.cfg
+	var keys []string
+	if path == measure.PathAllow {
+		keys = make([]string, cfg.Keys)
+		for i := range keys {
+			keys[i] = benchKey(prefix, i)
+		}
+	} else {
+		keys = []string{hotKey(prefix)}
+	}
+	var remaining atomic.Int64
+	remaining.Store(n)
+	interval := time.Duration(0)
+	if cfg.Rate > 0 {
+		interval = time.Duration(float64(time.Second) * float64(cfg.Clients*cfg.Pipeline) / cfg.Rate)
+	}
+
+	results := make([]workerResult, cfg.Clients)
+	var ready, done sync.WaitGroup
+	startGate := make(chan struct{})
+	var start time.Time
+	for w := range cfg.Clients {
+		ready.Add(1)
+		done.Add(1)
+		go func(w int) {
+			defer done.Done()
+			r := &results[w]
+			r.hist = newHist()
+			var conn benchConn
+			if c, ok := b.client.(*redis.Client); ok {
+				cn := c.Conn()
+				defer cn.Close()
+				conn = cn
+			} else {
+				conn = b.client.(*redis.ClusterClient) // the client routes each pipeline's calls
+			}
+			err := conn.Ping(ctx).Err() // connect before the clock starts
+			ready.Done()
+			if err != nil {
+				r.err = err
+				return
+			}
+			<-startGate
+			wk := worker{conn: conn, call: call, keys: keys, id: w, cfg: cfg, counted: n > 0, remaining: &remaining,
+				start: start, interval: interval, out: r}
+			r.err = wk.loop(ctx)
+		}(w)
+	}
+	ready.Wait()
+	cpu0 := processCPU()
+	start = time.Now()
+	close(startGate)
+	done.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+
+	out := ratelabRun{hist: newHist()}
+	var errs []error
+	for _, r := range results {
+		out.allowed += r.allowed
+		out.denied += r.denied
+		out.errors += r.errors
+		out.hist.Merge(r.hist)
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	out.run.Decisions = out.allowed + out.denied
+	if len(errs) > 0 {
+		return out, fmt.Errorf("ratelab run: %w", errs[0])
+	}
+	if out.errors > 0 && out.run.Decisions == 0 {
+		return out, fmt.Errorf("ratelab run: every decision failed")
+	}
+	out.run.Tool = "ratelab"
+	out.run.Seconds = elapsed.Seconds()
+	if out.run.Seconds > 0 {
+		out.run.PerS = float64(out.run.Decisions) / out.run.Seconds
+		out.run.ClientCPUPct = 100 * cpu.Seconds() / out.run.Seconds
+	}
+	out.run.P50US = out.hist.ValueAtQuantile(50)
+	out.run.P99US = out.hist.ValueAtQuantile(99)
+	return out, nil
+}
+
+// workerResult is what one worker counted; only it writes there.
+type workerResult struct {
+	allowed, denied, errors int64
+	hist                    *hdrhistogram.Histogram
+	err                     error
+}
+
+// worker is one client of a run.
+type worker struct {
+	conn      benchConn
+	call      Call
+	keys      []string
+	id        int
+	cfg       Config
+	counted   bool          // stop when remaining runs out, else at start + Duration
+	remaining *atomic.Int64 // calls left to send, shared by the run's workers
+	start     time.Time
+	interval  time.Duration // between pipelines when paced; 0: closed loop
+	out       *workerResult
+}
+
+// loop is one client's loop. Commands and their argument slices are built
+// once and reused: only the key and the nonce change, in place.
+func (wk *worker) loop(ctx context.Context) error {
+	call, keys, cfg := wk.call, wk.keys, wk.cfg
+	p := cfg.Pipeline
+	cmds := make([]*redis.Cmd, p)
+	argv := make([][]any, p)
+	nonces := make([][][]byte, p)
+	for i := range cmds {
+		a := make([]any, 0, 4+len(call.Args))
+		a = append(a, "evalsha", call.SHA, "1", keys[0])
+		for j, s := range call.Args {
+			if call.isNonce(j) {
+				buf := []byte(fmt.Sprintf("%03d%09d", wk.id%1000, 0))
+				nonces[i] = append(nonces[i], buf)
+				a = append(a, buf)
+				continue
+			}
+			a = append(a, s)
+		}
+		argv[i] = a
+		cmds[i] = redis.NewCmd(ctx, a...)
+	}
+	rng := rand.New(rand.NewPCG(uint64(wk.id)+1, uint64(wk.start.UnixNano())))
+	pipe := wk.conn.Pipeline()
+	deadline := wk.start.Add(cfg.Duration)
+	var counter uint64
+	intervalUS := wk.interval.Microseconds()
+	next := wk.start
+	_, cluster := wk.conn.(*redis.ClusterClient)
+	h := wk.out.hist
+	for {
+		size := p
+		if wk.counted {
+			left := wk.remaining.Add(-int64(p))
+			if left <= -int64(p) {
+				return nil
+			}
+			if left < 0 {
+				size = p + int(left)
+			}
+		} else if !time.Now().Before(deadline) {
+			return nil
+		}
+		if wk.interval > 0 {
+			if wait := time.Until(next); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+			next = next.Add(wk.interval)
+		}
+		for i := 0; i < size; i++ {
+			if len(keys) > 1 {
+				argv[i][3] = keys[rng.IntN(len(keys))]
+				if cluster {
+					cmds[i] = redis.NewCmd(ctx, argv[i]...) // a Cmd caches its slot
+				}
+			}
+			for _, buf := range nonces[i] {
+				counter++
+				putDigits(buf[3:], counter)
+			}
+			_ = pipe.Process(ctx, cmds[i])
+		}
+		sent := time.Now()
+		if err := wk.exec(ctx, pipe, cmds[:size]); err != nil {
+			return err
+		}
+		rtt := max(time.Since(sent).Microseconds(), 1)
+		for _, cmd := range cmds[:size] {
+			d, err := decode(call, cmd)
+			switch {
+			case err != nil:
+				wk.out.errors++
+			case d:
+				wk.out.allowed++
+			default:
+				wk.out.denied++
+			}
+		}
+		if wk.interval > 0 {
+			for i := 0; i < size; i++ {
+				_ = h.RecordCorrectedValue(rtt, intervalUS)
+			}
+		} else {
+			_ = h.RecordValues(rtt, int64(size))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// exec sends the queued calls of pipe and waits for their replies. Calls
+// refused with NOSCRIPT did not run (the server's script cache was
+// flushed): the script is loaded again and those calls sent once more, up
+// to maxReloads times. Error replies are left in their Cmd; a broken
+// connection is returned.
+func (wk *worker) exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
+	_, err := pipe.Exec(ctx)
+	for reload := 0; ; reload++ {
+		if err != nil && !isRedisError(err) {
+			return err
+		}
+		var again []*redis.Cmd
+		for _, cmd := range cmds {
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				again = append(again, cmd)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if reload == maxReloads {
+			return fmt.Errorf("NOSCRIPT after loading the script %d times: %w", maxReloads, again[0].Err())
+		}
+		if err := wk.call.Script.Load(ctx, wk.conn).Err(); err != nil {
+			return fmt.Errorf("SCRIPT LOAD after NOSCRIPT: %w", err)
+		}
+		for _, cmd := range again {
+			_ = pipe.Process(ctx, cmd)
+		}
+		_, err = pipe.Exec(ctx)
+	}
+}
+
+// decode reads one call's verdict: allowed or denied, or an error (an
+// error reply, or a reply its limiter cannot read).
+func decode(call Call, cmd *redis.Cmd) (allowed bool, err error) {
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if call.decode == nil {
+		return false, errors.New("bench: a Call not made by CallOf cannot read replies")
+	}
+	d, err := call.decode(cmd.Val())
+	return d.Allowed, err
+}
+
+// putDigits writes n's last len(buf) decimal digits into buf, zero-padded.
+func putDigits(buf []byte, n uint64) {
+	for i := len(buf) - 1; i >= 0; i-- {
+		buf[i] = byte('0' + n%10)
+		n /= 10
+	}
+}
+
+// isRedisError reports an error reply (the connection is fine).
+func isRedisError(err error) bool {
+	var re redis.Error
+	return err != nil && errors.As(err, &re)
+}

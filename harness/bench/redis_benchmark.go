@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratelab/ratelab/measure"
+)
+
+// runRedisBenchmark runs redis-benchmark with call's EVALSHA, the same
+// clients and pipeline, n requests, keys as ratelab's (__rand_int__ is 12
+// digits) and nonces from __rand_int__.
+func (b *bencher) runRedisBenchmark(ctx context.Context, call Call, path, prefix string, n int64) (measure.BenchRun, error) {
+	cfg := b.cfg
+	args := b.redisBenchmarkConn()
+	args = append(args, "-c", strconv.Itoa(cfg.Clients), "-P", strconv.Itoa(cfg.Pipeline),
+		"-n", strconv.FormatInt(n, 10), "-r", strconv.Itoa(cfg.Keys), "--csv")
+	args = append(args, RedisBenchmarkCommand(call, path, prefix)...)
+	cmd := exec.CommandContext(ctx, cfg.RedisBenchmark, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return measure.BenchRun{}, fmt.Errorf("redis-benchmark: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	wall := time.Since(start)
+	run := measure.BenchRun{Tool: "redis-benchmark", Decisions: n}
+	rec, err := parseRedisBenchmarkCSV(stdout.String())
+	if err != nil {
+		return run, err
+	}
+	run.PerS = rec["rps"]
+	run.P50US = int64(math.Round(rec["p50_latency_ms"] * 1000))
+	run.P99US = int64(math.Round(rec["p99_latency_ms"] * 1000))
+	if cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(); wall > 0 {
+		run.ClientCPUPct = 100 * cpu.Seconds() / wall.Seconds()
+	}
+	run.Seconds = wall.Seconds()
+	if run.PerS > 0 {
+		run.Seconds = float64(n) / run.PerS
+	}
+	return run, nil
+}
+
+// RedisBenchmarkCommand is the command line redis-benchmark sends for
+// call on path: EVALSHA sha 1 <key> ARGV..., the key "<prefix>{__rand_int__}"
+// (allow) or "<prefix>{hot}" (deny), nonces "__rand_int__".
+func RedisBenchmarkCommand(call Call, path, prefix string) []string {
+	key := prefix + "{__rand_int__}"
+	if path == measure.PathDeny {
+		key = hotKey(prefix)
+	}
+	out := []string{"EVALSHA", call.SHA, "1", key}
+	for i, a := range call.Args {
+		if call.isNonce(i) {
+			a = "__rand_int__"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// redisBenchmarkConn is how redis-benchmark reaches the server.
+func (b *bencher) redisBenchmarkConn() []string {
+	if b.cfg.RedisURL != "" {
+		return []string{"-u", b.cfg.RedisURL}
+	}
+	opt := b.nodes[0].Options()
+	host, port, _ := strings.Cut(opt.Addr, ":")
+	if i := strings.LastIndex(opt.Addr, ":"); i >= 0 {
+		host, port = opt.Addr[:i], opt.Addr[i+1:]
+	}
+	args := []string{"-h", strings.Trim(host, "[]"), "-p", port}
+	if opt.DB != 0 {
+		args = append(args, "--dbnum", strconv.Itoa(opt.DB))
+	}
+	return args
+}
+
+// parseRedisBenchmarkCSV reads redis-benchmark --csv output: a header line
+// and one line per test; it returns the last test's numeric fields.
+func parseRedisBenchmarkCSV(out string) (map[string]float64, error) {
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		return nil, fmt.Errorf("redis-benchmark: unexpected output %q", out)
+	}
+	head, last := recs[0], recs[len(recs)-1]
+	m := map[string]float64{}
+	for i, h := range head {
+		if i < len(last) {
+			if v, err := strconv.ParseFloat(last[i], 64); err == nil {
+				m[h] = v
+			}
+		}
+	}
+	if m["rps"] <= 0 {
+		return nil, fmt.Errorf("redis-benchmark: no requests per second in %q", out)
+	}
+	return m, nil
+}
