@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"time"
 
@@ -78,6 +77,21 @@ type Runner struct {
 	// Parallel is how many jobs a virtual-time run executes at once; zero
 	// means one. Jobs must then use distinct keys.
 	Parallel int
+	// Pipeline, when > 0, makes a virtual-time run send each job's calls
+	// pipelined, up to Pipeline per round trip, in schedule order (see
+	// pipeline.go: arrivals at one instant from different clients are then
+	// sent in schedule order, one of the interleavings of the concurrent
+	// mode). Only for algorithms.Scripted limiters; others go one call at a
+	// time. Zero: one call at a time, same-instant clients concurrently.
+	// Outcomes' Sent and Recv then bracket the round trip, and each call's
+	// latency is the round trip divided by its calls.
+	Pipeline int
+	// Expiry makes a virtual-time run emulate key TTLs on the virtual clock
+	// (see expiry.go): keys expire when Redis would have expired them at the
+	// virtual time of each call, never on the wall clock. Implies the
+	// pipelined mode (depth max(Pipeline, 1)) for Scripted limiters; it
+	// needs Redis 7.0 or later (PEXPIRETIME). Off: keys expire in real time.
+	Expiry bool
 	// Unaligned makes a real-time run start Lead from now instead of at the
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
@@ -106,8 +120,9 @@ type Runner struct {
 	// several goroutines at once.
 	Observe func(job int, o Outcome)
 
-	cancel context.CancelCauseFunc
-	kill   struct {
+	cancel        context.CancelCauseFunc
+	scriptsLoaded sync.Map // SHA1 -> true: scripts this Runner loaded (pipelined mode)
+	kill          struct {
 		once   sync.Once
 		done   chan struct{} // closed when the SCRIPT KILL is over
 		killed bool
@@ -291,6 +306,9 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
 func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
+	if r.pipelined(j) {
+		return r.runPipelined(ctx, job, j, anchor, h)
+	}
 	arr := j.Schedule.Arrivals
 	out := make([]Outcome, len(arr))
 	n := 0
@@ -412,6 +430,15 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
 		r.noteCall(o.Err, r.cancel)
 	}
+	r.record(job, j, anchor, &o)
+	return o
+}
+
+// record settles outcome o of job j (index job): an errored decision counts
+// at its scheduled time, as OnError says; then it is streamed to Log and
+// told to Observe.
+func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
+	a, seq := o.Arrival, o.Seq
 	if o.Err != nil {
 		// an errored decision counts at its scheduled time, as the policy says
 		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At), Allowed: r.OnError == FailOpen}
@@ -432,9 +459,8 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 		_ = r.Log.Write(&rec)
 	}
 	if r.Observe != nil {
-		r.Observe(job, o)
+		r.Observe(job, *o)
 	}
-	return o
 }
 
 // killBusy is called after a call timed out: a script still running would
@@ -518,97 +544,4 @@ func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor t
 			s.Scenario, wait.Seconds(), (-first).String(), anchor.Format("15:04:05.000"), r.Clock)
 	}
 	return anchor, offset, nil
-}
-
-// summarize computes a Row from a job's outcomes.
-func summarize(jr JobResult, clock ClockMode) measure.Row {
-	j, outs, h, anchor := jr.Job, jr.Outcomes, jr.Latency, jr.Anchor
-	l := j.Limit
-	row := measure.Row{
-		Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario, LimitDesc: j.Limiter.Describe(),
-		Limit: l.Limit, WindowMS: l.Window.Milliseconds(), Clock: string(clock),
-	}
-	if clock == "" {
-		row.Clock = string(VirtualClock)
-	}
-	offered := make([]measure.Event, 0, len(outs))
-	var accepted []measure.Event
-	type step struct {
-		at      time.Duration
-		cost    int64
-		allowed bool
-	}
-	steps := make([]step, 0, len(outs))
-	for _, o := range outs {
-		cost := o.Arrival.Cost
-		at := o.Decision.DecidedAt.Sub(anchor)
-		row.Requests++
-		row.Offered += cost
-		offered = append(offered, measure.Event{At: at, Cost: cost})
-		if o.Err != nil {
-			row.Errors++
-			if o.Decision.Allowed {
-				row.FailedOpen += cost
-			} else {
-				row.FailedClosed += cost
-				continue
-			}
-		}
-		steps = append(steps, step{at, cost, o.Decision.Allowed})
-		if o.Decision.Allowed {
-			row.AcceptedRequests++
-			row.Accepted += cost
-			accepted = append(accepted, measure.Event{At: at, Cost: cost})
-		}
-	}
-	measure.SortEvents(accepted)
-	measure.SortEvents(offered)
-	var end time.Duration
-	row.MaxInWindow, end = measure.MaxInWindow(accepted, l.Window)
-	row.MaxWindowEndMS = float64(end.Microseconds()) / 1000
-	row.Ratio = float64(row.MaxInWindow) / float64(l.Limit)
-	row.Ideal = measure.Ideal(offered, l.Limit, l.Window)
-	row.DurationMS = jr.Duration.Milliseconds()
-	row.Fidelity = 1
-	if row.Ideal > 0 {
-		row.Fidelity = float64(row.Accepted) / float64(row.Ideal)
-	}
-	if h != nil && h.TotalCount() > 0 {
-		row.P50US = h.ValueAtQuantile(50)
-		row.P99US = h.ValueAtQuantile(99)
-		row.P999US = h.ValueAtQuantile(99.9)
-		row.MaxUS = h.Max()
-	}
-	sort.SliceStable(steps, func(a, b int) bool { return steps[a].at < steps[b].at })
-	var acc, den int64
-	tl := make([]measure.Point, 0, len(steps))
-	for i, s := range steps {
-		if s.allowed {
-			acc += s.cost
-		} else {
-			den += s.cost
-		}
-		if i+1 < len(steps) && steps[i+1].at == s.at {
-			continue
-		}
-		tl = append(tl, measure.Point{TMS: float64(s.at.Microseconds()) / 1000, Accepted: acc, Denied: den})
-	}
-	row.Timeline = thin(tl, 400)
-	return row
-}
-
-// thin keeps at most n points of a cumulative series, always the last.
-func thin(p []measure.Point, n int) []measure.Point {
-	if len(p) <= n {
-		return p
-	}
-	out := make([]measure.Point, 0, n+1)
-	step := float64(len(p)) / float64(n)
-	for i := 0.0; int(i) < len(p); i += step {
-		out = append(out, p[int(i)])
-	}
-	if out[len(out)-1] != p[len(p)-1] {
-		out = append(out, p[len(p)-1])
-	}
-	return out
 }

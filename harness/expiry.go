@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"context"
+	_ "embed"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Key expiry on the virtual clock (Runner.Expiry).
+//
+// A virtual-time run decides a day of traffic in a second of real time, so
+// the TTLs the limiter gives its keys cannot run on the wall clock. Around
+// each call, in the same MULTI (nothing else runs between them), the runner
+// sends two small scripts of its own on the arrival key's companion hash
+// "<Prefix>~vt{<key>}" (same hash tag, so same cluster slot):
+//
+//   - before (expiry_before.lua): every tracked key of the tag whose virtual
+//     deadline has passed is removed (UNLINK), exactly as Redis removes a
+//     key: gone once now_ms > its expiry time in ms; the others get back
+//     the TTL they have left in virtual time (one millisecond more: the call
+//     runs within that millisecond or the next), so the call sees what it
+//     would see in real time;
+//   - after (expiry_after.lua): each key the call may have touched (its
+//     Keys, the tracked keys, and on request the keys of the tag found by
+//     SCAN) gets a virtual deadline from the TTL it now has (unchanged:
+//     the deadline it had; set by the call: the call's virtual time plus
+//     the TTL, never less than the TTL the call set), and is made
+//     persistent again. Keys without a TTL never expire.
+//
+// Keys a limiter writes besides its call's Keys (fixed-window's per-window
+// counters "<key>:<n>") are found by a SCAN of "<Prefix>{<key>}*" after the
+// job's first decision; when there are any, every later call scans its tag
+// (a SCAN of the keyspace per call: cheap on verify's own Redis). Keys a
+// script names otherwise, or writes only later, keep their real TTL.
+//
+// Absolute expiries (EXPIREAT, PXAT...) in a script on virtual time compare
+// the virtual clock with the real one: not emulated (see
+// algorithms.FindAbsoluteExpiries).
+
+var (
+	//go:embed expiry_before.lua
+	expiryBeforeSrc string
+	//go:embed expiry_after.lua
+	expiryAfterSrc string
+
+	expiryBeforeScript = redis.NewScript(expiryBeforeSrc)
+	expiryAfterScript  = redis.NewScript(expiryAfterSrc)
+	expiryScripts      = []*redis.Script{expiryBeforeScript, expiryAfterScript}
+)
+
+// companionKey is the hash that holds the virtual deadlines of the keys of
+// tag key under prefix.
+func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}" }
+
+// expiryBefore queues the expiry of tag key's keys at virtual time vnow.
+func expiryBefore(ctx context.Context, pipe redis.Pipeliner, prefix, key string, vnow time.Time) {
+	pipe.EvalSha(ctx, expiryBeforeScript.Hash(), []string{companionKey(prefix, key)}, strconv.FormatInt(vnow.UnixMicro(), 10))
+}
+
+// expiryAfter queues the reading of the TTLs the call at vnow left on keys
+// (and, with scan, on every key of the tag); its reply counts the keys the
+// scan found besides keys.
+func expiryAfter(ctx context.Context, pipe redis.Pipeliner, prefix, key string, keys []string, vnow time.Time, scan bool) *redis.Cmd {
+	pattern := ""
+	if scan {
+		pattern = globEscape(prefix) + "{" + globEscape(key) + "}*"
+	}
+	return pipe.EvalSha(ctx, expiryAfterScript.Hash(), append([]string{companionKey(prefix, key)}, keys...),
+		strconv.FormatInt(vnow.UnixMicro(), 10), pattern)
+}
+
+// globEscape escapes the glob characters of Redis MATCH patterns.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}

@@ -1,0 +1,118 @@
+package harness_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// Pipelined virtual time decides exactly as one call at a time: the same
+// answers, in schedule order, for every built-in algorithm.
+func TestPipelineSameDecisions(t *testing.T) {
+	l := algorithms.Limit{Limit: 20, Window: time.Second}
+	sc, err := scenarios.Get("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sc.Build(scenarios.Params{Limit: l.Limit, Window: l.Window, Seed: 3})
+	for _, name := range algorithms.Names() {
+		lim, err := algorithms.New(name, srv.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2][]bool
+		for k, depth := range []int{0, 64} {
+			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
+			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range jrs[0].Outcomes {
+				if o.Err != nil {
+					t.Fatalf("%s depth %d: %v", name, depth, o.Err)
+				}
+				got[k] = append(got[k], o.Decision.Allowed)
+			}
+		}
+		if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) || len(got[0]) != len(sched.Arrivals) {
+			t.Errorf("%s: pipelined decisions differ from one at a time", name)
+		}
+	}
+}
+
+// A script with a TTL of half the window forgets in virtual time what it
+// would forget in real time, exactly at Redis's boundary (a key lives while
+// now_ms <= its expiry); with a full-window TTL it forgets nothing early;
+// keys without a TTL never expire.
+func TestExpiryVirtual(t *testing.T) {
+	const src = `redis.call('INCR', KEYS[1])
+if ARGV[2] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return {1, 0, 0, tonumber(ARGV[1])}`
+	w := time.Hour
+	for _, c := range []struct {
+		ttl  string
+		gap  time.Duration
+		want int64 // the counter at the second call
+	}{
+		{"1800000", w/2 - time.Millisecond, 2},
+		{"1800000", w / 2, 2},                  // now_ms == expiry: still there
+		{"1800000", w/2 + time.Millisecond, 1}, // gone
+		{"3600000", w - time.Millisecond, 2},
+		{"0", 100 * w, 2}, // no TTL: never expires
+	} {
+		lim, err := algorithms.NewScriptLimiter(srv.Client(), "ttl.lua", src, []string{"{now_us}", c.ttl}, 1, algorithms.Limit{Limit: 10, Window: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := fmt.Sprintf("%s:%s:%s:", srv.Key(t), c.ttl, c.gap)
+		sched := scenarios.Schedule{Scenario: "ttl", Params: scenarios.Params{Limit: 10, Window: w},
+			Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}, {At: c.gap, Key: "k", Cost: 1}}}
+		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, Pipeline: 8}
+		jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Schedule: sched, Prefix: prefix}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range jrs[0].Outcomes {
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+		}
+		n, err := srv.Client().Get(ctx, prefix+"{k}").Int64()
+		if err != nil || n != c.want {
+			t.Errorf("ttl %s, gap %s: counter %d (%v), want %d", c.ttl, c.gap, n, err, c.want)
+		}
+		if ttl := srv.Client().PTTL(ctx, prefix+"{k}").Val(); ttl != -1 {
+			t.Errorf("ttl %s: the key has a real TTL %s after the run; want none (virtual only)", c.ttl, ttl)
+		}
+	}
+}
+
+// Keys a script writes besides its KEYS (fixed-window's per-window
+// counters) expire on the virtual clock too.
+func TestExpiryOtherKeys(t *testing.T) {
+	l := algorithms.Limit{Limit: 5, Window: 24 * time.Hour}
+	lim, err := algorithms.New("fixed-window", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arr []scenarios.Arrival
+	for d := 0; d < 5; d++ {
+		arr = append(arr, scenarios.Arrival{At: time.Duration(d) * l.Window, Key: "k", Cost: 1})
+	}
+	prefix := srv.Key(t) + ":"
+	r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true}
+	if _, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Schedule: scenarios.Schedule{Scenario: "days", Params: scenarios.Params{Limit: 5, Window: l.Window}, Arrivals: arr}, Prefix: prefix}}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := srv.Client().Keys(ctx, prefix+"{k}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) > 2 {
+		t.Errorf("%d per-window keys left after 5 virtual days: %v; want the expired ones removed", len(keys), keys)
+	}
+}
