@@ -21,9 +21,10 @@ import (
 //   - before (expiry_before.lua): every tracked key of the tag whose virtual
 //     deadline has passed is removed (UNLINK), exactly as Redis removes a
 //     key: gone once now_ms > its expiry time in ms; the others get back
-//     the TTL they have left in virtual time (one millisecond more: the call
-//     runs within that millisecond or the next), so the call sees what it
-//     would see in real time;
+//     the TTL they have left in virtual time plus a guard of 1 s (so that
+//     the wall clock never expires them during the MULTI), so the call sees
+//     them alive with a TTL (a script that reads PTTL sees up to 1 s more
+//     than it has left: it cannot make a key vanish early);
 //   - after (expiry_after.lua): each key the call may have touched (its
 //     Keys, the tracked keys, and on request the keys of the tag found by
 //     SCAN) gets a virtual deadline from the TTL it now has (unchanged:

@@ -5,15 +5,20 @@
 --               real PEXPIREAT this script last gave it
 --   "t1"      -> the real time (ms) of the last run of this script
 -- Keys whose virtual deadline has passed are removed (UNLINK); the others get
--- back the TTL they have left in virtual time (+1 ms: the call runs within
--- the same millisecond or the next, inside MULTI), so the call sees them as
--- Redis would. Between calls every tracked key is persistent: nothing
+-- back the TTL they have left in virtual time plus 1 s (a guard: Redis's
+-- cached command clock, on which t1 is read, can lag the clock it checks
+-- expiry on by more than a millisecond inside a long MULTI; measured), so
+-- the call sees them alive with a TTL, as Redis would. Between calls every tracked key is persistent: nothing
 -- expires on the wall clock.
 local comp = KEYS[1]
 local vms = math.floor(tonumber(ARGV[1]) / 1000)
-local t = redis.call('TIME')
-local t1 = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- t1 is read on the clock Redis bases relative expiries on (its cached
+-- command time, which can lag TIME): a TTL set on the companion, read back
 local f = redis.call('HGETALL', comp)
+redis.call('HSET', comp, 't1', '0')
+redis.call('PEXPIRE', comp, 1000000000)
+local t1 = redis.call('PEXPIRETIME', comp) - 1000000000
+redis.call('PERSIST', comp)
 for i = 1, #f, 2 do
   local name = f[i]
   if string.sub(name, 1, 2) == 'k:' then
@@ -23,7 +28,7 @@ for i = 1, #f, 2 do
       redis.call('UNLINK', key)
       redis.call('HDEL', comp, name)
     else
-      local e = t1 + (when - vms) + 1
+      local e = t1 + (when - vms) + 1000
       if redis.call('PEXPIREAT', key, e) == 1 then
         redis.call('HSET', comp, name, string.format('%d %d', when, e))
       else

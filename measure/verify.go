@@ -22,12 +22,21 @@ type VerifyReport struct {
 	Limit     int64  `json:"limit"`
 	WindowMS  int64  `json:"window_ms"`
 	// Verdict is Holds, or the most serious failure found: Violated, then
-	// Starved, then Interfered.
+	// Starved, then Interfered (these two only when asked for: a minimum
+	// fidelity, isolation checked), or Inconclusive when nothing could be
+	// judged.
 	Verdict Verdict `json:"verdict"`
-	// Clock says how the target was driven: "virtual+real" (injected clock,
-	// real time for TTL families), "redis" (the script reads Redis TIME:
-	// all in real time) or "real" (HTTP).
-	Clock    string         `json:"clock"`
+	// Clock says how the target was driven: "virtual" (injected clock, key
+	// TTLs emulated on it), "virtual+real" (the same, and the real-time
+	// families again on the wall clock: --real-time), "redis" (the script
+	// reads Redis TIME: all in real time) or "real" (HTTP).
+	Clock string `json:"clock"`
+	// Limits lists every limit checked at once when there are several
+	// ("10 per 1s", "120 per 1m0s"); empty for one (Limit per WindowMS).
+	Limits []string `json:"limits,omitempty"`
+	// Notes are sentences about the verification as a whole (absolute key
+	// expiries found, what is reported but not gated); empty when none.
+	Notes    []string       `json:"notes,omitempty"`
 	Families []FamilyResult `json:"families"`
 	// CounterExample is the evidence of the first failure; nil when it holds.
 	CounterExample *CounterExample `json:"counter_example,omitempty"`
@@ -51,7 +60,7 @@ type FamilyResult struct {
 	MaxRatio float64 `json:"max_ratio"`
 	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
 	MinFidelity float64 `json:"min_fidelity,omitempty"`
-	// Mode is "virtual" or "real".
+	// Mode is "virtual", "real", or "virtual+real" (both ran).
 	Mode string `json:"mode"`
 	Note string `json:"note,omitempty"`
 }
@@ -66,6 +75,9 @@ type CounterExample struct {
 	// from the trial's aligned window boundary); Limit is what was allowed.
 	Accepted int64 `json:"accepted"`
 	Limit    int64 `json:"limit"`
+	// WindowMS is the window of the limit that broke, when several limits
+	// are checked at once (zero: the report's).
+	WindowMS int64 `json:"window_ms,omitempty"`
 	StartUS  int64 `json:"start_us"`
 	EndUS    int64 `json:"end_us"`
 	// Fidelity and Ideal are set for starvation.

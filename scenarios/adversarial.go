@@ -35,6 +35,50 @@ type Trial struct {
 	RealTime bool
 	// Skew is the per-client clock skew (client c uses Skew[c]); empty: none.
 	Skew []time.Duration
+	// Greedy, when set, makes the trial adaptive: its arrivals are chosen
+	// from the limiter's answers (see Greedy); Schedule then holds only the
+	// first arrival. Adaptive trials run in virtual time only, one call at
+	// a time.
+	Greedy *Greedy
+}
+
+// GreedyFamily is the family name of the greedy adversary's trials.
+const GreedyFamily = "greedy"
+
+// GreedyMaxLimit is the largest limit the greedy family runs at: it sends
+// one request per call, a few calls per admission, sequentially; above it
+// the dense family stands in for it.
+const GreedyMaxLimit = 1000
+
+// Greedy is the plan of an adaptive trial: cost-1 requests on UserKey from
+// client 0, the first at Start; after each acceptance the next comes at the
+// same instant; after a denial at the earliest instant the limiter could
+// pass it: its own RetryAfter, checked by bisection between the denial and
+// that instant (at most BisectSteps probes of Resolution or more apart), or,
+// without a RetryAfter, the emission interval W/L ahead (doubling while
+// denied). It stops before End or after MaxCalls calls.
+type Greedy struct {
+	Start, End  time.Duration
+	MaxCalls    int
+	BisectSteps int
+}
+
+// GreedyTrials returns the greedy adversary's trials for limit p.Limit per
+// p.Window: starting just before a window boundary (-W/100: a sliding-window
+// counter's worst phase) and at -W/2, each for two windows. None when
+// p.Limit > GreedyMaxLimit.
+func GreedyTrials(p Params) []Trial {
+	if p.Limit > GreedyMaxLimit {
+		return nil
+	}
+	var out []Trial
+	for _, start := range []time.Duration{-p.Window / 100, -p.Window / 2} {
+		g := &Greedy{Start: start, End: start + 2*p.Window, MaxCalls: int(40*p.Limit) + 200, BisectSteps: 4}
+		s := finish(GreedyFamily, p, []Arrival{{At: start, Key: UserKey, Cost: 1}})
+		out = append(out, Trial{Family: GreedyFamily, Judge: Safety, Schedule: s, Greedy: g,
+			Name: fmt.Sprintf("earliest admissible instant after each denial, from %s for 2W", frac(start, p.Window))})
+	}
+	return out
 }
 
 // Target says what a verified limiter can take.
@@ -52,7 +96,7 @@ type Target struct {
 }
 
 // Families lists the adversarial families in the order verify reports them.
-var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", "idle-gaps", "weighted", "isolation", "skew"}
+var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", DenseFamily, GreedyFamily, "idle-gaps", "weighted", "isolation", "skew"}
 
 // Adversarial returns the trials of every family for limit p.Limit per
 // p.Window (p.Seed seeds the random ones). Times are relative to an aligned
@@ -126,6 +170,10 @@ func Adversarial(p Params, t Target) []Trial {
 	over := registry["overload"].Build(Params{Limit: L, Window: W, Seed: p.Seed})
 	b.add("overload", "3L per window for 5 windows, random times", Safety, false, over.Arrivals)
 	b.add("overload", "3L per window for 5 windows: accepted / ideal >= 0.9", Liveness, false, over.Arrivals)
+
+	// 5b. the dense stream (rounding) and the greedy adversary (adaptive)
+	b.trials = append(b.trials, DenseTrial(p, 0))
+	b.trials = append(b.trials, GreedyTrials(p)...)
 
 	// 6. idle gaps: a full burst, silence, another burst (real time: exposes TTLs)
 	for _, f := range []float64{0.3, 0.6, 0.9} {

@@ -5,10 +5,13 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/measure"
@@ -18,8 +21,11 @@ import (
 type verifyFlags struct {
 	redis       redisFlags
 	target      targetFlags
-	limit       int64
+	limits      []string
 	window      time.Duration
+	realTime    bool
+	minFidelity float64
+	checkIso    bool
 	precision   time.Duration
 	skew        time.Duration
 	clients     int
@@ -34,7 +40,7 @@ type verifyFlags struct {
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
 	c := &cobra.Command{
-		Use:   "verify (--algorithm NAME | --script FILE --arg T... | --http URL) --limit L --window W",
+		Use:   "verify (--algorithm NAME | --script FILE --arg T... | --http URL) (--limit L --window W | --limit L/W...)",
 		Short: `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		Long: `verify drives a rate limiter with adversarial traffic — bursts at window
 boundaries and at many phases of the window, same-instant bursts, concurrent
@@ -43,11 +49,24 @@ client clocks — and checks that no window of length W ever held more than L
 accepted (and that overload does not starve legitimate traffic: accepted /
 ideal >= 0.9).
 
-A limiter that takes an injected clock runs in virtual time (the families
-that exercise key TTLs run in real time); one that reads its own clock runs
-in real time on the Redis server's clock, judged conservatively: a set of
-decisions counts as inside one window only if the last answer came less than
-W after the first request was sent. It never cries wolf on a correct limiter.
+Besides the families, a dense stream (a request at a fine step through every
+phase of the window: rounding bugs) and a greedy adversary (after each denial,
+the earliest instant the limiter's own retry-after, checked by bisection, says
+it could pass) measure how far past the limit a limiter can be pushed.
+
+A limiter that takes an injected clock (built-ins, gcra, scripts with {now_*}
+or that read Redis TIME) runs every family in virtual time: exact, at its own
+clock's resolution, with key TTLs emulated on the virtual clock, so W = 24h
+takes seconds. --real-time runs the families that exercise key TTLs and
+concurrency again on the wall clock (windows up to --real-time-max). A
+limiter that reads its own clock (HTTP) runs in real time, judged
+conservatively: a set of decisions counts as inside one window only if the
+last answer came less than W after the first request was sent. It never cries
+wolf on a correct limiter.
+
+Several limits at once: --limit 10/1s --limit 120/1m --limit 240/1h checks
+every limit at the same time (the counter-example names the limit that
+broke); bucketed-hash then enforces them all.
 
 Your own script: KEYS[1] is the key; each --arg is ARGV[i], in order, with
 placeholders {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s}
@@ -58,10 +77,17 @@ own clock; without {cost} it is sent cost 1 only.
 
 HTTP: GET; 2xx allowed, 429 denied, anything else an error.
 
-Exit codes: 0 the property holds in every trial, 1 violated (counter-example
-printed), 2 usage or environment error.`,
+Liveness (accepted / ideal under overload) and isolation (a key answered as
+the same limiter answers a fresh key) are always reported; they are part of
+the verdict only with --min-fidelity and --check-isolation.
+
+Exit codes: 0 the property holds in every trial, 1 some window of length W
+held more than L (counter-example printed; also a failed --min-fidelity or
+--check-isolation), 2 usage or environment error, or nothing could be
+checked (inconclusive).`,
 		Example: `  ratelab verify --algorithm sliding-log --limit 50 --window 10s
-  ratelab verify --algorithm fixed-window --limit 50 --window 10s --format json
+  ratelab verify --algorithm fixed-window --limit 50 --window 24h --format json
+  ratelab verify --algorithm bucketed-hash --limit 10/1s --limit 120/1m --limit 240/1h
   ratelab verify --script limiter.lua --arg '{limit}' --arg '{window_s}' --arg '{now_us}' --arg '{request_id}' --limit 50 --window 2s
   ratelab verify --script carlson.lua --arg '[[{window_s}, {limit}]]' --arg '{now_s}' --arg '{cost}' --allowed-when 0 --limit 10 --window 1s
   ratelab verify --http http://127.0.0.1:8080/api --limit 10 --window 1s`,
@@ -71,12 +97,15 @@ printed), 2 usage or environment error.`,
 	fl := c.Flags()
 	f.redis.add(c)
 	f.target.add(c)
-	fl.Int64Var(&f.limit, "limit", 0, "the limit L to verify, in cost units per window (required)")
+	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	fl.DurationVar(&f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m (required)")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&f.skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&f.clients, "clients", 8, "concurrent clients of the concurrency families")
+	fl.BoolVar(&f.realTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
 	fl.DurationVar(&f.realTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
+	fl.Float64Var(&f.minFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
+	fl.BoolVar(&f.checkIso, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random trials")
 	fl.StringVar(&f.format, "format", "table", "table or json")
 	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
@@ -86,15 +115,27 @@ printed), 2 usage or environment error.`,
 }
 
 // verifyFlagOf maps verify.Config's field names to their flags.
-var verifyFlagOf = map[string]string{"limit": "--limit", "window": "--window", "precision": "--precision",
-	"skew": "--skew", "clients": "--clients", "real_time_max": "--real-time-max", "timeout": "--timeout", "max_outage": "--max-outage"}
+var verifyFlagOf = map[string]string{"limit": "--limit", "limits": "--limit", "window": "--window", "precision": "--precision",
+	"skew": "--skew", "clients": "--clients", "real_time_max": "--real-time-max", "timeout": "--timeout", "max_outage": "--max-outage",
+	"min_fidelity": "--min-fidelity"}
 
 // config checks the flags and turns them into a verify.Config.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	cfg := verify.Config{Limit: f.limit, Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
-		RealTimeMax: f.realTimeMax, Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
+	cfg := verify.Config{Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
+		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
+		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
 	if err := f.target.check(c); err != nil {
 		return cfg, err
+	}
+	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
+	if err != nil {
+		return cfg, err
+	}
+	if len(limits) > 0 {
+		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Limit, limits[0].Window, limits[1:]
+	}
+	if len(limits) > 1 && f.target.algorithm != "" && f.target.algorithm != "bucketed-hash" {
+		return cfg, usagef("--limit: %s enforces one limit; several at once need bucketed-hash, a --script or --http", f.target.algorithm)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fieldUsage(c, err, verifyFlagOf)
@@ -134,6 +175,11 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if len(cfg.Limits) > 0 && f.target.algorithm == "bucketed-hash" {
+		if lim, err = algorithms.NewBucketedHash(rd.Client, verifyLimits(cfg)...); err != nil {
+			return usagef("--limit: %w", err)
+		}
+	}
 	if f.out != "" {
 		if cfg.Log, err = createDecisionLog(f.out); err != nil {
 			return err
@@ -163,7 +209,40 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	case measure.Holds:
 		return nil
 	case measure.Inconclusive:
-		return failError{fmt.Sprintf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)}
+		// nothing was checked: not a verdict on the limiter (exit 2)
+		return fmt.Errorf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)
 	}
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
+}
+
+// parseLimits reads --limit: one plain L (per --window), or L/W pairs (and
+// then no --window). An empty list is left to Validate (it is required).
+func parseLimits(vals []string, window time.Duration, windowSet bool) ([]algorithms.Limit, error) {
+	var out []algorithms.Limit
+	for _, v := range vals {
+		ls, ws, pair := strings.Cut(v, "/")
+		n, err := strconv.ParseInt(strings.TrimSpace(ls), 10, 64)
+		if err != nil {
+			return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
+		}
+		l := algorithms.Limit{Limit: n, Window: window}
+		if pair {
+			if windowSet {
+				return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
+			}
+			if l.Window, err = time.ParseDuration(strings.TrimSpace(ws)); err != nil {
+				return nil, usagef("--limit %s: window: %w", v, err)
+			}
+		} else if len(vals) > 1 {
+			return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// verifyLimits is every limit of cfg, with its precision.
+func verifyLimits(cfg verify.Config) []algorithms.Limit {
+	out := []algorithms.Limit{cfg.Rate()}
+	return append(out, cfg.Limits...)
 }

@@ -35,26 +35,36 @@ type timed struct {
 	ok     bool
 }
 
-// judge applies trial t's property to what the runner measured (jr), for
-// limit l, a target of clock resolution res; exact says the target takes
-// an injected clock (its decision times are its own).
-func judge(t scenarios.Trial, jr harness.JobResult, l algorithms.Limit, res time.Duration, exact bool) *trialResult {
+// judge applies trial t's property to what the runner measured (jr): no
+// window of any of the study's limits held more than its limit (Safety and
+// Liveness trials), accepted / ideal under overload (Liveness), and for an
+// Isolation trial its requests on scenarios.IsolationKey against ctl, the
+// same requests on a fresh key alone. virtual says jr ran in virtual time.
+func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobResult, virtual bool) *trialResult {
+	exact := s.caps.InjectsTime
 	tr := &trialResult{mode: "virtual"}
-	if t.RealTime || !exact {
+	if !virtual || !exact {
 		tr.mode = "real"
 	}
-	if tr.mode == "virtual" {
-		tr.slow = tookHalfAWindow(jr, l.Window)
+	if tr.mode == "virtual" && !s.emulated() {
+		tr.slow = tookHalfAWindow(jr, s.limit.Window)
 	}
 	all := tr.collect(t, jr, exact)
 	if t.Judge == scenarios.Safety || t.Judge == scenarios.Liveness {
-		tr.judgeSafety(t, all, l, judgedWindow(l.Window, res))
+		for _, l := range s.limits {
+			tr.judgeSafety(t, all, l, judgedWindow(l.Window, s.caps.Resolution), len(s.limits) > 1)
+		}
 	}
+	own := algorithms.Limit{Limit: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
 	switch t.Judge {
 	case scenarios.Liveness:
-		tr.judgeLiveness(t, all, l)
+		tr.judgeLiveness(t, all, own, s.cfg.livenessFloor())
 	case scenarios.Isolation:
-		tr.judgeIsolation(t, all, l)
+		var control []timed
+		if ctl != nil {
+			control = (&trialResult{mode: tr.mode}).collect(t, *ctl, exact)
+		}
+		tr.judgeIsolation(t, all, control, own, ctl != nil)
 	}
 	if tr.slow {
 		tr.failure = nil
@@ -120,7 +130,7 @@ func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bo
 // judgeSafety finds, per key, the most accepted cost that certainly fits in
 // one window w, records the largest ratio to the limit, and the first set
 // over the limit as a violation.
-func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.Limit, w time.Duration) {
+func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.Limit, w time.Duration, named bool) {
 	byKey := map[string][]timed{}
 	for _, x := range all {
 		if x.ok {
@@ -136,13 +146,17 @@ func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.
 				Decisions: evidence(set, tr.mode == "real"),
 				Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
 					sum, (hi - lo).String(), l.Window, float64(sum)/float64(l.Limit), l.Limit)}
+			if named {
+				tr.failure.WindowMS = l.Window.Milliseconds()
+				tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)
+			}
 		}
 	}
 }
 
 // judgeLiveness compares what was accepted with what an exact sliding-window
-// log accepts on the same offers (fidelity); under 0.9 is starvation.
-func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithms.Limit) {
+// log accepts on the same offers (fidelity); under floor is starvation.
+func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithms.Limit, floor float64) {
 	var offered []measure.Event
 	var accepted int64
 	for _, x := range all {
@@ -156,31 +170,46 @@ func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithm
 	if ideal > 0 {
 		tr.fidelity = float64(accepted) / float64(ideal)
 	}
-	if tr.fidelity < 0.9 && tr.failure == nil {
+	if tr.fidelity < floor && tr.failure == nil {
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
 			Accepted: accepted, Limit: l.Limit, Ideal: ideal, Fidelity: tr.fidelity,
-			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f): legitimate traffic is starved",
-				accepted, ideal, tr.fidelity)}
+			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f, under %.2f): legitimate traffic is starved",
+				accepted, ideal, tr.fidelity, floor)}
 	}
 }
 
-// judgeIsolation: every request on scenarios.IsolationKey fits its own
-// limit, so any denial there is interference from the other key's traffic.
-func (tr *trialResult) judgeIsolation(t scenarios.Trial, all []timed, l algorithms.Limit) {
+// judgeIsolation: the requests on scenarios.IsolationKey, after or beside
+// traffic on another key, must be answered as the same limiter answers them
+// on a fresh key alone (control): a request the control accepted and the
+// trial denied is interference. Without a control (real time: no exact
+// replay) every one of them must be accepted, as each fits its own limit.
+func (tr *trialResult) judgeIsolation(t scenarios.Trial, all, control []timed, l algorithms.Limit, controlled bool) {
+	var ctl []bool
+	for _, x := range control {
+		ctl = append(ctl, x.ok)
+	}
 	var denied []timed
 	var offered int64
+	n := 0
 	for _, x := range all {
-		if x.key == scenarios.IsolationKey {
-			offered += x.cost
-			if !x.ok {
-				denied = append(denied, x)
-			}
+		if x.key != scenarios.IsolationKey {
+			continue
+		}
+		offered += x.cost
+		want := !controlled || (n < len(ctl) && ctl[n])
+		n++
+		if want && !x.ok {
+			denied = append(denied, x)
 		}
 	}
 	if len(denied) > 0 {
+		what := "requests on a fresh key were denied after traffic on another key"
+		if controlled {
+			what = "requests on a key were denied after traffic on another key, where the same limiter accepts them on a fresh key alone"
+		}
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Interfered,
 			Limit: l.Limit, Decisions: evidence(denied, tr.mode == "real"),
-			Explain: fmt.Sprintf("%d of %d requests on a fresh key were denied after traffic on another key", len(denied), offered)}
+			Explain: fmt.Sprintf("%d of %d %s", len(denied), offered, what)}
 	}
 }
 

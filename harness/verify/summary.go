@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -11,23 +12,54 @@ import (
 const sensitivityNote = "sensitivity only (pass --skew to make it part of the verdict)"
 
 // summarize builds the report from the judged trials: one FamilyResult per
-// family in scenarios.Families order, the totals, the counter-example and
-// the verdict. DurationMS is left to the caller.
-func (s *study) summarize(p plan, results []*trialResult) *measure.VerifyReport {
+// family in scenarios.Families order (a trial run on both clocks counts
+// once, with both judgements), the totals, the counter-example and the
+// verdict. DurationMS is left to the caller.
+func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 	rep := &measure.VerifyReport{Target: s.lim.Name(), LimitDesc: s.lim.Describe(), Limit: s.limit.Limit,
-		WindowMS: s.limit.Window.Milliseconds(), Verdict: measure.Holds, Clock: s.clockName()}
-	slow := 0
+		WindowMS: s.limit.Window.Milliseconds(), Verdict: measure.Holds, Clock: s.clockName(p)}
+	if len(s.limits) > 1 {
+		for _, l := range s.limits {
+			rep.Limits = append(rep.Limits, l.String())
+		}
+	}
+	if len(s.absolute) > 0 {
+		found := make([]string, len(s.absolute))
+		for i, a := range s.absolute {
+			found[i] = a.String()
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("absolute key expiries (%s) compare the virtual clock with Redis's real one: not emulated in virtual time", strings.Join(found, "; ")))
+	}
+	slow, judged := 0, 0
 	for _, fam := range scenarios.Families {
 		fr := measure.FamilyResult{Family: fam, Verdict: measure.Holds}
+		modes := map[string]bool{}
 		for i, t := range p.trials {
-			if t.Family == fam && results[i] != nil {
-				if s.addTrial(rep, &fr, t, results[i]) {
+			if t.Family != fam {
+				continue
+			}
+			counted := false
+			for _, tr := range []*trialResult{res.virtual[i], res.real[i]} {
+				if tr == nil {
+					continue
+				}
+				modes[tr.mode] = true
+				if s.addTrial(rep, &fr, t, tr, !counted) {
 					slow++
 				}
+				counted = true
 			}
 		}
+		switch {
+		case modes["virtual"] && modes["real"]:
+			fr.Mode = "virtual+real"
+		case modes["virtual"]:
+			fr.Mode = "virtual"
+		case modes["real"]:
+			fr.Mode = "real"
+		}
 		if fr.Trials == 0 {
-			fr.Verdict, fr.Note = measure.Skipped, s.skipNote(fam, p.realOK)
+			fr.Verdict, fr.Note = measure.Skipped, s.skipNote(fam, p)
 		}
 		if fam == "skew" && fr.Trials > 0 {
 			rep.SkewDeltaMS = float64(s.cfg.skewDelta().Microseconds()) / 1000
@@ -36,11 +68,8 @@ func (s *study) summarize(p plan, results []*trialResult) *measure.VerifyReport 
 				fr.Note = sensitivityNote
 			}
 		}
+		judged += fr.Trials
 		rep.Families = append(rep.Families, fr)
-	}
-	judged := 0
-	for _, f := range rep.Families {
-		judged += f.Trials
 	}
 	if rep.Verdict == measure.Holds && (judged == 0 || slow == judged) {
 		rep.Verdict = measure.Inconclusive
@@ -49,27 +78,52 @@ func (s *study) summarize(p plan, results []*trialResult) *measure.VerifyReport 
 }
 
 // clockName says how the target was driven (VerifyReport.Clock).
-func (s *study) clockName() string {
+func (s *study) clockName(p plan) string {
 	switch {
-	case s.caps.InjectsTime:
+	case s.caps.InjectsTime && len(p.real) > 0:
 		return "virtual+real"
+	case s.caps.InjectsTime:
+		return "virtual"
 	case s.caps.UsesKeys:
 		return "redis"
 	}
 	return "real"
 }
 
+// gated reports whether a failure of kind is part of the verdict: a
+// violation always; starvation with MinFidelity; interference with
+// CheckIsolation.
+func (s *study) gated(kind measure.Verdict) bool {
+	switch kind {
+	case measure.Starved:
+		return s.cfg.MinFidelity > 0
+	case measure.Interfered:
+		return s.cfg.CheckIsolation
+	}
+	return true
+}
+
+// ungatedNote marks a family whose failure is reported but not gated.
+func ungatedNote(kind measure.Verdict) string {
+	if kind == measure.Starved {
+		return "reported, not part of the verdict (ask for a minimum fidelity: --min-fidelity 0.9)"
+	}
+	return "reported, not part of the verdict (--check-isolation makes it part)"
+}
+
 // addTrial adds trial t's judgement tr to its family fr and to the report's
-// totals; its failure sets the family's verdict (the first one) and
+// totals (first: the trial's first judgement, counted in fr.Trials); its
+// failure sets the family's verdict (the first one) and, when gated,
 // becomes the report's counter-example when it is the most serious so far.
 // The skew family's failures count only when Skew is set. It reports
 // whether the trial was too slow to be judged.
-func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t scenarios.Trial, tr *trialResult) bool {
-	fr.Trials++
+func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t scenarios.Trial, tr *trialResult, first bool) bool {
+	if first {
+		fr.Trials++
+	}
 	if tr.slow {
 		fr.Note = "some trials ran slower than half a window of real time and were not judged"
 	}
-	fr.Mode = tr.mode
 	rep.Decisions += tr.decisions
 	rep.Errors += tr.errors
 	for _, e := range tr.errorSamples {
@@ -89,6 +143,10 @@ func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t 
 		return tr.slow
 	}
 	fr.Verdict = tr.failure.Kind
+	if !s.gated(tr.failure.Kind) {
+		fr.Note = ungatedNote(tr.failure.Kind)
+		return tr.slow
+	}
 	if moreSerious(tr.failure, rep.CounterExample) {
 		rep.CounterExample = tr.failure
 		rep.Verdict = tr.failure.Kind
@@ -114,15 +172,21 @@ func rank(kind measure.Verdict) int {
 }
 
 // skipNote says why family fam ran no trial.
-func (s *study) skipNote(fam string, realOK bool) string {
+func (s *study) skipNote(fam string, p plan) string {
 	switch {
 	case fam == "skew" && !s.caps.InjectsTime:
 		return "the target reads its own clock: client skew does not apply"
+	case (fam == scenarios.DenseFamily || fam == scenarios.GreedyFamily) && !s.caps.InjectsTime:
+		return "the target reads its own clock: this family needs virtual time"
+	case fam == scenarios.GreedyFamily && s.limit.Limit > scenarios.GreedyMaxLimit:
+		return fmt.Sprintf("limit above %d: one call per request; the dense family stands in for it", scenarios.GreedyMaxLimit)
 	case fam == "weighted" && !s.caps.TakesCost:
 		return "the target takes no cost (no {cost} argument)"
 	case fam == "isolation" && !s.caps.UsesKeys:
 		return "the target takes no key"
-	case !realOK:
+	case p.ttlSkipped && ttlFamily(fam) && s.caps.InjectsTime:
+		return "the script sets absolute key expiries: not emulated in virtual time (--real-time runs it on the wall clock)"
+	case !p.realOK:
 		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", s.limit.Window, s.cfg.RealTimeMax)
 	}
 	return ""

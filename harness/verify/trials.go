@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -17,28 +18,61 @@ import (
 type plan struct {
 	trials []scenarios.Trial
 	// virtual and real index trials: those run in virtual time (the target
-	// takes an injected clock) and those run in real time.
-	virtual, real []int
+	// takes an injected clock) and those run in real time (the target reads
+	// its own clock; or, with Config.RealTime, the families that exercise
+	// key TTLs and real concurrency, again as a confirmation). greedy are
+	// the adaptive trials (virtual time, one call at a time).
+	virtual, real, greedy []int
 	// realOK: the window is short enough for the real-time families.
 	realOK bool
+	// ttlSkipped: the target sets absolute key expiries, which virtual time
+	// cannot emulate: the TTL families are left out of virtual time.
+	ttlSkipped bool
 }
 
-// plan builds every adversarial trial for the target and sorts them by
-// clock. The skew family is left out of a target that reads its own clock
-// (there is no client clock to skew); the real-time trials are left out
-// when the window is longer than RealTimeMax.
+// ttlFamily reports whether family fam is there to exercise key TTLs.
+func ttlFamily(fam string) bool { return fam == "idle-gaps" }
+
+// plan builds every adversarial trial for the target, for each of its
+// limits, and sorts them by clock. A target that takes an injected clock
+// runs every trial in virtual time (key TTLs emulated on it); with RealTime
+// its real-time trials also run in real time, on the wall clock. A target
+// that reads its own clock runs in real time only: no skew family (there
+// is no client clock to skew), no adaptive trials, and nothing when the
+// window is longer than RealTimeMax.
 func (s *study) plan() plan {
-	params := scenarios.Params{Limit: s.limit.Limit, Window: s.limit.Window, Seed: s.cfg.Seed}
+	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
 	target := scenarios.Target{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
-	p := plan{trials: scenarios.Adversarial(params, target), realOK: s.limit.Window <= s.cfg.RealTimeMax}
+	for k, l := range s.limits {
+		params := scenarios.Params{Limit: l.Limit, Window: l.Window, Seed: s.cfg.Seed}
+		for _, t := range scenarios.Adversarial(params, target) {
+			if len(s.limits) > 1 {
+				t.Name = fmt.Sprintf("[%s] %s", l, t.Name)
+			}
+			if k > 0 && t.Family == "skew" {
+				continue // one skew probe: the first limit's
+			}
+			p.trials = append(p.trials, t)
+		}
+	}
 	for i, t := range p.trials {
 		switch {
-		case t.Family == "skew" && !s.caps.InjectsTime:
-			continue
-		case s.caps.InjectsTime && !t.RealTime:
-			p.virtual = append(p.virtual, i)
-		case p.realOK:
+		case !s.caps.InjectsTime:
+			if t.Family == "skew" || t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
+				continue
+			}
 			p.real = append(p.real, i)
+		case t.Greedy != nil:
+			if s.rdb != nil || !s.caps.UsesKeys {
+				p.greedy = append(p.greedy, i)
+			}
+		default:
+			if !(p.ttlSkipped && ttlFamily(t.Family)) {
+				p.virtual = append(p.virtual, i)
+			}
+			if s.cfg.RealTime && t.RealTime && p.realOK {
+				p.real = append(p.real, i)
+			}
 		}
 	}
 	return p
@@ -54,22 +88,32 @@ func (s *study) realClock() harness.ClockMode {
 	return harness.RedisClock
 }
 
-// runTrials runs the planned trials and judges each one; the result of a
-// trial not run is nil. A target with keys runs its virtual and real-time
-// trials at once (they use distinct keys); a key-less target (an HTTP
-// endpoint: one limit for everything) runs a subset one at a time, each
-// after a window of silence, so no trial sees another's traffic.
-func (s *study) runTrials(ctx context.Context, p plan) ([]*trialResult, error) {
-	results := make([]*trialResult, len(p.trials))
-	s.progress("verify: %s, limit %s: %d virtual-time trials, %d real-time trials\n", s.lim.Name(), s.limit, len(p.virtual), len(p.real))
+// results holds the judgements of one verification: per trial, in virtual
+// and in real time (nil: not run on that clock).
+type results struct {
+	virtual, real []*trialResult
+}
+
+// runTrials runs the planned trials and judges each one. A target with
+// keys runs its virtual, adaptive and real-time trials at once (they use
+// distinct keys); a key-less target (an HTTP endpoint: one limit for
+// everything) runs a subset one at a time, each after a window of silence,
+// so no trial sees another's traffic.
+func (s *study) runTrials(ctx context.Context, p plan) (results, error) {
+	res := results{virtual: make([]*trialResult, len(p.trials)), real: make([]*trialResult, len(p.trials))}
+	s.progress("verify: %s, limit %s: %d virtual-time trials, %d adaptive, %d real-time trials\n",
+		s.lim.Name(), s.limitsDesc(), len(p.virtual), len(p.greedy), len(p.real))
 	if s.caps.UsesKeys {
-		errs := make(chan error, 1)
-		go func() { errs <- s.runBatch(ctx, p, results, p.real, s.realClock()) }()
-		err := s.runBatch(ctx, p, results, p.virtual, harness.VirtualClock)
-		if rerr := <-errs; err == nil {
-			err = rerr
+		errs := make(chan error, 2)
+		go func() { errs <- s.runBatch(ctx, p, res.real, p.real, s.realClock()) }()
+		go func() { errs <- s.runGreedy(ctx, p, res.virtual) }()
+		err := s.runBatch(ctx, p, res.virtual, p.virtual, harness.VirtualClock)
+		for range 2 {
+			if e := <-errs; err == nil {
+				err = e
+			}
 		}
-		return results, err
+		return res, err
 	}
 	for _, i := range sequentialSubset(p.trials, p.real) {
 		s.progress("verify: %s / %s\n", p.trials[i].Family, p.trials[i].Name)
@@ -77,38 +121,59 @@ func (s *study) runTrials(ctx context.Context, p plan) ([]*trialResult, error) {
 		case <-ctx.Done():
 		case <-time.After(s.limit.Window):
 		}
-		if err := s.runBatch(ctx, p, results, []int{i}, s.realClock()); err != nil {
-			return results, err
+		if err := s.runBatch(ctx, p, res.real, []int{i}, s.realClock()); err != nil {
+			return res, err
 		}
 	}
-	return results, nil
+	return res, nil
 }
 
+// virtualPipeline is how many calls a virtual-time trial sends per round
+// trip, and virtualParallel how many trials run side by side.
+const (
+	virtualPipeline = 256
+	virtualParallel = 4
+)
+
 // runBatch runs the trials idx on clock, each on its own keys, and stores
-// their judgements in results. A virtual trial that took half a window or
-// more of real time may have seen keys expire (TTLs run on the real clock):
-// those run again one at a time on fresh keys, and stay unjudged if still
-// slow.
+// their judgements in results. In virtual time the calls are pipelined and
+// key TTLs run on the virtual clock (harness.Runner.Pipeline, Expiry), and
+// isolation trials run a control beside them: the same requests on a fresh
+// key alone. A target without Redis keys (or not algorithms.Scripted) in
+// virtual time goes one call at a time with real TTLs: a trial that took
+// half a window or more of real time is run again alone, and stays
+// unjudged if still slow.
 func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, idx []int, clock harness.ClockMode) error {
 	if len(idx) == 0 {
 		return nil
 	}
-	jobs := make([]harness.Job, len(idx))
-	for k, i := range idx {
-		jobs[k] = s.job(p.trials[i], fmt.Sprintf("%s%d:", s.prefix, i))
+	virtual := clock == harness.VirtualClock
+	jobs := make([]harness.Job, 0, len(idx))
+	control := map[int]int{} // trial -> its control job
+	for _, i := range idx {
+		jobs = append(jobs, s.job(p.trials[i], fmt.Sprintf("%s%d:", s.prefix, i)))
 	}
-	// a target on an injected clock met the boundaries in virtual time:
-	// its real-time trials need not wait for one
-	r := &harness.Runner{Redis: s.rdb, Clock: clock, Log: s.cfg.Log, Progress: s.cfg.Progress, Parallel: 8,
-		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, MaxOutage: s.cfg.MaxOutage}
-	if clock != harness.VirtualClock {
+	for _, i := range idx {
+		if virtual && p.trials[i].Judge == scenarios.Isolation {
+			control[i] = len(jobs)
+			jobs = append(jobs, s.job(isolationControl(p.trials[i]), fmt.Sprintf("%s%d:control:", s.prefix, i)))
+		}
+	}
+	r := s.runner(clock)
+	if !virtual {
 		s.progress("verify: %d real-time trials on the %s clock\n", len(idx), clock)
 	}
 	jrs, err := r.Execute(ctx, jobs)
 	var slow []int
-	for k, jr := range jrs {
-		i := idx[k]
-		results[i] = judge(p.trials[i], jr, s.limit, s.caps.Resolution, s.caps.InjectsTime)
+	for k, i := range idx {
+		if k >= len(jrs) {
+			break
+		}
+		var ctl *harness.JobResult
+		if c, ok := control[i]; ok && c < len(jrs) {
+			ctl = &jrs[c]
+		}
+		results[i] = s.judge(p.trials[i], jrs[k], ctl, virtual)
 		if results[i].slow {
 			slow = append(slow, k)
 		}
@@ -125,14 +190,47 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 	jrs, err = r.Execute(ctx, again)
 	for n, jr := range jrs {
 		i := idx[slow[n]]
-		results[i] = judge(p.trials[i], jr, s.limit, s.caps.Resolution, s.caps.InjectsTime)
+		results[i] = s.judge(p.trials[i], jr, nil, virtual)
 	}
 	return err
 }
 
+// runner is the harness.Runner of the trials on clock.
+func (s *study) runner(clock harness.ClockMode) *harness.Runner {
+	// a target on an injected clock met the boundaries in virtual time:
+	// its real-time trials need not wait for one
+	r := &harness.Runner{Redis: s.rdb, Clock: clock, Log: s.cfg.Log, Progress: s.cfg.Progress, Parallel: 8,
+		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, MaxOutage: s.cfg.MaxOutage}
+	if clock == harness.VirtualClock && s.rdb != nil {
+		r.Pipeline, r.Expiry, r.Parallel = virtualPipeline, true, virtualParallel
+	}
+	return r
+}
+
+// emulated reports whether virtual trials run with key TTLs on the virtual
+// clock (so their real duration does not matter).
+func (s *study) emulated() bool {
+	_, ok := s.lim.(algorithms.Scripted)
+	return ok && s.rdb != nil
+}
+
+// isolationControl is the control of isolation trial t: its requests on
+// scenarios.IsolationKey alone, at the same times, on keys of their own.
+func isolationControl(t scenarios.Trial) scenarios.Trial {
+	c := t
+	c.Schedule.Arrivals = nil
+	for _, a := range t.Schedule.Arrivals {
+		if a.Key == scenarios.IsolationKey {
+			c.Schedule.Arrivals = append(c.Schedule.Arrivals, a)
+		}
+	}
+	return c
+}
+
 // job is trial t against the target, on keys under prefix.
 func (s *study) job(t scenarios.Trial, prefix string) harness.Job {
-	return harness.Job{Limiter: s.lim, Limit: s.limit, Schedule: t.Schedule, Skew: t.Skew, Prefix: prefix}
+	l := algorithms.Limit{Limit: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
+	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Skew: t.Skew, Prefix: prefix}
 }
 
 func (s *study) progress(format string, args ...any) {

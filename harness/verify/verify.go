@@ -4,16 +4,19 @@
 // scenarios.Adversarial and judging what it accepted: the study behind
 // `ratelab verify`, the CI gate.
 //
-// A target that takes an injected clock runs in virtual time (exact, fast;
-// the families that exercise key TTLs run in real time); one that reads its
-// own clock runs in real time and is judged conservatively, so a correct
-// limiter is never refuted.
+// A target that takes an injected clock runs every family in virtual time:
+// exact, pipelined, with key TTLs emulated on the virtual clock, so a
+// verification takes about as long at a window of a day as at a second
+// (Config.RealTime adds the real-time families again on the wall clock).
+// One that reads its own clock runs in real time and is judged
+// conservatively, so a correct limiter is never refuted.
 package verify
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,6 +50,11 @@ type Config struct {
 	// expose); build the limiter from Rate() so the two agree.
 	Limit  int64
 	Window time.Duration
+	// Limits ("limits") are further limits checked at the same time as
+	// Limit per Window: the property is every limit at once, and each one
+	// gets the families' trials. Each must have Limit >= 1 and Window >= 1
+	// ms (Precision is ignored). Nil: Limit per Window alone.
+	Limits []algorithms.Limit
 	// Precision ("precision") is the block length of bucketed targets
 	// (bucketed-hash), in 0..Window; zero means theirs (Window/10). The
 	// property does not depend on it; Rate() carries it to the limiter.
@@ -59,10 +67,26 @@ type Config struct {
 	// SkewProbe ("skew_probe") is the delta of the sensitivity figure, in
 	// 0..Window/2; zero means Window/100.
 	SkewProbe time.Duration
+	// RealTime runs the families that exercise key TTLs and real
+	// concurrency also in real time, on the wall clock, as an end-to-end
+	// confirmation of a target that takes an injected clock (false: nothing
+	// waits on the wall clock). A target that reads its own clock always
+	// runs in real time.
+	RealTime bool
 	// RealTimeMax ("real_time_max"): real-time families run only when the
 	// window is at most this long (they take about two windows each); zero
 	// means DefaultRealTimeMax (1 minute).
 	RealTimeMax time.Duration
+	// MinFidelity ("min_fidelity"), in 0..1, makes liveness part of the
+	// verdict: under sustained overload accepted / ideal (an exact sliding
+	// log) must stay at or above it, else the verdict is Starved. Zero:
+	// fidelity is reported (and a family under 0.9 marked starved) but the
+	// verdict is about the limit alone.
+	MinFidelity float64
+	// CheckIsolation makes isolation part of the verdict (Interfered when
+	// traffic on one key changed the answers on another). False: reported
+	// only.
+	CheckIsolation bool
 	// Clients ("clients") is the number of concurrent clients of the
 	// concurrency families, in 0..MaxClients; zero means DefaultClients (8).
 	Clients int
@@ -116,8 +140,27 @@ func (c Config) Validate() error {
 		return field.Errorf("max_outage", "must be > 0, got %s", c.MaxOutage)
 	case c.Clients < 0 || c.Clients > MaxClients:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
+	case c.MinFidelity < 0 || c.MinFidelity > 1:
+		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
+	}
+	for _, l := range c.Limits {
+		switch {
+		case l.Limit < 1:
+			return field.Errorf("limits", "%s: the limit must be >= 1", l)
+		case l.Window < time.Millisecond:
+			return field.Errorf("limits", "%s: the window must be >= 1ms", l)
+		}
 	}
 	return nil
+}
+
+// livenessFloor is the fidelity under which an overload trial is starved:
+// MinFidelity when set, else 0.9 (reported, not gated).
+func (c Config) livenessFloor() float64 {
+	if c.MinFidelity > 0 {
+		return c.MinFidelity
+	}
+	return 0.9
 }
 
 // withDefaults fills the zero values with their defaults.
@@ -150,9 +193,11 @@ func (c Config) skewDelta() time.Duration {
 }
 
 // Run drives lim with every adversarial family and judges what it accepted:
-// a violation when more than cfg.Limit was accepted within one window,
-// starvation when accepted / ideal < 0.9 under sustained overload,
-// interference when one key's traffic limited another. It never cries wolf:
+// a violation when more than cfg.Limit was accepted within one window (or
+// more than any of cfg.Limits within its window); with cfg.MinFidelity,
+// starvation when accepted / ideal falls under it under sustained overload;
+// with cfg.CheckIsolation, interference when one key's traffic changed the
+// answers on another. It never cries wolf:
 // decision times are the limiter's own when it takes an injected clock
 // (judged at its resolution: a set counts only when it fits in Window minus
 // the resolution); otherwise a set of decisions counts as inside one window
@@ -178,6 +223,13 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
 		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}}
+	st.limits = []algorithms.Limit{st.limit}
+	for _, l := range cfg.Limits {
+		st.limits = append(st.limits, algorithms.Limit{Limit: l.Limit, Window: l.Window})
+	}
+	if a, ok := lim.(AbsoluteExpirer); ok {
+		st.absolute = a.AbsoluteExpiries()
+	}
 	if rd != nil {
 		st.rdb = rd.Client
 		defer s.RemoveKeys(ctx, "")          // a few round trips, even after Ctrl-C
@@ -192,11 +244,11 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	p := st.plan()
-	results, err := st.runTrials(ctx, p)
+	res, err := st.runTrials(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	rep := st.summarize(p, results)
+	rep := st.summarize(p, res)
 	rep.DurationMS, _, _ = s.End(nil)
 	return rep, nil
 }
@@ -207,9 +259,33 @@ type study struct {
 	lim  algorithms.Limiter
 	caps algorithms.Capabilities
 	cfg  Config
-	// limit is what every trial is judged against: cfg's Limit per Window.
-	limit algorithms.Limit
+	// limit is cfg's Limit per Window; limits are it and cfg.Limits: what
+	// every trial is judged against.
+	limit  algorithms.Limit
+	limits []algorithms.Limit
+	// absolute are the target's absolute key expiries (AbsoluteExpirer).
+	absolute []algorithms.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.
 	rdb    redis.UniversalClient
 	prefix string
+}
+
+// AbsoluteExpirer is a limiter that can say which absolute key expiries
+// (EXPIREAT, PEXPIREAT, SET ... EXAT/PXAT, RESTORE ... ABSTTL) its script
+// uses: on virtual time these compare the virtual clock with Redis's real
+// one, so Run leaves the families that exercise key TTLs out of virtual
+// time and says so in the report (RealTime still runs them on the wall
+// clock). Checked on the target with a type assertion; a limiter without
+// the method has none.
+type AbsoluteExpirer interface {
+	AbsoluteExpiries() []algorithms.AbsoluteExpiry
+}
+
+// limitsDesc renders the limits checked: "20 per 1s", or several joined.
+func (s *study) limitsDesc() string {
+	parts := make([]string, len(s.limits))
+	for i, l := range s.limits {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, " and ")
 }
