@@ -20,17 +20,19 @@ import (
 //
 //   - before (expiry_before.lua): every tracked key of the tag whose virtual
 //     deadline has passed is removed (UNLINK), exactly as Redis removes a
-//     key: gone once now_ms > its expiry time in ms; the others get back
-//     the TTL they have left in virtual time plus a guard of 1 s (so that
-//     the wall clock never expires them during the MULTI), so the call sees
-//     them alive with a TTL (a script that reads PTTL sees up to 1 s more
-//     than it has left: it cannot make a key vanish early);
-//   - after (expiry_after.lua): each key the call may have touched (its
-//     Keys, the tracked keys, and on request the keys of the tag found by
-//     SCAN) gets a virtual deadline from the TTL it now has (unchanged:
-//     the deadline it had; set by the call: the call's virtual time plus
-//     the TTL, never less than the TTL the call set), and is made
-//     persistent again. Keys without a TTL never expire.
+//     key: gone once now_ms > its expiry time in ms;
+//   - after (expiry_after.lua): every key the call may have touched (its
+//     Keys, and on request the keys of the tag found by SCAN) that now has
+//     a TTL got it from the call (tracked keys are kept persistent between
+//     calls): its virtual deadline is the call's virtual time plus that TTL
+//     (never less than the TTL the call set), and it is made persistent
+//     again. Keys without a TTL never expire.
+//
+// So during a call its tracked keys have no TTL: a script that reads TTL
+// sees -1 (and one that sets a TTL only when there is none sets it again:
+// its key lives longer, never shorter), and a script that clears a TTL
+// (SET without KEEPTTL, PERSIST) keeps the deadline the key had. Both err
+// on the late side: a key never vanishes earlier than Redis would remove it.
 //
 // Keys a limiter writes besides its call's Keys (fixed-window's per-window
 // counters "<key>:<n>") are found by a SCAN of "<Prefix>{<key>}*" after the

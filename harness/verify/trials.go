@@ -55,6 +55,18 @@ func (s *study) plan() plan {
 			p.trials = append(p.trials, t)
 		}
 	}
+	// a cost above the smallest limit can never fit: the larger limits'
+	// weighted trials are sent at most that
+	least := s.limit.Limit
+	for _, l := range s.limits {
+		least = min(least, l.Limit)
+	}
+	for i := range p.trials {
+		for k := range p.trials[i].Schedule.Arrivals {
+			a := &p.trials[i].Schedule.Arrivals[k]
+			a.Cost = min(a.Cost, least)
+		}
+	}
 	for i, t := range p.trials {
 		switch {
 		case !s.caps.InjectsTime:

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -110,6 +111,9 @@ type scriptRun struct {
 	file string
 	args []string
 	skew time.Duration
+	// gate makes liveness and isolation part of the verdict (issue 11:
+	// only when asked)
+	gate bool
 }
 
 var (
@@ -121,7 +125,7 @@ var (
 // report per script, arguments and skew, shared by the cases).
 func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	t.Helper()
-	id := s.file + fmtArgs(s.args) + s.skew.String()
+	id := s.file + fmtArgs(s.args) + s.skew.String() + fmt.Sprint(s.gate)
 	reportsMu.Lock()
 	defer reportsMu.Unlock()
 	if r, ok := reports[id]; ok {
@@ -138,6 +142,9 @@ func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	}
 	cfg := verifyConfig(l)
 	cfg.Skew = s.skew
+	if s.gate {
+		cfg.MinFidelity, cfg.CheckIsolation = 0.9, true
+	}
 	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -174,14 +181,22 @@ func TestVerifyCatchesBrokenScripts(t *testing.T) {
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
 		{"concurrent", scriptRun{file: "time-as-member.lua", args: nowWinLim}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
-		{"overload", scriptRun{file: "records-denied.lua", args: nowWinLimID}, measure.Starved,
-			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"overload", scriptRun{file: "records-denied.lua", args: nowWinLimID, gate: true}, measure.Starved,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID, gate: true}},
 		{"idle-gaps", scriptRun{file: "short-ttl.lua", args: nowWinLimID}, measure.Violated,
 			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
 		{"weighted", scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, measure.Violated,
 			scriptRun{file: "weighted-sliding-log.lua", args: nowWinLimIDC}},
-		{"isolation", scriptRun{file: "shared-key.lua", args: nowWinLimID}, measure.Interfered,
-			scriptRun{file: "sliding-log.lua", args: nowWinLimID}},
+		{"isolation", scriptRun{file: "shared-key.lua", args: nowWinLimID, gate: true}, measure.Interfered,
+			scriptRun{file: "sliding-log.lua", args: nowWinLimID, gate: true}},
+		// key TTLs run on the virtual clock: a half-window TTL is caught, a full one holds
+		{"idle-gaps", scriptRun{file: "short-ttl.lua", args: nowWinLimID}, measure.Violated,
+			scriptRun{file: "full-ttl.lua", args: nowWinLimID}},
+		// a GCRA half an interval early: only a dense stream or a greedy adversary shows it
+		{"dense", scriptRun{file: "gcra-rounding.lua", args: nowWinLim}, measure.Violated,
+			scriptRun{file: "gcra.lua", args: nowWinLim}},
+		{"greedy", scriptRun{file: "gcra-rounding.lua", args: nowWinLim}, measure.Violated,
+			scriptRun{file: "gcra.lua", args: nowWinLim}},
 		// client time is skew-sensitive; Redis TIME is not
 		{"skew", scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, measure.Violated,
 			scriptRun{file: "server-time-sliding-log.lua", args: []string{"{window_us}", "{limit}", "{request_id}"}, skew: 20 * time.Millisecond}},
@@ -272,5 +287,53 @@ func TestVerifySeedScripts(t *testing.T) {
 				t.Errorf("verdict %s with %d errors %v, want %s; counter-example %+v", rep.Verdict, rep.Errors, rep.ErrorSamples, c.want, rep.CounterExample)
 			}
 		})
+	}
+}
+
+// Exit codes that mean one thing (issue 11): a correct GCRA with burst 1
+// holds by default (its low fidelity and its strictness on a fresh key are
+// reported, not gated), and fails only when a minimum fidelity is asked.
+func TestVerifyStrictLimiterHolds(t *testing.T) {
+	rep := verifyScript(t, scriptRun{file: "gcra.lua", args: nowWinLim})
+	if rep.Verdict != measure.Holds || rep.CounterExample != nil {
+		t.Fatalf("verdict %s, counter-example %+v; want holds", rep.Verdict, rep.CounterExample)
+	}
+	if f := family(t, rep, "overload"); f.Verdict != measure.Starved || f.Note == "" {
+		t.Errorf("overload family %+v: want starved, reported with a note", f)
+	}
+	if f := family(t, rep, "isolation"); f.Verdict != measure.Holds {
+		t.Errorf("isolation %+v: a fresh key answered as the same limiter answers it alone must hold", f)
+	}
+	if g := verifyScript(t, scriptRun{file: "gcra.lua", args: nowWinLim, gate: true}); g.Verdict != measure.Starved {
+		t.Errorf("with a minimum fidelity: verdict %s, want starved", g.Verdict)
+	}
+}
+
+// Several limits at once: bucketed-hash with two limits; the
+// counter-example names the limit that broke.
+func TestVerifySeveralLimits(t *testing.T) {
+	limits := []algorithms.Limit{{Limit: 5, Window: time.Second}, {Limit: 20, Window: time.Minute}}
+	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := verifyConfig(limits[0])
+	cfg.Limits = limits[1:]
+	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := rep.CounterExample
+	if rep.Verdict != measure.Violated || ce == nil || ce.WindowMS == 0 || len(rep.Limits) != 2 {
+		t.Fatalf("verdict %s, limits %v, counter-example %+v; want violated naming its limit", rep.Verdict, rep.Limits, ce)
+	}
+	// the sliding log holds every limit it is given
+	sl, err := algorithms.New("sliding-log", srv.Client(), limits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Limits = []algorithms.Limit{{Limit: 5 * 60, Window: time.Minute}}
+	if rep, err := verify.Run(ctx, srv.Redis, sl, cfg); err != nil || rep.Verdict != measure.Holds {
+		t.Fatalf("sliding-log 5/1s against 5/1s and 300/1m: %v %s %+v", err, rep.Verdict, rep.CounterExample)
 	}
 }
