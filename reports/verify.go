@@ -36,6 +36,12 @@ func WriteVerify(w io.Writer, format string, r *measure.VerifyReport) error {
 
 func writeVerifyTable(w io.Writer, r *measure.VerifyReport) error {
 	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(string(r.Verdict)))
+	if len(r.Limits) > 0 {
+		fmt.Fprintf(w, "every limit at once: %s\n", strings.Join(r.Limits, ", "))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	t := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),

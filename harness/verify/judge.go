@@ -233,6 +233,27 @@ func maxTime(a, b time.Time) time.Time {
 // times (lo == hi) this is max_in_window on (t-w, t].
 func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Duration, set []timed) {
 	bestI := -1
+	if exactTimes(acc) {
+		// lo == hi: one pass with a window [lo_i, lo_i + w) sliding forward
+		var sum int64
+		end := 0
+		for i := range acc {
+			for end < len(acc) && acc[end].lo < acc[i].lo+w {
+				sum += acc[end].cost
+				end++
+			}
+			if sum > best {
+				best, lo, hi, bestI = sum, acc[i].lo, acc[end-1].lo, i
+			}
+			sum -= acc[i].cost
+		}
+		if bestI >= 0 {
+			for k := bestI; k < len(acc) && acc[k].lo < lo+w; k++ {
+				set = append(set, acc[k])
+			}
+		}
+		return best, lo, hi, set
+	}
 	for i := range acc {
 		var sum int64
 		var top time.Duration
@@ -271,4 +292,14 @@ func evidence(set []timed, real bool) []measure.Evidence {
 		out = append(out, e)
 	}
 	return out
+}
+
+// exactTimes reports whether every decision of acc has an exact time.
+func exactTimes(acc []timed) bool {
+	for _, x := range acc {
+		if x.lo != x.hi {
+			return false
+		}
+	}
+	return true
 }

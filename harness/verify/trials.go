@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,7 +163,18 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 	virtual := clock == harness.VirtualClock
 	jobs := make([]harness.Job, 0, len(idx))
 	control := map[int]int{} // trial -> its control job
+	run := map[int]int{}     // trial -> the job whose outcomes it is judged on
+	var distinct []int       // trials with a job of their own
+next:
 	for _, i := range idx {
+		for _, j := range distinct {
+			if virtual && sameSchedule(p.trials[j], p.trials[i]) {
+				run[i] = run[j] // overload's safety and liveness: run once, judged twice
+				continue next
+			}
+		}
+		run[i] = len(jobs)
+		distinct = append(distinct, i)
 		jobs = append(jobs, s.job(p.trials[i], fmt.Sprintf("%s%d:", s.prefix, i)))
 	}
 	for _, i := range idx {
@@ -177,9 +189,10 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 	}
 	jrs, err := r.Execute(ctx, jobs)
 	var slow []int
-	for k, i := range idx {
+	for _, i := range idx {
+		k := run[i]
 		if k >= len(jrs) {
-			break
+			continue
 		}
 		var ctl *harness.JobResult
 		if c, ok := control[i]; ok && c < len(jrs) {
@@ -187,7 +200,7 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 		}
 		results[i] = s.judge(p.trials[i], jrs[k], ctl, virtual)
 		if results[i].slow {
-			slow = append(slow, k)
+			slow = append(slow, i)
 		}
 	}
 	if err != nil || len(slow) == 0 {
@@ -195,13 +208,12 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 	}
 	r.Parallel = 1
 	again := make([]harness.Job, len(slow))
-	for n, k := range slow {
-		again[n] = jobs[k]
-		again[n].Prefix = fmt.Sprintf("%sretry:%d:", s.prefix, idx[k])
+	for n, i := range slow {
+		again[n] = s.job(p.trials[i], fmt.Sprintf("%sretry:%d:", s.prefix, i))
 	}
 	jrs, err = r.Execute(ctx, again)
 	for n, jr := range jrs {
-		i := idx[slow[n]]
+		i := slow[n]
 		results[i] = s.judge(p.trials[i], jr, nil, virtual)
 	}
 	return err
@@ -276,4 +288,11 @@ func sequentialSubset(trials []scenarios.Trial, idx []int) []int {
 func IsScriptError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && strings.Contains(err.Error(), "script")
+}
+
+// sameSchedule reports whether trials a and b send the same arrivals the
+// same way (same family, no skew), so one run can be judged for both.
+func sameSchedule(a, b scenarios.Trial) bool {
+	return a.Family == b.Family && len(a.Skew) == 0 && len(b.Skew) == 0 &&
+		slices.Equal(a.Schedule.Arrivals, b.Schedule.Arrivals)
 }
