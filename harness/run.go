@@ -200,8 +200,13 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
-	if err == nil && s.Vanished() {
-		err = ErrKeysVanished
+	if s.Vanished() {
+		// the figures after that point are not the limiter's: say so, loudly
+		note := ErrKeysVanished.Error()
+		res.Notes = append(res.Notes, note)
+		if progress != nil {
+			fmt.Fprintln(progress, "ratelab: warning:", note)
+		}
 	}
 	defer func() {
 		// after the run's own time: a pending SCRIPT KILL is waited for
