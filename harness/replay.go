@@ -221,6 +221,16 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 		info.Decisions += w.decisions.Load()
 		res.Results = append(res.Results, row)
 	}
+	var lingering []string
+	for _, row := range res.Results {
+		if row.PerKey != nil && row.Keys > row.PerKey.Keys {
+			lingering = append(lingering, row.Algorithm)
+		}
+	}
+	if len(lingering) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("memory of %s: key expiries run on Redis's real clock, so keys of windows long past in virtual time were still there at the end; their memory is an upper bound on what live traffic would hold",
+			strings.Join(lingering, ", ")))
+	}
 	if wall := time.Since(s.Started).Seconds(); wall > 0 {
 		info.DecisionsPerSec = float64(info.Decisions) / wall
 	}
