@@ -35,8 +35,9 @@ type replayWorker struct {
 	tracker *measure.KeyTracker
 	hist    *hdrhistogram.Histogram
 
-	rkeys    map[string]struct{} // Redis keys the calls named, for memory readings
-	rkeyList []string
+	// rkeys are the Redis keys the calls named and not yet expired in
+	// virtual time, with when they were last named (virtual and local).
+	rkeys map[string]touch
 
 	requests, acceptedReq, offered, accepted int64
 	errs, failedOpen, failedClosed           int64
@@ -47,6 +48,7 @@ type replayWorker struct {
 	peakAt       time.Duration
 	samples      int
 	lastAt       time.Duration
+	expired      int64 // keys removed as expired in virtual time
 	dur          time.Duration
 	failingSince time.Time
 }
@@ -54,7 +56,14 @@ type replayWorker struct {
 func newReplayWorker(l algorithms.Scripted, lim algorithms.Limit, prefix string, cfg ReplayConfig) *replayWorker {
 	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
 		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Limit, lim.Window), hist: newHist(),
-		rkeys: map[string]struct{}{}, nextSample: firstMemorySample}
+		rkeys: map[string]touch{}, nextSample: firstMemorySample}
+}
+
+// touch is when a Redis key was last named by a call: at the virtual
+// decision time, and on the local clock.
+type touch struct {
+	at   time.Duration
+	real time.Time
 }
 
 // run decides every batch received until the channel closes. On error it
@@ -76,7 +85,10 @@ func (w *replayWorker) run(ctx context.Context, rd *engine.Redis, base time.Time
 			}
 		}
 	}
-	return nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return w.sampleMemory(ctx, rd) // the last reading removes what expired by the end
 }
 
 // batch sends one pipeline of decisions and records their outcomes.
@@ -96,17 +108,16 @@ func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []repl
 			continue
 		}
 		calls[i] = c
-		for _, k := range c.Keys {
-			if _, ok := w.rkeys[k]; !ok {
-				w.rkeys[k] = struct{}{}
-				w.rkeyList = append(w.rkeyList, k)
-			}
-		}
 		cmds[i] = pipe.EvalSha(cctx, c.Script.Hash(), c.Keys, c.Args...)
 	}
 	sent := time.Now()
 	_, execErr := pipe.Exec(cctx)
 	recv := time.Now()
+	for i, it := range b {
+		for _, k := range calls[i].Keys {
+			w.rkeys[k] = touch{at: it.a.At, real: recv}
+		}
+	}
 	rtt := max(recv.Sub(sent).Microseconds(), 1)
 	_ = w.hist.RecordValues(rtt, int64(len(b)))
 	if err := w.noteOutage(execErr, recv); err != nil {
@@ -178,15 +189,20 @@ func (w *replayWorker) noteOutage(err error, now time.Time) error {
 	return nil
 }
 
-// sampleMemory reads MEMORY USAGE summed over the keys named so far and
-// schedules the next reading.
+// sampleMemory reads the memory of the algorithm's live keys and
+// schedules the next reading. Key expiries run on Redis's real clock, which
+// a replay outpaces: a key whose TTL has run out in virtual time (touched
+// at virtual time a with a TTL of d, it expired at a+d; d is its PTTL now
+// plus the local time since it was touched) is removed here, as it would
+// have expired in live traffic, and not counted. The others' MEMORY USAGE
+// (SAMPLES 0) is summed.
 func (w *replayWorker) sampleMemory(ctx context.Context, rd *engine.Redis) error {
 	if w.nextSample < memorySampleEvery {
 		w.nextSample *= 2
 	} else {
 		w.nextSample += memorySampleEvery
 	}
-	m, err := engine.MemoryUsage(ctx, rd.Client, w.rkeyList)
+	m, err := w.liveMemory(ctx, rd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -198,6 +214,47 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *engine.Redis) error
 		w.peak, w.peakAt = m, w.lastAt
 	}
 	return nil
+}
+
+// liveMemory removes the keys expired in virtual time and sums the others'
+// memory (see sampleMemory).
+func (w *replayWorker) liveMemory(ctx context.Context, rd *engine.Redis) (int64, error) {
+	keys := make([]string, 0, len(w.rkeys))
+	for k := range w.rkeys {
+		keys = append(keys, k)
+	}
+	ttls := make([]*redis.DurationCmd, len(keys))
+	mems := make([]*redis.IntCmd, len(keys))
+	now := time.Now()
+	_, err := rd.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			ttls[i] = p.PTTL(ctx, k)
+			mems[i] = p.MemoryUsage(ctx, k, 0)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	var sum int64
+	var expired []string
+	for i, k := range keys {
+		ttl := ttls[i].Val()
+		switch {
+		case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond || errors.Is(mems[i].Err(), redis.Nil): // gone
+			delete(w.rkeys, k)
+		case ttl > 0 && w.rkeys[k].at+ttl+now.Sub(w.rkeys[k].real) <= w.lastAt:
+			expired = append(expired, k)
+			delete(w.rkeys, k)
+		default:
+			sum += mems[i].Val()
+		}
+	}
+	if err := engine.DeleteKeys(ctx, rd.Client, expired); err != nil {
+		return 0, err
+	}
+	w.expired += int64(len(expired))
+	return sum, nil
 }
 
 // row summarizes the worker's decisions (memory at the end is added by the caller).
