@@ -46,8 +46,10 @@ type ReplayConfig struct {
 	// decisions are those of calls made one by one); zero means
 	// DefaultReplayPipeline.
 	Pipeline int
-	// Timeout bounds each pipeline's round trip; zero means no bound
-	// beyond the client's. OnError is what a failed call counts as (""
+	// Timeout bounds each decision: a pipeline's round trip is bounded by
+	// Timeout times ceil(Pipeline/64) (a deep pipeline waits behind the
+	// other algorithms' on a busy server); zero means no bound beyond the
+	// client's. OnError is what a failed call counts as (""
 	// means fail-closed); MaxOutage stops the replay when round trips keep
 	// failing that long (zero: never).
 	Timeout   time.Duration

@@ -95,7 +95,7 @@ func (w *replayWorker) run(ctx context.Context, rd *engine.Redis, base time.Time
 func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []replayItem, base time.Time, log *measure.DecisionLog) error {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if w.cfg.Timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout)
+		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout*time.Duration((w.cfg.Pipeline+63)/64))
 	}
 	defer cancel()
 	calls := make([]algorithms.ScriptCall, len(b))
