@@ -18,9 +18,13 @@ import (
 
 // Config is what `ratelab run` compares.
 type Config struct {
-	// Algorithms and Scenarios are registry names; empty means all.
+	// Algorithms and Scenarios are registry names; empty means all
+	// (Scenarios: all built-ins unless ScenarioFiles are given).
 	Algorithms []string
 	Scenarios  []string
+	// ScenarioFiles are paths of YAML scenario files
+	// (scenarios.LoadScenarioFile), run after Scenarios like built-ins.
+	ScenarioFiles []string
 	// Limit and Window override every scenario's own when non-zero.
 	Limit  int64
 	Window time.Duration
@@ -54,7 +58,9 @@ const (
 )
 
 // Validate checks cfg and returns an error naming the field: algorithms and
-// scenarios must be registered names; Limit in 0..MaxRunLimit (0: each
+// scenarios must be registered names; scenario files ("scenario-file")
+// must load, build with the run's limit and window, and not repeat a
+// scenario's name; Limit in 0..MaxRunLimit (0: each
 // scenario's own); Window 0 (each scenario's own) or in 1ms..MaxRunWindow;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
 // Clock one of ClockModes ("" means virtual); OnError fail-closed or
@@ -69,6 +75,10 @@ func (cfg Config) Validate() error {
 		if _, err := scenarios.Get(s); err != nil {
 			return &field.Error{Name: "scenarios", Err: err}
 		}
+	}
+	files, err := cfg.loadFiles()
+	if err != nil {
+		return err
 	}
 	switch {
 	case cfg.Timeout < 0:
@@ -91,36 +101,93 @@ func (cfg Config) Validate() error {
 	case cfg.Cost < 0:
 		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
 	}
-	if cfg.Cost > 0 {
-		names := cfg.Scenarios
-		if len(names) == 0 {
-			names = scenarios.Names()
+	list, _ := cfg.scenarioList(files)
+	seen := map[string]bool{}
+	for _, sc := range list {
+		if seen[sc.Name] {
+			return field.Errorf("scenario-file", "scenario %s would run twice (on the same keys); set another name: in the file", sc.Name)
 		}
-		for _, n := range names {
-			sc, _ := scenarios.Get(n)
-			limit := sc.Defaults.Limit
-			if cfg.Limit > 0 {
-				limit = cfg.Limit
-			}
-			if cfg.Cost > limit {
-				return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, n)
-			}
+		seen[sc.Name] = true
+		limit := sc.Defaults.Limit
+		if cfg.Limit > 0 {
+			limit = cfg.Limit
+		}
+		if cfg.Cost > limit {
+			return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, sc.Name)
+		}
+	}
+	for _, sc := range files {
+		if sc.Check == nil {
+			continue
+		}
+		p := sc.Defaults
+		p.Seed = cfg.Seed
+		if cfg.Limit > 0 {
+			p.Limit = cfg.Limit
+		}
+		if cfg.Window > 0 {
+			p.Window = cfg.Window
+		}
+		if err := sc.Check(p); err != nil {
+			return field.Errorf("scenario-file", "scenario %s: %w", sc.Name, err)
 		}
 	}
 	return nil
+}
+
+// loadFiles loads cfg.ScenarioFiles; errors are named "scenario-file".
+func (cfg Config) loadFiles() ([]scenarios.Scenario, error) {
+	var out []scenarios.Scenario
+	for _, path := range cfg.ScenarioFiles {
+		sc, err := scenarios.LoadScenarioFile(path)
+		if err != nil {
+			return nil, &field.Error{Name: "scenario-file", Err: err}
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// scenarioList is what a run runs, in order: the named built-ins, then the
+// files' scenarios; all built-ins when neither is given.
+func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario, error) {
+	names := cfg.Scenarios
+	if len(names) == 0 && len(files) == 0 {
+		names = scenarios.Names()
+	}
+	var out []scenarios.Scenario
+	for _, n := range names {
+		sc, err := scenarios.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return append(out, files...), nil
 }
 
 // Run compares cfg.Algorithms on cfg.Scenarios against rd, streaming every
 // decision to log, and returns the results. Every scenario's schedule is built
 // once and run against each algorithm (on its own keys). The run's keys are
 // removed at the end, also when ctx is cancelled. On error the returned
-// Results hold what was measured, with Complete false and Error set.
+// Results hold what was measured, with Complete false and Error set; a
+// scenario file that does not load returns nil Results (Validate says so
+// first).
 func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
-	if len(cfg.Scenarios) == 0 {
-		cfg.Scenarios = scenarios.Names()
+	files, err := cfg.loadFiles()
+	if err != nil {
+		return nil, err
+	}
+	list, err := cfg.scenarioList(files)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Scenarios = nil
+	for _, sc := range list {
+		cfg.Scenarios = append(cfg.Scenarios, sc.Name)
 	}
 	if cfg.Clock == "" {
 		cfg.Clock = VirtualClock
@@ -150,11 +217,8 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		if err := s.Start(ctx); err != nil { // clean skips the live run
 			return fmt.Errorf("register the run: %w", err)
 		}
-		for _, sname := range cfg.Scenarios {
-			sc, err := scenarios.Get(sname)
-			if err != nil {
-				return err
-			}
+		for _, sc := range list {
+			sname := sc.Name
 			p := sc.Defaults
 			p.Seed = cfg.Seed
 			if cfg.Limit > 0 {
@@ -163,7 +227,10 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 			if cfg.Window > 0 {
 				p.Window = cfg.Window
 			}
-			sched := sc.Build(p)
+			sched, err := sc.Make(p)
+			if err != nil {
+				return err
+			}
 			if cfg.Cost > 0 {
 				for i := range sched.Arrivals {
 					sched.Arrivals[i].Cost = cfg.Cost

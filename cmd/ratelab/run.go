@@ -33,6 +33,9 @@ type runFlags struct {
 	onError    string
 	maxOutage  time.Duration
 	force      bool
+
+	scenarioFiles []string
+	traffic       trafficFlags
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -49,6 +52,15 @@ would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
 It writes results.json, decisions.jsonl (every decision, streamed), report.md
 and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
 
+--scenario-file runs your own YAML scenario like a built-in (start from a copy
+of scenarios/builtin/*.yaml). --traffic replays a recorded traffic file in
+virtual time instead: one limit (--limit per --window) per client key, every
+algorithm that takes virtual time, the table plus per-key figures (keys over
+the limit, the worst key, units an exact sliding-window log would have
+accepted but the algorithm refused, peak memory) and a trailing-window plot.
+Malformed lines are counted and the first few shown with line numbers
+(--strict stops at the first); an empty or unreadable file is exit 2.
+
 Scenarios: ` + strings.Join(scenarios.Names(), ", ") + `.
 Clocks: virtual (exact injected timestamps, no sleeping: 24 h in seconds),
 redis (real time, scripts read Redis TIME, bursts aligned to the server's
@@ -61,7 +73,11 @@ clock), client (real time, the harness's own clock injected).`,
   ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
   ratelab run --redis container --redis-image ratelab/redis:local # make redis-image builds it (no registry needed)
   ratelab run --redis redis+cluster://ratelab:secret@10.0.0.5:7000,10.0.0.6:7000
-  ratelab run --redis rediss://redis.internal:6380 --redis-ca ca.pem`,
+  ratelab run --redis rediss://redis.internal:6380 --redis-ca ca.pem
+  ratelab run --scenario-file my-cron.yaml --algorithms fixed-window,sliding-log
+  ratelab run --traffic access.log.gz --limit 100 --window 1m
+  ratelab run --traffic requests.csv --key-field user_id --time-field ts --time-unit ms --limit 20 --window 10s
+  ratelab run --traffic events.jsonl --key-field client.id --cost-field weight --limit 500 --window 1h --strict`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
 	}
@@ -74,7 +90,9 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+")")
+	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
+	fl.StringArrayVar(&f.scenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
+	f.traffic.add(c)
 	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
 	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
 	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
@@ -92,13 +110,18 @@ func (f *runFlags) bind(c *cobra.Command) {
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, Limit: f.limit, Window: f.window,
+	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: f.limit, Window: f.window,
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
 	}
 	changed := c.Flags().Changed
+	for _, n := range trafficOnly {
+		if changed(n) {
+			return cfg, usagef("--%s: only with --traffic", n)
+		}
+	}
 	switch {
 	case changed("limit") && f.limit < 1:
 		return cfg, usagef("--limit: must be >= 1, got %d", f.limit)
@@ -114,6 +137,9 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
+	if f.traffic.path != "" {
+		return runTraffic(c, f, stdout, stderr)
+	}
 	cfg, err := f.config(c)
 	if err != nil {
 		return err
