@@ -18,12 +18,26 @@ import (
 // KEYS[1] is the key; ARGV[i] is the i-th template filled for the request.
 // The reply must be an integer, or an array whose first element is an
 // integer; the request was allowed when that integer equals AllowedWhen.
-// Remaining and RetryAfter are unknown (zero). A script whose templates
-// contain no {now_*} reads its own clock: Allow then ignores the Clock and
+// Remaining and RetryAfter are unknown (zero).
+//
+// Time: a script is given the time by its templates ({now_*}), or reads
+// Redis TIME itself. A script that calls redis.call('TIME') runs on an
+// injected Clock too: it is rewritten once by WithVirtualTime, and each call
+// with an injected Clock runs the rewritten script with that time appended
+// to ARGV, so its TIME answers the injected time (ServerTime runs the
+// original). A script with neither reads no clock (it may still rely on key
+// TTLs, which only run in real time): Allow then ignores the Clock and
 // DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
-	rdb         redis.Scripter
-	script      *redis.Script
+	rdb    redis.Scripter
+	script *redis.Script
+	// vt is the script rewritten for virtual time when it calls TIME, and
+	// vtScript runs it; vt is nil when it does not (or when it cannot be
+	// rewritten: vtErr says why).
+	vt          *VirtualTimeScript
+	vtScript    *redis.Script
+	vtErr       error
+	expiries    []AbsoluteExpiry
 	args        []Template
 	allowedWhen int64
 	limit       Limit
@@ -46,6 +60,7 @@ func NewScriptLimiter(rdb redis.Scripter, name, src string, templates []string, 
 		return nil, err
 	}
 	s := &ScriptLimiter{rdb: rdb, script: redis.NewScript(src), allowedWhen: allowedWhen, limit: l, name: name, salt: newSalt()}
+	s.readClock(src)
 	for i, src := range templates {
 		t, err := ParseTemplate(src)
 		if err != nil {
@@ -68,18 +83,62 @@ func (s *ScriptLimiter) Describe() string {
 	return d
 }
 
-// Capabilities implements Limiter, read from the templates: InjectsTime
-// when they pass the time ({now_us}, {now_ms} or {now_s}; else the script
-// reads its own clock), TakesCost when they pass {cost} (else only cost 1
-// means anything to it), Resolution 1 ms for {now_ms}, 1 µs for {now_us}
-// or {now_s}, zero when no time is passed.
+// readClock scans src for TIME calls and absolute expiries, and rewrites a
+// script that calls TIME for virtual time.
+func (s *ScriptLimiter) readClock(src string) {
+	vt, err := WithVirtualTime(src)
+	if err != nil {
+		// a function library, or a script the scan cannot lex: it runs as
+		// written, on the server's clock
+		s.vtErr = err
+		s.expiries, _ = FindAbsoluteExpiries(src)
+		return
+	}
+	s.expiries = vt.AbsoluteExpiries
+	if vt.TimeCalls == 0 {
+		return
+	}
+	s.vt, s.vtScript = &vt, redis.NewScript(vt.Source)
+}
+
+// ReadsServerTime reports whether the script calls Redis TIME itself (and
+// so runs rewritten on an injected Clock: see ScriptLimiter). Every client
+// then shares one clock, the server's: a client's clock skew means nothing
+// to the script.
+func (s *ScriptLimiter) ReadsServerTime() bool { return s.vt != nil }
+
+// AbsoluteExpiries returns the absolute-expiry commands and options the
+// script holds (EXPIREAT, PEXPIREAT, SET ... EXAT/PXAT, ...; see
+// FindAbsoluteExpiries), in source order; nil when none. On an injected
+// clock each compares that clock with Redis's real one: keys vanish early
+// or late, which a report should say.
+func (s *ScriptLimiter) AbsoluteExpiries() []AbsoluteExpiry { return s.expiries }
+
+// VirtualTimeErr says why a script that may read TIME could not be
+// rewritten for virtual time (ErrFunctionLibrary for "#!lua name=...", or
+// a lexing error); nil otherwise.
+func (s *ScriptLimiter) VirtualTimeErr() error { return s.vtErr }
+
+// Capabilities implements Limiter, read from the templates and the script:
+// InjectsTime when the templates pass the time ({now_us}, {now_ms} or
+// {now_s}) or the script calls TIME (run rewritten on the injected clock);
+// TakesCost when the templates pass {cost} (else only cost 1 means anything
+// to it); Resolution 1 ms for {now_ms}, 1 µs for {now_us} or {now_s}, else
+// the script's own TIME resolution (1 s when it reads only TIME's seconds,
+// 1 µs otherwise; see VirtualTimeScript.Resolution), zero when no time is
+// passed or read.
 func (s *ScriptLimiter) Capabilities() Capabilities {
-	c := Capabilities{InjectsTime: s.uses("now_us", "now_ms", "now_s"), TakesCost: s.uses("cost"), UsesKeys: true}
+	c := Capabilities{InjectsTime: s.uses(clockPlaceholders...) || s.vt != nil, TakesCost: s.uses("cost"), UsesKeys: true}
 	switch {
 	case s.uses("now_ms"):
 		c.Resolution = time.Millisecond
 	case s.uses("now_us", "now_s"):
 		c.Resolution = time.Microsecond
+	case s.vt != nil:
+		c.Resolution = s.vt.Resolution
+	}
+	if s.vt != nil && s.vt.Resolution > 0 && c.Resolution > s.vt.Resolution {
+		c.Resolution = s.vt.Resolution
 	}
 	return c
 }
@@ -100,8 +159,11 @@ func (s *ScriptLimiter) Allow(ctx context.Context, key string, cost int64, at Cl
 }
 
 // Call implements Scripted: KEYS[1] is key, ARGV the templates filled for
-// this request. A script that takes the time gets the injected one, or the
-// local clock when at is Redis TIME; DecidedAt is that time.
+// this request. Templates that take the time get the injected one, or the
+// local clock when at is Redis TIME; DecidedAt is that time. A script that
+// calls TIME, given an injected clock, is called rewritten (its Script is
+// the rewritten one) with the time appended to ARGV, and DecidedAt is that
+// time; with ServerTime it is called as written.
 func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(s.name, cost, s.limit.Limit); err != nil {
 		return ScriptCall{}, err
@@ -109,10 +171,10 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	v := Values{Window: s.limit.Window, Limit: s.limit.Limit, Cost: cost,
 		RequestID: s.salt + "-" + strconv.FormatUint(s.seq.Add(1), 10)}
 	c := ScriptCall{Script: s.script, Keys: []string{key}}
-	if s.Capabilities().InjectsTime {
-		if t, ok := at.Injected(); ok {
-			v.Now = t
-		} else {
+	injected, virtual := at.Injected()
+	if s.uses(clockPlaceholders...) || s.vt != nil && virtual {
+		v.Now = injected
+		if !virtual {
 			v.Now = time.Now()
 		}
 		c.DecidedAt = v.Now.Truncate(time.Microsecond)
@@ -120,6 +182,9 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	c.Args = make([]any, len(s.args))
 	for i, a := range s.args {
 		c.Args[i] = a.Fill(v)
+	}
+	if s.vt != nil && virtual {
+		c.Script, c.Args = s.vtScript, s.vt.Args(v.Now, c.Args...)
 	}
 	return c, nil
 }
