@@ -20,6 +20,7 @@ import (
 
 type runFlags struct {
 	redis      redisFlags
+	target     targetFlags
 	algorithms []string
 	scenarios  []string
 	limit      int64
@@ -46,6 +47,10 @@ accepted, the most accepted within any one window (max in W) and its ratio to
 the limit (above 1: the limit was exceeded), what an exact sliding-window log
 would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
 
+Your own scripts stand beside the built-ins, named by their files: --script
+(repeatable; all share --key, --arg, --allowed: see ratelab verify --help) or
+--config FILE (repeatable; each file its own keys, args and predicate).
+
 It writes results.json, decisions.jsonl (every decision, streamed), report.md
 and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
 
@@ -56,6 +61,9 @@ clock), client (real time, the harness's own clock injected).`,
 		Example: `  ratelab run
   ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
   ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
+  ratelab run --script mine.lua --arg '{now_us}' --arg '{window_us}' --arg '{limit}' --arg '{request_id}'
+  ratelab run --script a.lua --script b.lua --arg '{limit}' --allowed 'reply != nil' --clock client
+  ratelab run --config mine.yaml --config theirs.yaml --scenarios boundary-burst
   ratelab run --format json > results.json
   ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl
   ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
@@ -73,6 +81,7 @@ clock), client (real time, the harness's own clock injected).`,
 func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+")")
 	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
@@ -95,6 +104,13 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, Limit: f.limit, Window: f.window,
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
+	if err := f.target.check(c); err != nil {
+		return cfg, err
+	}
+	if err := f.target.load(); err != nil {
+		return cfg, err
+	}
+	cfg.Targets = f.target.targets()
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
 	}

@@ -53,7 +53,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	res := &measure.CapacityResults{
 		Tool: "ratelab", Command: "capacity",
 		Config: measure.CapacityRunConfig{
-			Algorithms: cfg.Algorithms, Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
@@ -77,7 +77,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	if err != nil {
 		return err
 	}
-	m := &meter{c: c, nodes: nodes, db: db, progress: progress}
+	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
 	defer func() {
 		_ = s.RemoveKeys(ctx, "")
 		res.Warnings = append(res.Warnings, m.warnings...)
@@ -105,7 +105,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	calib := map[int]float64{}
 	cell := 0
-	for _, alg := range cfg.Algorithms {
+	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
 		for _, limit := range cfg.Limits {
 			cell++
 			row, err := m.measureCell(ctx, cfg, alg, limit, fmt.Sprintf("%sc%d:", prefix, cell), calib)
@@ -132,7 +132,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 // measureCell fills N keys of alg to limit and measures them.
 func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit int64, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
 	l := cfg.limit(alg, limit)
-	probe, err := algorithms.New(alg, m.c, l)
+	probe, err := harness.NewLimiter(alg, m.targets, m.c, l)
 	if err != nil {
 		return measure.CapacityRow{}, err
 	}
