@@ -118,7 +118,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
 	cfg.RunID = engine.NewRunID()
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {

@@ -83,7 +83,7 @@ removed at the end; a Redis given by URL is never flushed.`,
 }
 
 // capacityFlagOf maps capacity.Config's field names to the flags.
-var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "limits": "--limits", "keys": "--keys",
+var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": "--script", "limits": "--limits", "keys": "--keys",
 	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {

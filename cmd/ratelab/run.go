@@ -126,7 +126,7 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	if !slices.Contains(reports.Formats, f.format) {
 		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {

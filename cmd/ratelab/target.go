@@ -235,3 +235,6 @@ func (t *targetFlags) limiter(rd *engine.Redis, l algorithms.Limit) (algorithms.
 	}
 	return t.specs[0].build(rdb, l)
 }
+
+// targetFlagOf maps the Configs' "targets" field to its flag.
+var targetFlagOf = map[string]string{"targets": "--script"}

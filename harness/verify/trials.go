@@ -72,9 +72,19 @@ func (s *study) runTrials(ctx context.Context, p plan) ([]*trialResult, error) {
 	results := make([]*trialResult, len(p.trials))
 	s.progress("verify: %s, limit %s: %d virtual-time trials, %d real-time trials\n", s.lim.Name(), s.limit, len(p.virtual), len(p.real))
 	if s.caps.UsesKeys {
+		// the first batch to fail stops the other (a script error: at once)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		batch := func(idx []int, clock harness.ClockMode) error {
+			err := s.runBatch(ctx, p, results, idx, clock)
+			if err != nil {
+				cancel(err)
+			}
+			return err
+		}
 		errs := make(chan error, 1)
-		go func() { errs <- s.runBatch(ctx, p, results, p.real, s.realClock()) }()
-		err := s.runBatch(ctx, p, results, p.virtual, harness.VirtualClock)
+		go func() { errs <- batch(p.real, s.realClock()) }()
+		err := batch(p.virtual, harness.VirtualClock)
 		if rerr := <-errs; err == nil {
 			err = rerr
 		}
