@@ -409,7 +409,14 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && engine.IsTimeout(o.Err) {
 		r.killBusy(ctx)
 	}
-	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
+	var se *algorithms.ScriptError
+	switch {
+	case r.cancel == nil:
+	case errors.As(o.Err, &se):
+		// a reply the target's predicate cannot judge, a key it cannot
+		// build: every call would fail alike, so stop now (not an outage)
+		r.cancel(o.Err)
+	case !errors.Is(o.Err, algorithms.ErrCostExceedsLimit):
 		r.noteCall(o.Err, r.cancel)
 	}
 	if o.Err != nil {

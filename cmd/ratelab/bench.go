@@ -20,6 +20,7 @@ import (
 // benchFlags are bench's flags: most go straight into the bench.Config.
 type benchFlags struct {
 	redis                   redisFlags
+	target                  targetFlags
 	cfg                     bench.Config
 	out, format, cpuprofile string
 	force                   bool
@@ -54,10 +55,14 @@ short alternating runs ride out bursts of other load better than a few long
 ones; on a busy machine, more --rounds steady the medians further.
 --cpuprofile writes ratelab's CPU profile, to see where the client's time goes.
 
+A --script (or --config) target is measured beside the built-ins: it must
+take one key and read its own clock (bench replays one call).
+
 Keys are under the run's prefix and removed after each run.`,
 		Example: `  ratelab bench
   ratelab bench --algorithms sliding-log --compare-redis-benchmark
   ratelab bench --algorithms sliding-log --clients 50 --pipeline 16 --compare-redis-benchmark --rounds 15
+  ratelab bench --script mine.lua --arg '{window_us}' --arg '{limit}' --arg '{request_id}'   # a script that reads Redis TIME
   ratelab bench --rate 20000 --duration 10s --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
@@ -70,6 +75,7 @@ Keys are under the run's prefix and removed after each run.`,
 func (f *benchFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Paths, "paths", measure.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
@@ -94,7 +100,14 @@ func (f *benchFlags) bind(c *cobra.Command) {
 // config checks the flags' bench.Config (a --duration given as 0 is
 // refused: 0 in the Config means the default) and completes it.
 func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
+	if err := f.target.check(c); err != nil {
+		return f.cfg, err
+	}
+	if err := f.target.load(); err != nil {
+		return f.cfg, err
+	}
 	cfg := f.cfg
+	cfg.Targets = f.target.targets()
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
 		cfg.RedisURL = s
 	}
@@ -105,7 +118,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
 	cfg.RunID = engine.NewRunID()
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {

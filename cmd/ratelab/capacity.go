@@ -16,6 +16,7 @@ import (
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
 	redis       redisFlags
+	target      targetFlags
 	cfg         capacity.Config
 	out, format string
 	force       bool
@@ -51,11 +52,15 @@ How the numbers are made:
     back below it stay skiplists; capacity measures one such key against a
     fresh key of the same size.
 
+A --script (or --config) target is filled like sliding-log (L calls of cost
+1 spread over the window) and measured over every key it writes.
+
 Fills are pipelined EVALSHA built by each algorithm's own Allow (scripts are
 loaded first). Only keys under the run's prefix are written, and all are
 removed at the end; a Redis given by URL is never flushed.`,
 		Example: `  ratelab capacity
   ratelab capacity --algorithms sliding-log --limits 10,128,129,1000 --format markdown
+  ratelab capacity --script mine.lua --arg '{now_ms}' --arg '{window_ms}' --arg '{limit}' --limits 10,1000
   ratelab capacity --keys 1000 --active-keys 5000000 --format json
   ratelab capacity --redis redis://localhost:6379/0   # your Redis: only ratelab's keys, removed after`,
 		Args: cobra.NoArgs,
@@ -63,6 +68,7 @@ removed at the end; a Redis given by URL is never flushed.`,
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64SliceVar(&f.cfg.Limits, "limits", capacity.DefaultLimits, "limits (cost units per window) to fill keys to, comma-separated")
 	fl.IntVar(&f.cfg.Keys, "keys", capacity.DefaultKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
@@ -77,14 +83,21 @@ removed at the end; a Redis given by URL is never flushed.`,
 }
 
 // capacityFlagOf maps capacity.Config's field names to the flags.
-var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "limits": "--limits", "keys": "--keys",
+var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": "--script", "limits": "--limits", "keys": "--keys",
 	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
 	if !slices.Contains(reports.Formats, f.format) {
 		return usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
+	if err := f.target.check(c); err != nil {
+		return err
+	}
+	if err := f.target.load(); err != nil {
+		return err
+	}
 	cfg := f.cfg
+	cfg.Targets = f.target.targets()
 	cfg.RunID = engine.NewRunID()
 	if err := cfg.Validate(); err != nil {
 		return flagError(err, capacityFlagOf)

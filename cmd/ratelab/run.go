@@ -20,6 +20,7 @@ import (
 
 type runFlags struct {
 	redis      redisFlags
+	target     targetFlags
 	algorithms []string
 	scenarios  []string
 	limit      int64
@@ -49,6 +50,10 @@ accepted, the most accepted within any one window (max in W) and its ratio to
 the limit (above 1: the limit was exceeded), what an exact sliding-window log
 would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
 
+Your own scripts stand beside the built-ins, named by their files: --script
+(repeatable; all share --key, --arg, --allowed: see ratelab verify --help) or
+--config FILE (repeatable; each file its own keys, args and predicate).
+
 It writes results.json, decisions.jsonl (every decision, streamed), report.md
 and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
 
@@ -68,6 +73,9 @@ clock), client (real time, the harness's own clock injected).`,
 		Example: `  ratelab run
   ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
   ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
+  ratelab run --script mine.lua --arg '{now_us}' --arg '{window_us}' --arg '{limit}' --arg '{request_id}'
+  ratelab run --script a.lua --script b.lua --arg '{limit}' --allowed 'reply != nil' --clock client
+  ratelab run --config mine.yaml --config theirs.yaml --scenarios boundary-burst
   ratelab run --format json > results.json
   ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl
   ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
@@ -89,6 +97,7 @@ clock), client (real time, the harness's own clock injected).`,
 func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
 	fl.StringArrayVar(&f.scenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
@@ -113,6 +122,13 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: f.limit, Window: f.window,
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
+	if err := f.target.check(c); err != nil {
+		return cfg, err
+	}
+	if err := f.target.load(); err != nil {
+		return cfg, err
+	}
+	cfg.Targets = f.target.targets()
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
 	}
@@ -133,7 +149,7 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	if !slices.Contains(reports.Formats, f.format) {
 		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -33,7 +34,7 @@ func (s *study) plan() plan {
 	p := plan{trials: scenarios.Adversarial(params, target), realOK: s.limit.Window <= s.cfg.RealTimeMax}
 	for i, t := range p.trials {
 		switch {
-		case t.Family == "skew" && !s.caps.InjectsTime:
+		case t.Family == "skew" && (!s.caps.InjectsTime || readsServerTime(s.lim)):
 			continue
 		case s.caps.InjectsTime && !t.RealTime:
 			p.virtual = append(p.virtual, i)
@@ -42,6 +43,14 @@ func (s *study) plan() plan {
 		}
 	}
 	return p
+}
+
+// readsServerTime reports a script that reads Redis TIME itself (run on
+// virtual time by rewriting its TIME): all its clients share the server's
+// clock, so there is no client clock to skew.
+func readsServerTime(lim algorithms.Limiter) bool {
+	s, ok := lim.(interface{ ReadsServerTime() bool })
+	return ok && s.ReadsServerTime()
 }
 
 // realClock is the clock of the real-time trials: Redis TIME for a script
@@ -63,9 +72,19 @@ func (s *study) runTrials(ctx context.Context, p plan) ([]*trialResult, error) {
 	results := make([]*trialResult, len(p.trials))
 	s.progress("verify: %s, limit %s: %d virtual-time trials, %d real-time trials\n", s.lim.Name(), s.limit, len(p.virtual), len(p.real))
 	if s.caps.UsesKeys {
+		// the first batch to fail stops the other (a script error: at once)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		batch := func(idx []int, clock harness.ClockMode) error {
+			err := s.runBatch(ctx, p, results, idx, clock)
+			if err != nil {
+				cancel(err)
+			}
+			return err
+		}
 		errs := make(chan error, 1)
-		go func() { errs <- s.runBatch(ctx, p, results, p.real, s.realClock()) }()
-		err := s.runBatch(ctx, p, results, p.virtual, harness.VirtualClock)
+		go func() { errs <- batch(p.real, s.realClock()) }()
+		err := batch(p.virtual, harness.VirtualClock)
 		if rerr := <-errs; err == nil {
 			err = rerr
 		}
