@@ -37,27 +37,12 @@ type demoFlags struct {
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &demoFlags{}
 	c := &cobra.Command{
-		Use:   "demo",
-		Short: "Watch a boundary burst hit every algorithm, live, on a real Redis",
-		Long: `demo is seed 001's harness as a live show, in real time: ratelab parks just
-before a window boundary on the Redis server's clock (with a countdown), fires
-a full burst of --limit requests just before the boundary and another just
-after it (at -W/10 and +W/10), at every algorithm at once, and draws a timeline
-per algorithm as the answers arrive — accepted and denied requests, and the
-count in the trailing window against the limit. Then it prints the table and
-writes results.json, decisions.jsonl, plots, report.md and report.html to
---out, like run --clock redis --scenarios boundary-burst.
-
---explain adds what happened and why, per algorithm, from the measured
-numbers. On a terminal the timeline redraws in place; otherwise the output is
-plain lines. With --format json the results go to stdout and the show to
-stderr. With the default 10s window it takes 12 to 25 seconds.`,
-		Example: `  ratelab demo
-  ratelab demo --explain
-  ratelab demo --window 2s --algorithms fixed-window,sliding-log,sliding-counter
-  ratelab demo --format json > demo.json`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
+		Use:     "demo",
+		Short:   "Watch a boundary burst hit every algorithm, live, on a real Redis",
+		Long:    helpText("demo", "long"),
+		Example: helpText("demo", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
 	}
 	fl := c.Flags()
 	f.redis.add(c)

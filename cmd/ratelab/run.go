@@ -42,52 +42,12 @@ type runFlags struct {
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{}
 	c := &cobra.Command{
-		Use:   "run",
-		Short: "Compare the algorithms on every scenario against a real Redis",
-		Long: `run builds each scenario's schedule, sends it to every algorithm (each on its
-own keys), and prints one row per algorithm and scenario: what was offered and
-accepted, the most accepted within any one window (max in W) and its ratio to
-the limit (above 1: the limit was exceeded), what an exact sliding-window log
-would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
-
-Your own scripts stand beside the built-ins, named by their files: --script
-(repeatable; all share --key, --arg, --allowed: see ratelab verify --help) or
---config FILE (repeatable; each file its own keys, args and predicate).
-
-It writes results.json, decisions.jsonl (every decision, streamed), report.md
-and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
-
---scenario-file runs your own YAML scenario like a built-in (start from a copy
-of scenarios/builtin/*.yaml). --traffic replays a recorded traffic file in
-virtual time instead: one limit (--limit per --window) per client key, every
-algorithm that takes virtual time, the table plus per-key figures (keys over
-the limit, the worst key, units an exact sliding-window log would have
-accepted but the algorithm refused, peak memory) and a trailing-window plot.
-Malformed lines are counted and the first few shown with line numbers
-(--strict stops at the first); an empty or unreadable file is exit 2.
-
-Scenarios: ` + strings.Join(scenarios.Names(), ", ") + `.
-Clocks: virtual (exact injected timestamps, no sleeping: 24 h in seconds),
-redis (real time, scripts read Redis TIME, bursts aligned to the server's
-clock), client (real time, the harness's own clock injected).`,
-		Example: `  ratelab run
-  ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
-  ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
-  ratelab run --script mine.lua --arg '{now_us}' --arg '{window_us}' --arg '{limit}' --arg '{request_id}'
-  ratelab run --script a.lua --script b.lua --arg '{limit}' --allowed 'reply != nil' --clock client
-  ratelab run --config mine.yaml --config theirs.yaml --scenarios boundary-burst
-  ratelab run --format json > results.json
-  ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl
-  ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
-  ratelab run --redis container --redis-image ratelab/redis:local # make redis-image builds it (no registry needed)
-  ratelab run --redis redis+cluster://ratelab:secret@10.0.0.5:7000,10.0.0.6:7000
-  ratelab run --redis rediss://redis.internal:6380 --redis-ca ca.pem
-  ratelab run --scenario-file my-cron.yaml --algorithms fixed-window,sliding-log
-  ratelab run --traffic access.log.gz --limit 100 --window 1m
-  ratelab run --traffic requests.csv --key-field user_id --time-field ts --time-unit ms --limit 20 --window 10s
-  ratelab run --traffic events.jsonl --key-field client.id --cost-field weight --limit 500 --window 1h --strict`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
+		Use:     "run",
+		Short:   "Compare the algorithms on every scenario against a real Redis",
+		Long:    helpText("run", "long", strings.Join(scenarios.Names(), ", ")),
+		Example: helpText("run", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
 	}
 	f.bind(c)
 	return c

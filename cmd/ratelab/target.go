@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // targetFlags name the limiters a command drives: for verify one target,
@@ -35,18 +36,7 @@ type targetFlags struct {
 	allowedWhen int64
 	http        string
 	configs     []string
-	specs       []targetSpec // read by load
-}
-
-// targetSpec is one target, from the flags or a target file.
-type targetSpec struct {
-	from            string // "--script" or the target file's path, for errors
-	name            string
-	algorithm, http string
-	script, source  string // path and text
-	keys, args      []string
-	allowed         algorithms.ReplyPredicate
-	limits          []algorithms.Limit // from a target file
+	specs       []targets.Spec // read by load
 }
 
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
@@ -126,21 +116,21 @@ func (t *targetFlags) load() error {
 		if err != nil {
 			return usagef("--script: %w", err)
 		}
-		t.specs = append(t.specs, targetSpec{from: "--script", name: filepath.Base(path), script: path, source: string(b),
-			keys: t.keys, args: t.args, allowed: allowed})
+		t.specs = append(t.specs, targets.Spec{From: "--script", Name: filepath.Base(path), Script: path, Source: string(b),
+			Keys: t.keys, Args: t.args, Allowed: allowed})
 	}
 	for _, path := range t.configs {
-		s, err := readTargetFile(path)
+		s, err := targets.ReadFile(path)
 		if err != nil {
 			return usagef("--config: %w", err)
 		}
-		if t.many && s.script == "" {
+		if t.many && s.Script == "" {
 			return usagef("--config %s: only a script can stand beside the built-ins here (an algorithm is one of --algorithms)", path)
 		}
 		t.specs = append(t.specs, s)
 	}
 	if t.algorithm != "" || t.http != "" {
-		t.specs = append(t.specs, targetSpec{algorithm: t.algorithm, http: t.http})
+		t.specs = append(t.specs, targets.Spec{Algorithm: t.algorithm, HTTP: t.http})
 	}
 	if t.many && len(t.specs) > 0 {
 		// the templates are checked once here, with the flags' names
@@ -149,8 +139,8 @@ func (t *targetFlags) load() error {
 		}
 	}
 	for _, s := range t.specs {
-		if s.script != "" {
-			if _, err := s.build(nil, algorithms.Limit{Limit: 1, Window: time.Second}); err != nil {
+		if s.Script != "" {
+			if _, err := buildTarget(s, nil, algorithms.Limit{Limit: 1, Window: time.Second}); err != nil {
 				return err
 			}
 		}
@@ -161,8 +151,8 @@ func (t *targetFlags) load() error {
 // fileLimits returns the limits of a --config file; nil when none.
 func (t *targetFlags) fileLimits() []algorithms.Limit {
 	for _, s := range t.specs {
-		if len(s.limits) > 0 {
-			return s.limits
+		if len(s.Limits) > 0 {
+			return s.Limits
 		}
 	}
 	return nil
@@ -171,55 +161,26 @@ func (t *targetFlags) fileLimits() []algorithms.Limit {
 // scriptFlagOf maps algorithms.ScriptConfig's fields to the flags.
 var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed"}
 
-// build makes the limiter of s for l on rdb (nil for --http). Errors name
-// the flag, or the target file.
-func (s targetSpec) build(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
-	if s.algorithm != "bucketed-hash" {
-		l.Precision = 0
-	}
-	switch {
-	case s.http != "":
-		h, err := algorithms.NewHTTPLimiter(s.http, l, 5*time.Second)
-		if err != nil {
-			return nil, usagef("--http: %w", err)
-		}
-		return h, nil
-	case s.script != "":
-		lim, err := algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.name, Source: s.source,
-			Keys: s.keys, Args: s.args, Allowed: s.allowed, Limit: l})
-		if name, ok := field.Name(err); ok && s.from != "--script" {
-			return nil, usagef("--config %s: %s: %w", s.from, name, errors.Unwrap(err))
-		}
-		if err != nil {
-			return nil, flagError(err, scriptFlagOf)
-		}
-		return lim, nil
-	}
-	lim, err := algorithms.New(s.algorithm, rdb, l)
-	if err != nil {
-		return nil, usagef("%w", err)
-	}
-	return lim, nil
-}
-
 // targets returns the scripts as harness targets (run, capacity, bench).
 func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
 	for i, s := range t.specs {
-		out[i] = harness.Target{Name: s.name, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) { return s.build(rdb, l) }}
+		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+			return buildTarget(s, rdb, l)
+		}}
 	}
 	return out
 }
 
 // usesRedis reports whether verify's target runs in Redis (all but --http).
-func (t *targetFlags) usesRedis() bool { return len(t.specs) == 0 || t.specs[0].http == "" }
+func (t *targetFlags) usesRedis() bool { return len(t.specs) == 0 || t.specs[0].HTTP == "" }
 
 // scriptName is verify's --script or the file's script, for errors ("").
 func (t *targetFlags) scriptName() string {
 	if len(t.specs) == 0 {
 		return ""
 	}
-	return t.specs[0].script
+	return t.specs[0].Script
 }
 
 // limiter builds verify's target for limit l on rd (nil for --http), after
@@ -233,8 +194,21 @@ func (t *targetFlags) limiter(rd *engine.Redis, l algorithms.Limit) (algorithms.
 	if rd != nil {
 		rdb = rd.Client
 	}
-	return t.specs[0].build(rdb, l)
+	return buildTarget(t.specs[0], rdb, l)
 }
 
 // targetFlagOf maps the Configs' "targets" field to its flag.
 var targetFlagOf = map[string]string{"targets": "--script"}
+
+// buildTarget builds s for l on rdb (targets.Spec.Build) with errors
+// naming the flag, or the target file and its field.
+func buildTarget(s targets.Spec, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+	lim, err := s.Build(rdb, l)
+	if err == nil {
+		return lim, nil
+	}
+	if name, ok := field.Name(err); ok && s.From != "--script" && s.Script != "" {
+		return nil, usagef("--config %s: %s: %w", s.From, name, errors.Unwrap(err))
+	}
+	return nil, flagError(err, scriptFlagOf)
+}

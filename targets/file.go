@@ -1,4 +1,4 @@
-package main
+package targets
 
 import (
 	"fmt"
@@ -13,39 +13,39 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 )
 
-// targetFileFields are the fields of a target file (docs/config.md).
-var targetFileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
+// fileFields are the fields of a target file (docs/config.md).
+var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
 
-// readTargetFile reads and checks a target file (ratelab.yaml): one target,
+// ReadFile reads and checks a target file (ratelab.yaml): one target,
 // its keys, arguments, reply predicate and limits. A script's path is
 // relative to the file. Errors name the file, the field and its line.
-func readTargetFile(path string) (targetSpec, error) {
+func ReadFile(path string) (Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return targetSpec{}, err
+		return Spec{}, err
 	}
-	return parseTargetFile(data, path)
+	return ParseFile(data, path)
 }
 
-// parseTargetFile parses data, the text of the target file path.
-func parseTargetFile(data []byte, path string) (targetSpec, error) {
+// ParseFile parses data, the text of the target file path.
+func ParseFile(data []byte, path string) (Spec, error) {
 	bad := func(name string, line int, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s (line %d)", path, name, fmt.Sprintf(format, args...), line)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return targetSpec{}, fmt.Errorf("%s: %w", path, err)
+		return Spec{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return targetSpec{}, fmt.Errorf("%s: want a mapping of %s", path, strings.Join(targetFileFields, ", "))
+		return Spec{}, fmt.Errorf("%s: want a mapping of %s", path, strings.Join(fileFields, ", "))
 	}
 	top := doc.Content[0]
-	spec := targetSpec{from: path, allowed: algorithms.ReplyIs(1)}
+	spec := Spec{From: path, Allowed: algorithms.ReplyIs(1)}
 	got := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
-		if !contains(targetFileFields, k.Value) {
-			return spec, bad(k.Value, k.Line, "unknown field (known: %s)", strings.Join(targetFileFields, ", "))
+		if !contains(fileFields, k.Value) {
+			return spec, bad(k.Value, k.Line, "unknown field (known: %s)", strings.Join(fileFields, ", "))
 		}
 		if got[k.Value] != nil {
 			return spec, bad(k.Value, k.Line, "given twice")
@@ -83,13 +83,13 @@ func parseTargetFile(data []byte, path string) (targetSpec, error) {
 		return out, nil
 	}
 	var err error
-	if spec.name, err = str("name"); err != nil {
+	if spec.Name, err = str("name"); err != nil {
 		return spec, err
 	}
-	if spec.algorithm, err = str("algorithm"); err != nil {
+	if spec.Algorithm, err = str("algorithm"); err != nil {
 		return spec, err
 	}
-	if spec.http, err = str("http"); err != nil {
+	if spec.HTTP, err = str("http"); err != nil {
 		return spec, err
 	}
 	script, err := str("script")
@@ -97,7 +97,7 @@ func parseTargetFile(data []byte, path string) (targetSpec, error) {
 		return spec, err
 	}
 	kinds := 0
-	for _, s := range []string{spec.algorithm, spec.http, script} {
+	for _, s := range []string{spec.Algorithm, spec.HTTP, script} {
 		if s != "" {
 			kinds++
 		}
@@ -119,22 +119,22 @@ func parseTargetFile(data []byte, path string) (targetSpec, error) {
 		if err != nil {
 			return spec, bad("script", got["script"].Line, "%v", err)
 		}
-		spec.script, spec.source = script, string(src)
-		if spec.name == "" {
-			spec.name = filepath.Base(script)
+		spec.Script, spec.Source = script, string(src)
+		if spec.Name == "" {
+			spec.Name = filepath.Base(script)
 		}
 	}
-	if spec.keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
+	if spec.Keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
 		return spec, err
 	}
-	if spec.args, err = list("args", func(s string) error { _, err := algorithms.ParseTemplate(s); return err }); err != nil {
+	if spec.Args, err = list("args", func(s string) error { _, err := algorithms.ParseTemplate(s); return err }); err != nil {
 		return spec, err
 	}
 	if n := got["allowed"]; n != nil {
 		if got["allowed_when"] != nil {
 			return spec, bad("allowed_when", got["allowed_when"].Line, "give allowed or allowed_when, not both")
 		}
-		if spec.allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+		if spec.Allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed", n.Line, "%v", err)
 		}
 	}
@@ -143,10 +143,10 @@ func parseTargetFile(data []byte, path string) (targetSpec, error) {
 		if err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
 		}
-		spec.allowed = algorithms.ReplyIs(v)
+		spec.Allowed = algorithms.ReplyIs(v)
 	}
 	if n := got["limits"]; n != nil {
-		if spec.limits, err = parseLimits(n, bad); err != nil {
+		if spec.Limits, err = parseLimits(n, bad); err != nil {
 			return spec, err
 		}
 	}
