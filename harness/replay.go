@@ -191,7 +191,7 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 		}
 		sl, scripted := l.(algorithms.Scripted)
 		if !l.Capabilities().InjectsTime || !scripted {
-			note := fmt.Sprintf("%s was not run on %s: it reads Redis TIME and cannot take virtual time (use --clock redis)", name, cfg.Name)
+			note := fmt.Sprintf("%s was not run on %s: it decides on its own clock, not an injected one, so virtual time cannot reach it (pass the time with an {now_*} argument, or use --clock redis)", name, cfg.Name)
 			if !scripted {
 				note = fmt.Sprintf("%s was not run on %s: it cannot be pipelined (not a script)", name, cfg.Name)
 			}

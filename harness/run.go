@@ -351,7 +351,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 func clockNote(l algorithms.Limiter, clock ClockMode, scenario string) string {
 	if !l.Capabilities().InjectsTime && clock == VirtualClock {
 		// replayed at full speed, its own clock would see no time pass
-		return fmt.Sprintf("%s was not run on %s: it reads Redis TIME and cannot take virtual time (use --clock redis)", l.Name(), scenario)
+		return fmt.Sprintf("%s was not run on %s: it decides on its own clock, not an injected one, so virtual time cannot reach it (pass the time with an {now_*} argument, or use --clock redis)", l.Name(), scenario)
 	}
 	if ck, ok := l.(interface{ ClockKeys() []string }); ok && clock == RedisClock && len(ck.ClockKeys()) > 0 {
 		return fmt.Sprintf("%s was not run on %s: its key %q is built from the clock, which needs an injected clock (use --clock virtual or client)", l.Name(), scenario, ck.ClockKeys()[0])

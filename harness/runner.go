@@ -416,6 +416,9 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 		// a reply the target's predicate cannot judge, a key it cannot
 		// build: every call would fail alike, so stop now (not an outage)
 		r.cancel(o.Err)
+	case engine.IsGuardRefusal(o.Err):
+		// the user's script tried to touch what is not ratelab's: stop
+		r.cancel(fmt.Errorf("%w: %v", engine.ErrRefusedByGuard, o.Err))
 	case !errors.Is(o.Err, algorithms.ErrCostExceedsLimit):
 		r.noteCall(o.Err, r.cancel)
 	}

@@ -100,6 +100,11 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {

@@ -73,6 +73,11 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
 	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteCapacityDir(dir, res) },

@@ -126,6 +126,11 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		return usagef("--out: %w", err)

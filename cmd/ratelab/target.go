@@ -37,6 +37,8 @@ type targetFlags struct {
 	http        string
 	configs     []string
 	specs       []targets.Spec // read by load
+	trust       bool           // --trust-script
+	guarded     redis.Scripter // the scripts' connection under guard (see guard); nil: the command's own
 }
 
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
@@ -65,6 +67,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl.StringArrayVar(&t.keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
 	fl.StringArrayVar(&t.args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
 	fl.StringVar(&t.allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
+	fl.BoolVar(&t.trust, "trust-script", false, "on your own Redis, let the --script touch any key and run any command (default: it runs as a temporary ACL user limited to this run's keys)")
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
 }
 
@@ -166,6 +169,9 @@ func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
 	for i, s := range t.specs {
 		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+			if t.guarded != nil && s.Script != "" {
+				rdb = t.guarded
+			}
 			return buildTarget(s, rdb, l)
 		}}
 	}
@@ -193,6 +199,9 @@ func (t *targetFlags) limiter(rd *engine.Redis, l algorithms.Limit) (algorithms.
 	var rdb redis.Scripter
 	if rd != nil {
 		rdb = rd.Client
+	}
+	if t.guarded != nil && t.specs[0].Script != "" {
+		rdb = t.guarded
 	}
 	return buildTarget(t.specs[0], rdb, l)
 }
