@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt redis nginx chromium tmux clean load fuzz bench redis-image
+.PHONY: all build run test vet fmt redis nginx chromium tmux clean load fuzz bench redis-image replay-big
 
 all: build
 
@@ -43,11 +43,18 @@ bench: redis
 load: redis
 	RATELAB_LOAD=1 $(GO) test -count=1 -run TestLoadMillion -v -timeout 20m ./harness/ | grep -E '^(load:|---|ok|FAIL|PASS)'
 
+# Issue 13's done-when replay: a generated 24 h access log (10^6 lines, 10^4 keys) through every
+# algorithm that takes virtual time; prints wall time, decisions/s, peak RSS and the per-key figures.
+replay-big: redis
+	RATELAB_BIG=1 $(GO) test -count=1 -run TestReplayBig -v -timeout 30m ./harness/ | grep -vE '^replay: '
+
 # Each fuzz target for $(FUZZTIME) (their seed corpora run in make test).
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) ./algorithms/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowedReply$$' -fuzztime $(FUZZTIME) ./algorithms/
+	$(GO) test -run '^$$' -fuzz '^FuzzAllowedPredicate$$' -fuzztime $(FUZZTIME) ./algorithms/
+	$(GO) test -run '^$$' -fuzz '^FuzzTargetFile$$' -fuzztime $(FUZZTIME) ./targets/
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
 	$(GO) test -run '^$$' -fuzz '^FuzzCapacityConfig$$' -fuzztime $(FUZZTIME) ./harness/capacity/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseResults$$' -fuzztime $(FUZZTIME) ./reports/

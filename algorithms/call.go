@@ -36,11 +36,14 @@ var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.
 // decision: EVALSHA Script.Hash() with Keys and Args (EVAL of the source
 // when the server lacks it). DecidedAt is the time the call hands the
 // script (truncated to 1 µs); zero when the script reads Redis TIME.
+// Cost is the request's cost, for Decode (zero when the limiter does not
+// set it: ScriptLimiter does).
 type ScriptCall struct {
 	Script    *redis.Script
 	Keys      []string
 	Args      []any
 	DecidedAt time.Time
+	Cost      int64
 }
 
 // Scripted is a Limiter whose every decision is one Lua script call. Call

@@ -81,6 +81,9 @@ func ReplyIs(n int64) ReplyPredicate {
 	return ReplyPredicate{src: fmt.Sprintf("reply == %d, or reply[1] == %d for an array reply", n, n), is: true, n: n}
 }
 
+// isZero reports the zero ReplyPredicate.
+func (p ReplyPredicate) isZero() bool { return !p.is && p.prog == nil && p.src == "" }
+
 // String returns the predicate as written, or for ReplyIs a description.
 func (p ReplyPredicate) String() string { return p.src }
 

@@ -3,9 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -37,6 +40,31 @@ type DemoConfig struct {
 	Lead time.Duration
 	// RunID names the key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
+}
+
+// Validate checks cfg and returns an error naming the field: algorithms
+// registered; Limit 0 (the default) or 1..1000 (two bursts of Limit requests
+// are sent live); Window 0 (the default) or 100ms..10m (a live show);
+// Lead >= 0.
+func (cfg DemoConfig) Validate() error {
+	for _, a := range cfg.Algorithms {
+		if !slices.Contains(algorithms.Names(), a) {
+			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
+		}
+	}
+	switch {
+	case cfg.Limit < 0:
+		return field.Errorf("limit", "must be >= 1, got %d", cfg.Limit)
+	case cfg.Limit > 1000:
+		return field.Errorf("limit", "at most 1000 for a demo (two bursts of limit requests), got %d", cfg.Limit)
+	case cfg.Window != 0 && cfg.Window < 100*time.Millisecond:
+		return field.Errorf("window", "must be >= 100ms, got %s", cfg.Window)
+	case cfg.Window > 10*time.Minute:
+		return field.Errorf("window", "at most 10m for a live demo, got %s", cfg.Window)
+	case cfg.Lead < 0:
+		return field.Errorf("lead", "must be >= 0, got %s", cfg.Lead)
+	}
+	return nil
 }
 
 // DemoPlan is what the demo is about to do, told to the observer before it

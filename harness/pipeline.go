@@ -221,9 +221,7 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 		}
 		r.record(job, j, st.anchor, o)
 	}
-	if r.cancel != nil {
-		r.noteCall(firstErr, r.cancel)
-	}
+	r.settle(firstErr) // one round trip: one success or failure of Redis
 }
 
 // roundTrip sends the calls ps (with the expiry emulation around each one

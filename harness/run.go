@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
@@ -18,9 +20,16 @@ import (
 
 // Config is what `ratelab run` compares.
 type Config struct {
-	// Algorithms and Scenarios are registry names; empty means all.
+	// Algorithms and Scenarios are registry names; empty means all
+	// (Scenarios: all built-ins unless ScenarioFiles are given).
 	Algorithms []string
 	Scenarios  []string
+	// ScenarioFiles are paths of YAML scenario files
+	// (scenarios.LoadScenarioFile), run after Scenarios like built-ins.
+	ScenarioFiles []string
+	// Targets are limiters of the user's (scripts), compared after
+	// Algorithms, each named by its Name in every row and plot.
+	Targets []Target
 	// Limit and Window override every scenario's own when non-zero.
 	Limit  int64
 	Window time.Duration
@@ -36,6 +45,54 @@ type Config struct {
 	MaxOutage time.Duration
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
+}
+
+// Target is a limiter that is not in the algorithms registry, such as a
+// user's script (algorithms.NewScript): Name labels its rows (e.g. the
+// script's file name); New builds it on a Redis for one limit (each
+// scenario's). Used by run, capacity and bench alike.
+type Target struct {
+	Name string
+	New  algorithms.Constructor
+}
+
+// CheckTargets returns an error naming field "targets" when a target has no
+// name or constructor, or its name is a registered algorithm's or another
+// target's.
+func CheckTargets(ts []Target) error {
+	seen := map[string]bool{}
+	for _, t := range ts {
+		switch {
+		case t.Name == "" || t.New == nil:
+			return field.Errorf("targets", "a target needs a name and a constructor")
+		case slices.Contains(algorithms.Names(), t.Name):
+			return field.Errorf("targets", "%q is a built-in algorithm's name", t.Name)
+		case seen[t.Name]:
+			return field.Errorf("targets", "two targets are named %q (name them apart)", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}
+
+// NewLimiter builds the limiter named name for l on rdb: the target of that
+// name, else the registered algorithm.
+func NewLimiter(name string, targets []Target, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+	for _, t := range targets {
+		if t.Name == name {
+			return t.New(rdb, l)
+		}
+	}
+	return algorithms.New(name, rdb, l)
+}
+
+// TargetNames returns the targets' names, in order.
+func TargetNames(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // ErrKeysVanished is returned when a run's keys were removed while it ran
@@ -54,7 +111,9 @@ const (
 )
 
 // Validate checks cfg and returns an error naming the field: algorithms and
-// scenarios must be registered names; Limit in 0..MaxRunLimit (0: each
+// scenarios must be registered names; scenario files ("scenario-file")
+// must load, build with the run's limit and window, and not repeat a
+// scenario's name; targets as CheckTargets says; Limit in 0..MaxRunLimit (0: each
 // scenario's own); Window 0 (each scenario's own) or in 1ms..MaxRunWindow;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
 // Clock one of ClockModes ("" means virtual); OnError fail-closed or
@@ -65,10 +124,17 @@ func (cfg Config) Validate() error {
 			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
 		}
 	}
+	if err := CheckTargets(cfg.Targets); err != nil {
+		return err
+	}
 	for _, s := range cfg.Scenarios {
 		if _, err := scenarios.Get(s); err != nil {
 			return &field.Error{Name: "scenarios", Err: err}
 		}
+	}
+	files, err := cfg.loadFiles()
+	if err != nil {
+		return err
 	}
 	switch {
 	case cfg.Timeout < 0:
@@ -91,46 +157,104 @@ func (cfg Config) Validate() error {
 	case cfg.Cost < 0:
 		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
 	}
-	if cfg.Cost > 0 {
-		names := cfg.Scenarios
-		if len(names) == 0 {
-			names = scenarios.Names()
+	list, _ := cfg.scenarioList(files)
+	seen := map[string]bool{}
+	for _, sc := range list {
+		if seen[sc.Name] {
+			return field.Errorf("scenario-file", "scenario %s would run twice (on the same keys); set another name: in the file", sc.Name)
 		}
-		for _, n := range names {
-			sc, _ := scenarios.Get(n)
-			limit := sc.Defaults.Limit
-			if cfg.Limit > 0 {
-				limit = cfg.Limit
-			}
-			if cfg.Cost > limit {
-				return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, n)
-			}
+		seen[sc.Name] = true
+		limit := sc.Defaults.Limit
+		if cfg.Limit > 0 {
+			limit = cfg.Limit
+		}
+		if cfg.Cost > limit {
+			return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, sc.Name)
+		}
+	}
+	for _, sc := range files {
+		if sc.Check == nil {
+			continue
+		}
+		p := sc.Defaults
+		p.Seed = cfg.Seed
+		if cfg.Limit > 0 {
+			p.Limit = cfg.Limit
+		}
+		if cfg.Window > 0 {
+			p.Window = cfg.Window
+		}
+		if err := sc.Check(p); err != nil {
+			return field.Errorf("scenario-file", "scenario %s: %w", sc.Name, err)
 		}
 	}
 	return nil
 }
 
-// Run compares cfg.Algorithms on cfg.Scenarios against rd, streaming every
+// loadFiles loads cfg.ScenarioFiles; errors are named "scenario-file".
+func (cfg Config) loadFiles() ([]scenarios.Scenario, error) {
+	var out []scenarios.Scenario
+	for _, path := range cfg.ScenarioFiles {
+		sc, err := scenarios.LoadScenarioFile(path)
+		if err != nil {
+			return nil, &field.Error{Name: "scenario-file", Err: err}
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// scenarioList is what a run runs, in order: the named built-ins, then the
+// files' scenarios; all built-ins when neither is given.
+func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario, error) {
+	names := cfg.Scenarios
+	if len(names) == 0 && len(files) == 0 {
+		names = scenarios.Names()
+	}
+	var out []scenarios.Scenario
+	for _, n := range names {
+		sc, err := scenarios.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return append(out, files...), nil
+}
+
+// Run compares cfg.Algorithms and cfg.Targets on cfg.Scenarios against rd, streaming every
 // decision to log, and returns the results. Every scenario's schedule is built
 // once and run against each algorithm (on its own keys). The run's keys are
 // removed at the end, also when ctx is cancelled. On error the returned
-// Results hold what was measured, with Complete false and Error set.
+// Results hold what was measured, with Complete false and Error set; a
+// scenario file that does not load returns nil Results (Validate says so
+// first).
 func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
-	if len(cfg.Scenarios) == 0 {
-		cfg.Scenarios = scenarios.Names()
+	files, err := cfg.loadFiles()
+	if err != nil {
+		return nil, err
+	}
+	list, err := cfg.scenarioList(files)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Scenarios = nil
+	for _, sc := range list {
+		cfg.Scenarios = append(cfg.Scenarios, sc.Name)
 	}
 	if cfg.Clock == "" {
 		cfg.Clock = VirtualClock
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
+	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
 	res = &measure.Results{
 		Tool: "ratelab", Command: "run",
 		Config: measure.RunConfig{
-			Algorithms: cfg.Algorithms, Scenarios: cfg.Scenarios,
+			Algorithms: names, Scenarios: cfg.Scenarios,
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
@@ -150,11 +274,8 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		if err := s.Start(ctx); err != nil { // clean skips the live run
 			return fmt.Errorf("register the run: %w", err)
 		}
-		for _, sname := range cfg.Scenarios {
-			sc, err := scenarios.Get(sname)
-			if err != nil {
-				return err
-			}
+		for _, sc := range list {
+			sname := sc.Name
 			p := sc.Defaults
 			p.Seed = cfg.Seed
 			if cfg.Limit > 0 {
@@ -163,7 +284,10 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 			if cfg.Window > 0 {
 				p.Window = cfg.Window
 			}
-			sched := sc.Build(p)
+			sched, err := sc.Make(p)
+			if err != nil {
+				return err
+			}
 			if cfg.Cost > 0 {
 				for i := range sched.Arrivals {
 					sched.Arrivals[i].Cost = cfg.Cost
@@ -171,14 +295,12 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 			}
 			lim := algorithms.Limit{Limit: p.Limit, Window: p.Window}
 			var jobs []Job
-			for _, aname := range cfg.Algorithms {
-				l, err := algorithms.New(aname, rd.Client, lim)
+			for _, aname := range names {
+				l, err := NewLimiter(aname, cfg.Targets, rd.Client, lim)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s: %w", aname, err)
 				}
-				if !l.Capabilities().InjectsTime && cfg.Clock == VirtualClock {
-					// replayed at full speed, its own clock would see no time pass
-					note := fmt.Sprintf("%s was not run on %s: it reads Redis TIME and cannot take virtual time (use --clock redis)", aname, sname)
+				if note := clockNote(l, cfg.Clock, sname); note != "" {
 					res.Notes = append(res.Notes, note)
 					if progress != nil {
 						fmt.Fprintln(progress, note)
@@ -200,8 +322,13 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
-	if err == nil && s.Vanished() {
-		err = ErrKeysVanished
+	if s.Vanished() {
+		// the figures after that point are not the limiter's: say so, loudly
+		note := ErrKeysVanished.Error()
+		res.Notes = append(res.Notes, note)
+		if progress != nil {
+			fmt.Fprintln(progress, "ratelab: warning:", note)
+		}
 	}
 	defer func() {
 		// after the run's own time: a pending SCRIPT KILL is waited for
@@ -217,4 +344,17 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	}()
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
+}
+
+// clockNote says why l cannot run on clock (then it is left out of the
+// scenario), or "".
+func clockNote(l algorithms.Limiter, clock ClockMode, scenario string) string {
+	if !l.Capabilities().InjectsTime && clock == VirtualClock {
+		// replayed at full speed, its own clock would see no time pass
+		return fmt.Sprintf("%s was not run on %s: it decides on its own clock, not an injected one, so virtual time cannot reach it (pass the time with an {now_*} argument, or use --clock redis)", l.Name(), scenario)
+	}
+	if ck, ok := l.(interface{ ClockKeys() []string }); ok && clock == RedisClock && len(ck.ClockKeys()) > 0 {
+		return fmt.Sprintf("%s was not run on %s: its key %q is built from the clock, which needs an injected clock (use --clock virtual or client)", l.Name(), scenario, ck.ClockKeys()[0])
+	}
+	return ""
 }

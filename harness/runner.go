@@ -427,11 +427,27 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && engine.IsTimeout(o.Err) {
 		r.killBusy(ctx)
 	}
-	if r.cancel != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) {
-		r.noteCall(o.Err, r.cancel)
-	}
+	r.settle(o.Err)
 	r.record(job, j, anchor, &o)
 	return o
+}
+
+// settle is what a call's error (nil: success) does to the run: a
+// *algorithms.ScriptError (a reply the target's predicate cannot judge, a
+// key it cannot build: every call would fail alike) or a refusal by the
+// guard stops it at once; other errors count towards MaxOutage.
+func (r *Runner) settle(err error) {
+	var se *algorithms.ScriptError
+	switch {
+	case r.cancel == nil:
+	case errors.As(err, &se):
+		r.cancel(err)
+	case engine.IsGuardRefusal(err):
+		// the user's script tried to touch what is not ratelab's: stop
+		r.cancel(fmt.Errorf("%w: %v", engine.ErrRefusedByGuard, err))
+	case !errors.Is(err, algorithms.ErrCostExceedsLimit):
+		r.noteCall(err, r.cancel)
+	}
 }
 
 // record settles outcome o of job j (index job): an errored decision counts

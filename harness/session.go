@@ -82,7 +82,9 @@ func (s *Session) CleanupContext(ctx context.Context) (context.Context, context.
 
 // RemoveKeys removes every key under prefix (the session's own Prefix
 // when empty, which also Stops the registration and removes it last),
-// also after ctx was cancelled, within CleanupTimeout.
+// also after ctx was cancelled: Redis must answer a PING within
+// CleanupTimeout (a Redis that hangs cannot hold the command), then the
+// removal has up to 2 minutes (a replay can leave millions of keys).
 // Errors are returned, not fatal: what is left can be removed later with
 // `ratelab clean`.
 func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
@@ -90,7 +92,15 @@ func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
 		prefix = s.Prefix
 		s.Stop()
 	}
-	cctx, cancel := s.CleanupContext(ctx)
+	// one round trip within the cleanup bound proves Redis answers; then
+	// the removal may take as long as the keys need (10^6 keys: seconds)
+	pctx, cancel := s.CleanupContext(ctx)
+	err := s.Redis.Client.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 2*time.Minute))
 	defer cancel()
 	keys, err := engine.ScanKeys(cctx, s.Redis.Client, prefix)
 	if err != nil {

@@ -25,6 +25,9 @@ type Results struct {
 	Notes []string `json:"notes,omitempty"`
 	// Results has one row per algorithm x scenario, in run order.
 	Results []Row `json:"results"`
+	// Traffic describes the traffic file of a replay (run --traffic); nil
+	// for scenario runs.
+	Traffic *TrafficInfo `json:"traffic,omitempty"`
 }
 
 // RunConfig is the configuration of a run as the user gave it (after defaults).
@@ -99,6 +102,12 @@ type Row struct {
 	// Timeline is the cumulative count of accepted and denied cost over
 	// time, at most a few hundred points, for plots.
 	Timeline []Point `json:"timeline,omitempty"`
+	// PerKey and Trailing are set by traffic replays only (one limit per
+	// client key): per-key figures, and the trailing-window series. In
+	// such a row MaxInWindow, MaxWindowEndMS and Ratio are the worst
+	// key's, and Ideal sums the exact log's acceptance per key.
+	PerKey   *PerKey       `json:"per_key,omitempty"`
+	Trailing []WindowPoint `json:"trailing,omitempty"`
 }
 
 // Point is one step of a Row's timeline.

@@ -69,6 +69,9 @@ func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 			b.WriteString("\nNo algorithm accepted more than its limit within any one window.\n")
 		}
 		b.WriteString("\n" + columnKey)
+		if hasPerKey(r) {
+			b.WriteString("\n" + perKeyColumns)
+		}
 	}
 
 	if len(plots) > 0 {
@@ -95,7 +98,9 @@ latencies; *errors* counts failed decisions.
 `
 
 // WriteDir writes a run directory: it creates dir (and parents), then
-// writes results.json (as Write's "json" format), timeline-<scenario>.png
+// writes results.json (as Write's "json" format), trailing-<scenario>.png
+// and .svg for each scenario with a row that has a trailing-window series
+// (traffic replays), timeline-<scenario>.png
 // and .svg for each scenario with at least one row that has a timeline,
 // ratio.png and ratio.svg when there are rows, report.html (self-contained,
 // the SVGs inlined: see WriteHTML) and report.md referencing the PNGs. It stops at the first error and returns it wrapped with the file's
@@ -114,6 +119,15 @@ func WriteDir(dir string, r *measure.Results) error {
 	}
 
 	var plots []string
+	for _, sc := range scenariosWithTrailing(r) {
+		base := "trailing-" + fileSafe(sc)
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotTrailing(r, sc, file(base+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, base+".png")
+	}
 	for _, sc := range scenariosWithTimeline(r) {
 		base := "timeline-" + fileSafe(sc)
 		for _, ext := range []string{".png", ".svg"} {

@@ -100,6 +100,10 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 		}})
 	}
 	doc.Tables = []HTMLTable{t}
+	if pk := perKeyHTML(r); pk != nil {
+		doc.Tables = append(doc.Tables, *pk)
+		doc.Notes = append(doc.Notes, trafficLines(r)...)
+	}
 	if r.Command == "demo" {
 		doc.Explain = Explain(r)
 	}

@@ -414,13 +414,16 @@ type figure struct {
 	svg  bool
 }
 
-func newFigure(path string) (*figure, error) {
+func newFigure(path string) (*figure, error) { return newFigureSized(path, figWidth, figHeight) }
+
+// newFigureSized is newFigure for a figure of width x height.
+func newFigureSized(path string, width, height vg.Length) (*figure, error) {
 	f := &figure{path: path}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".png":
-		f.c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))}
+		f.c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(pngDPI))}
 	case ".svg":
-		f.c, f.svg = vgsvg.New(figWidth, figHeight), true
+		f.c, f.svg = vgsvg.New(width, height), true
 	default:
 		return nil, fmt.Errorf("reports: %s: unknown plot format (want a .png or .svg file)", path)
 	}

@@ -139,6 +139,9 @@ func writeTable(w io.Writer, r *measure.Results) error {
 		b.WriteString(v)
 		b.WriteByte('\n')
 	}
+	if err := writePerKeyText(&b, r, false); err != nil {
+		return err
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -163,6 +166,9 @@ func writeMarkdown(w io.Writer, r *measure.Results) error {
 		for _, v := range vs {
 			fmt.Fprintf(&b, "- %s\n", escapeMarkdown(v))
 		}
+	}
+	if err := writePerKeyText(&b, r, true); err != nil {
+		return err
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -20,6 +20,7 @@ import (
 // benchFlags are bench's flags: most go straight into the bench.Config.
 type benchFlags struct {
 	redis                   redisFlags
+	target                  targetFlags
 	cfg                     bench.Config
 	out, format, cpuprofile string
 	force                   bool
@@ -28,39 +29,12 @@ type benchFlags struct {
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &benchFlags{}
 	c := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
-		Long: `bench sends decisions as fast as Redis answers (or at --rate) from --clients
-connections, each sending pipelines of --pipeline EVALSHA calls, and reports
-decisions per second and latency p50/p99/p99.9/max per algorithm, on two
-paths: allow (each decision picks one of --keys keys at random, so nearly all
-are accepted) and deny (one hot key held at its limit, so nearly all are
-denied). Scripts read Redis TIME, as in production.
-
-Latency is the round trip of a decision's pipeline (HdrHistogram, one per
-client, merged). With --rate, each client paces its pipelines and latencies
-are corrected for coordinated omission. Next to the client's latency, the
-server's own time per EVALSHA (INFO commandstats) and redis-server's CPU show
-where the time goes.
-
---compare-redis-benchmark also runs Debian's redis-benchmark with the very
-EVALSHA call ratelab makes (captured from each algorithm's Allow), the same
-clients, pipeline and key space, in runs alternating with ratelab's (A B,
-B A, ...), each from fresh keys and making the same number of decisions: the
-first ratelab run lasts --duration and sets that number (a short warm-up run
-before it is not counted). The table shows the medians and their ratio
-ratelab/redis-benchmark. Comparisons default to 9 rounds of 1 s runs: many
-short alternating runs ride out bursts of other load better than a few long
-ones; on a busy machine, more --rounds steady the medians further.
---cpuprofile writes ratelab's CPU profile, to see where the client's time goes.
-
-Keys are under the run's prefix and removed after each run.`,
-		Example: `  ratelab bench
-  ratelab bench --algorithms sliding-log --compare-redis-benchmark
-  ratelab bench --algorithms sliding-log --clients 50 --pipeline 16 --compare-redis-benchmark --rounds 15
-  ratelab bench --rate 20000 --duration 10s --format json`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
+		Use:     "bench",
+		Short:   "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
+		Long:    helpText("bench", "long"),
+		Example: helpText("bench", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
 	}
 	f.bind(c)
 	return c
@@ -70,6 +44,7 @@ Keys are under the run's prefix and removed after each run.`,
 func (f *benchFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Paths, "paths", measure.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
@@ -94,7 +69,14 @@ func (f *benchFlags) bind(c *cobra.Command) {
 // config checks the flags' bench.Config (a --duration given as 0 is
 // refused: 0 in the Config means the default) and completes it.
 func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
+	if err := f.target.check(c); err != nil {
+		return f.cfg, err
+	}
+	if err := f.target.load(); err != nil {
+		return f.cfg, err
+	}
 	cfg := f.cfg
+	cfg.Targets = f.target.targets()
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
 		cfg.RedisURL = s
 	}
@@ -105,7 +87,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
 	cfg.RunID = engine.NewRunID()
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
@@ -118,6 +100,11 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {

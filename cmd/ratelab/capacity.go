@@ -16,6 +16,7 @@ import (
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
 	redis       redisFlags
+	target      targetFlags
 	cfg         capacity.Config
 	out, format string
 	force       bool
@@ -24,45 +25,16 @@ type capacityFlags struct {
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &capacityFlags{}
 	c := &cobra.Command{
-		Use:   "capacity",
-		Short: "Measure Redis memory per key at each limit and project it to many active keys",
-		Long: `capacity fills keys to each limit with the real algorithm scripts (a full
-window of accepted units, on an injected virtual clock; the window, 1h by
-default, is long enough that nothing expires) and reports per algorithm and
-limit: MEMORY USAGE key SAMPLES 0 per key, bytes per entry, OBJECT ENCODING,
-the used_memory delta per key measured over N keys, and a projection for M
-active keys ("1M keys at limit 1000 need X GiB").
-
-How the numbers are made:
-  - used_memory delta per key: N keys filled from a settled server (no
-    rehash, no dict waiting to shrink, no lazy free pending), INFO memory
-    before and after, client buffers (mem_clients_normal) left out, / N.
-  - MU + TTL: MEMORY USAGE leaves out the key's expires entry, the dicts'
-    slots and allocator rounding of the key's dictEntry. capacity measures
-    that overhead on N calibration keys with a TTL (small hashes, whose
-    MEMORY USAGE is otherwise exact) and adds it. "agree" is MU + TTL over
-    the used_memory delta; 1.00 is exact.
-  - N: --keys (10000), scaled down per limit so that one algorithm and limit
-    makes at most --budget script calls (sliding-log makes one call per
-    unit: 10000 keys at limit 10000 would be 10^8 entries). The table shows
-    the N used.
-  - Projection: M (--active-keys) x the used_memory delta per key.
-  - Trim: sliding-log keys filled past zset-max-listpack-entries and trimmed
-    back below it stay skiplists; capacity measures one such key against a
-    fresh key of the same size.
-
-Fills are pipelined EVALSHA built by each algorithm's own Allow (scripts are
-loaded first). Only keys under the run's prefix are written, and all are
-removed at the end; a Redis given by URL is never flushed.`,
-		Example: `  ratelab capacity
-  ratelab capacity --algorithms sliding-log --limits 10,128,129,1000 --format markdown
-  ratelab capacity --keys 1000 --active-keys 5000000 --format json
-  ratelab capacity --redis redis://localhost:6379/0   # your Redis: only ratelab's keys, removed after`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runCapacity(c, f, stdout, stderr) },
+		Use:     "capacity",
+		Short:   "Measure Redis memory per key at each limit and project it to many active keys",
+		Long:    helpText("capacity", "long"),
+		Example: helpText("capacity", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runCapacity(c, f, stdout, stderr) },
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64SliceVar(&f.cfg.Limits, "limits", capacity.DefaultLimits, "limits (cost units per window) to fill keys to, comma-separated")
 	fl.IntVar(&f.cfg.Keys, "keys", capacity.DefaultKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
@@ -77,14 +49,21 @@ removed at the end; a Redis given by URL is never flushed.`,
 }
 
 // capacityFlagOf maps capacity.Config's field names to the flags.
-var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "limits": "--limits", "keys": "--keys",
+var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": "--script", "limits": "--limits", "keys": "--keys",
 	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
 	if !slices.Contains(reports.Formats, f.format) {
 		return usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
+	if err := f.target.check(c); err != nil {
+		return err
+	}
+	if err := f.target.load(); err != nil {
+		return err
+	}
 	cfg := f.cfg
+	cfg.Targets = f.target.targets()
 	cfg.RunID = engine.NewRunID()
 	if err := cfg.Validate(); err != nil {
 		return flagError(err, capacityFlagOf)
@@ -94,6 +73,11 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
 	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteCapacityDir(dir, res) },

@@ -15,21 +15,11 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	var yes bool
 	var cfg engine.CleanConfig
 	c := &cobra.Command{
-		Use:   "clean --redis URL [--run ID] [--yes]",
-		Short: "List (and with --yes remove) keys left behind by ratelab runs that were killed",
-		Long: `clean finds ratelab's keys in a Redis by SCAN (never KEYS, never FLUSH), grouped
-by run: only keys "ratelab:<run id>:..." whose run id has ratelab's form
-(UTC time and 4 hex digits, 20261122T030515-cfab). It is a dry run unless
---yes is given: it shows what it would remove, and writes nothing. Other keys,
-also under "ratelab:", are never touched.
-
-A run registers itself while it lives ("ratelab:<run id>:~alive", refreshed
-every second) and leaves a record ("ratelab:<run id>:~run"). clean skips live
-runs, and removes only runs that left a record; a run id without one (an older
-ratelab) is listed and kept unless named with --run.`,
-		Example: `  ratelab clean --redis redis://localhost:6379
-  ratelab clean --redis redis://localhost:6379 --run 20261122T030515-cfab --yes`,
-		Args: cobra.NoArgs,
+		Use:     "clean --redis URL [--run ID] [--yes]",
+		Short:   "List (and with --yes remove) keys left behind by ratelab runs that were killed",
+		Long:    helpText("clean", "long"),
+		Example: helpText("clean", "example"),
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if !strings.Contains(rf.spec, "://") {
 				return usagef("--redis: clean needs the URL of the Redis to clean, got %q", rf.spec)

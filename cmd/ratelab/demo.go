@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
@@ -38,27 +37,12 @@ type demoFlags struct {
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &demoFlags{}
 	c := &cobra.Command{
-		Use:   "demo",
-		Short: "Watch a boundary burst hit every algorithm, live, on a real Redis",
-		Long: `demo is seed 001's harness as a live show, in real time: ratelab parks just
-before a window boundary on the Redis server's clock (with a countdown), fires
-a full burst of --limit requests just before the boundary and another just
-after it (at -W/10 and +W/10), at every algorithm at once, and draws a timeline
-per algorithm as the answers arrive — accepted and denied requests, and the
-count in the trailing window against the limit. Then it prints the table and
-writes results.json, decisions.jsonl, plots, report.md and report.html to
---out, like run --clock redis --scenarios boundary-burst.
-
---explain adds what happened and why, per algorithm, from the measured
-numbers. On a terminal the timeline redraws in place; otherwise the output is
-plain lines. With --format json the results go to stdout and the show to
-stderr. With the default 10s window it takes 12 to 25 seconds.`,
-		Example: `  ratelab demo
-  ratelab demo --explain
-  ratelab demo --window 2s --algorithms fixed-window,sliding-log,sliding-counter
-  ratelab demo --format json > demo.json`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
+		Use:     "demo",
+		Short:   "Watch a boundary burst hit every algorithm, live, on a real Redis",
+		Long:    helpText("demo", "long"),
+		Example: helpText("demo", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
 	}
 	fl := c.Flags()
 	f.redis.add(c)
@@ -74,26 +58,17 @@ stderr. With the default 10s window it takes 12 to 25 seconds.`,
 }
 
 func (f *demoFlags) check() error {
-	for _, a := range f.algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return usagef("--algorithms: unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
-	}
-	switch {
-	case f.limit < 1:
-		return usagef("--limit: must be >= 1, got %d", f.limit)
-	case f.limit > 1000:
-		return usagef("--limit: at most 1000 for a demo (two bursts of --limit requests), got %d", f.limit)
-	case f.window < 100*time.Millisecond:
-		return usagef("--window: must be >= 100ms, got %s", f.window)
-	case f.window > 10*time.Minute:
-		return usagef("--window: at most 10m for a live demo, got %s", f.window)
-	case f.lead < 0:
-		return usagef("--lead: must be >= 0, got %s", f.lead)
-	case !slices.Contains(demoFormats, f.format):
+	if !slices.Contains(demoFormats, f.format) {
 		return usagef("--format: unknown format %q (want table or json)", f.format)
 	}
-	return nil
+	if f.limit < 1 { // 0 would mean the default in the library
+		return usagef("--limit: must be >= 1, got %d", f.limit)
+	}
+	return flagError(f.config().Validate(), nil)
+}
+
+func (f *demoFlags) config() harness.DemoConfig {
+	return harness.DemoConfig{Algorithms: f.algorithms, Limit: f.limit, Window: f.window, Lead: f.lead}
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
@@ -112,19 +87,19 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if f.format == "json" {
 		show = stderr
 	}
-	tty, width := terminal(show)
+	tty, width := live.Terminal(show)
 
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		return usagef("--out: %w", err)
 	}
 	log := measure.NewDecisionLog(df)
-	live := live.NewDemo(show, tty, width)
-	live.Start()
-	res, runErr := harness.Demo(c.Context(), rd, harness.DemoConfig{
-		Algorithms: f.algorithms, Limit: f.limit, Window: f.window, Lead: f.lead, RunID: runID,
-	}, live, log)
-	live.Stop()
+	view := live.NewDemo(show, tty, width)
+	view.Start()
+	cfg := f.config()
+	cfg.RunID = runID
+	res, runErr := harness.Demo(c.Context(), rd, cfg, view, log)
+	view.Stop()
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -148,7 +123,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(show)
 		for _, p := range reports.Explain(res) {
-			fmt.Fprintln(show, wrap(p, max(cols, 60)))
+			fmt.Fprintln(show, live.Wrap(p, max(cols, 60)))
 		}
 	}
 	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, report.html, plots) — %.1fs\n",
@@ -157,39 +132,4 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("demo stopped early (results marked incomplete): %w", runErr)
 	}
 	return nil
-}
-
-// terminal reports whether w is a terminal, and its width in columns (0
-// when unknown).
-func terminal(w io.Writer) (bool, int) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return false, 0
-	}
-	width, _, err := term.GetSize(int(f.Fd()))
-	if err != nil {
-		return true, 0
-	}
-	return true, width
-}
-
-// wrap breaks s into lines of at most width columns at spaces, followed by
-// a blank line.
-func wrap(s string, width int) string {
-	var b strings.Builder
-	col := 0
-	for _, word := range strings.Fields(s) {
-		n := len([]rune(word))
-		if col > 0 && col+1+n > width {
-			b.WriteByte('\n')
-			col = 0
-		} else if col > 0 {
-			b.WriteByte(' ')
-			col++
-		}
-		b.WriteString(word)
-		col += n
-	}
-	b.WriteByte('\n')
-	return b.String()
 }

@@ -204,6 +204,10 @@ func TestFaults(t *testing.T) {
 				if !res.Complete || n != 1500 || errors == 0 || open != errors || int(errors) != errs {
 					t.Errorf("complete %v, %d decisions, errors %d (jsonl %d), failed open %d", res.Complete, n, errors, errs, open)
 				}
+				// issue 14 item 2: the restart wiped the run's keys, and the results say so
+				if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, " "), "keys were removed while it ran") {
+					t.Errorf("no note that the run's keys vanished: %q", res.Notes)
+				}
 			},
 		},
 	}

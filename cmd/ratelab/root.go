@@ -63,26 +63,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "ratelab",
-		Short: "Compare Redis rate limiters and verify their window-boundary behaviour",
-		Long: `ratelab runs rate-limiting algorithms as Lua scripts in a real Redis, drives
-them with schedules aimed at window boundaries, and measures what they accept:
-the largest amount accepted within any window of the limit's length, memory
-per key (MEMORY USAGE) and decision latency.
-
-Algorithms: fixed-window, sliding-log, bucketed-hash, reservoir, gcra
-(go-redis/redis_rate), sliding-counter (Cloudflare's weighted windows).
-Exit codes: 0 ok, 1 a verification or threshold failed, 2 usage or environment error.`,
-		Example: `  ratelab run                                   # all algorithms, all scenarios, a throwaway Redis
-  ratelab run --scenarios boundary-burst --format markdown
-  ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
-  ratelab run --redis redis://localhost:6379/0  # your Redis: only ratelab's own keys are touched
-  ratelab verify --algorithm sliding-log --limit 50 --window 2s   # CI gate: exit 1 with a counter-example
-  ratelab capacity --algorithms sliding-log --limits 100,1000      # memory per key, projected
-  ratelab bench --algorithms sliding-log --duration 5s              # decisions per second, latency
-  ratelab demo --explain                        # seed 001's boundary demo, live in the terminal
-  ratelab clean --redis redis://localhost:6379  # list keys left by a killed run (--yes removes)
-  ratelab report results/20261122T030000-ab12  # re-render a run's tables and plots`,
+		Use:           "ratelab",
+		Short:         "Compare Redis rate limiters and verify their window-boundary behaviour",
+		Long:          helpText("root", "long"),
+		Example:       helpText("root", "example"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

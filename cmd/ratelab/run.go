@@ -20,6 +20,7 @@ import (
 
 type runFlags struct {
 	redis      redisFlags
+	target     targetFlags
 	algorithms []string
 	scenarios  []string
 	limit      int64
@@ -33,37 +34,20 @@ type runFlags struct {
 	onError    string
 	maxOutage  time.Duration
 	force      bool
+
+	scenarioFiles []string
+	traffic       trafficFlags
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{}
 	c := &cobra.Command{
-		Use:   "run",
-		Short: "Compare the algorithms on every scenario against a real Redis",
-		Long: `run builds each scenario's schedule, sends it to every algorithm (each on its
-own keys), and prints one row per algorithm and scenario: what was offered and
-accepted, the most accepted within any one window (max in W) and its ratio to
-the limit (above 1: the limit was exceeded), what an exact sliding-window log
-would accept (ideal) and accepted/ideal (fidelity), memory per key and latency.
-
-It writes results.json, decisions.jsonl (every decision, streamed), report.md
-and plots (PNG and SVG) to --out. ratelab removes its keys at the end.
-
-Scenarios: ` + strings.Join(scenarios.Names(), ", ") + `.
-Clocks: virtual (exact injected timestamps, no sleeping: 24 h in seconds),
-redis (real time, scripts read Redis TIME, bursts aligned to the server's
-clock), client (real time, the harness's own clock injected).`,
-		Example: `  ratelab run
-  ratelab run --algorithms fixed-window,sliding-log --scenarios boundary-burst
-  ratelab run --clock redis --window 2s --limit 20 --scenarios boundary-burst
-  ratelab run --format json > results.json
-  ratelab run --redis redis://:secret@10.0.0.5:6379/2 --out /tmp/rl
-  ratelab run --redis cluster --scenarios boundary-burst          # a throwaway 3-master Redis Cluster
-  ratelab run --redis container --redis-image ratelab/redis:local # make redis-image builds it (no registry needed)
-  ratelab run --redis redis+cluster://ratelab:secret@10.0.0.5:7000,10.0.0.6:7000
-  ratelab run --redis rediss://redis.internal:6380 --redis-ca ca.pem`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
+		Use:     "run",
+		Short:   "Compare the algorithms on every scenario against a real Redis",
+		Long:    helpText("run", "long", strings.Join(scenarios.Names(), ", ")),
+		Example: helpText("run", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
 	}
 	f.bind(c)
 	return c
@@ -73,8 +57,11 @@ clock), client (real time, the harness's own clock injected).`,
 func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.target.addMany(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+")")
+	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
+	fl.StringArrayVar(&f.scenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
+	f.traffic.add(c)
 	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
 	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
 	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
@@ -92,13 +79,25 @@ func (f *runFlags) bind(c *cobra.Command) {
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, Limit: f.limit, Window: f.window,
+	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: f.limit, Window: f.window,
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
+	if err := f.target.check(c); err != nil {
+		return cfg, err
+	}
+	if err := f.target.load(); err != nil {
+		return cfg, err
+	}
+	cfg.Targets = f.target.targets()
 	if f.timeout <= 0 {
 		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
 	}
 	changed := c.Flags().Changed
+	for _, n := range trafficOnly {
+		if changed(n) {
+			return cfg, usagef("--%s: only with --traffic", n)
+		}
+	}
 	switch {
 	case changed("limit") && f.limit < 1:
 		return cfg, usagef("--limit: must be >= 1, got %d", f.limit)
@@ -110,10 +109,13 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	if !slices.Contains(reports.Formats, f.format) {
 		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
 	}
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
+	if f.traffic.path != "" {
+		return runTraffic(c, f, stdout, stderr)
+	}
 	cfg, err := f.config(c)
 	if err != nil {
 		return err
@@ -124,6 +126,11 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		return usagef("--out: %w", err)

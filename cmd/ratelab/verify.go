@@ -40,7 +40,7 @@ type verifyFlags struct {
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
 	c := &cobra.Command{
-		Use:   "verify (--algorithm NAME | --script FILE --arg T... | --http URL) (--limit L --window W | --limit L/W...)",
+		Use:   "verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)",
 		Short: `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		Long: `verify drives a rate limiter with adversarial traffic — bursts at window
 boundaries and at many phases of the window, same-instant bursts, concurrent
@@ -68,12 +68,17 @@ Several limits at once: --limit 10/1s --limit 120/1m --limit 240/1h checks
 every limit at the same time (the counter-example names the limit that
 broke); bucketed-hash then enforces them all.
 
-Your own script: KEYS[1] is the key; each --arg is ARGV[i], in order, with
-placeholders {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s}
-{limit} {cost} {request_id} ({now_s} and {window_s} are decimal seconds). The
-reply is an integer or an array whose first element is one; the request was
-allowed when it equals --allowed-when. Without {now_*} the script reads its
-own clock; without {cost} it is sent cost 1 only.
+Your own script, exactly as written: each --key is KEYS[i] (default one,
+{key}, the trial's key), each --arg ARGV[i], in order: templates with
+placeholders {key} {now_us} {now_ms} {now_s} {window_us} {window_ms}
+{window_s} {limit} {cost} {request_id} or expressions over them
+({floor(now_ms / window_ms)}, {limit / window_s}). --allowed says which
+reply means allowed: reply == 1 (the default), reply != nil (Lua false
+denies), reply <= limit, reply[2] >= 0, reply in [1, 2]. A script that reads
+Redis TIME itself runs on virtual time too; one that reads no clock runs in
+real time; without {cost} it is sent cost 1 only. A reply --allowed cannot
+judge stops verify at once (exit 2), showing the reply. --config FILE reads
+all of this, and the limits, from a file (docs/config.md).
 
 HTTP: GET; 2xx allowed, 429 denied, anything else an error.
 
@@ -90,6 +95,9 @@ checked (inconclusive).`,
   ratelab verify --algorithm bucketed-hash --limit 10/1s --limit 120/1m --limit 240/1h
   ratelab verify --script limiter.lua --arg '{limit}' --arg '{window_s}' --arg '{now_us}' --arg '{request_id}' --limit 50 --window 2s
   ratelab verify --script carlson.lua --arg '[[{window_s}, {limit}]]' --arg '{now_s}' --arg '{cost}' --allowed-when 0 --limit 10 --window 1s
+  ratelab verify --script fixed.lua --allowed 'reply != nil' --arg '{window_ms}' --arg '{limit}' --limit 10 --window 1s
+  ratelab verify --script counter.lua --key '{key}:{floor(now_ms / window_ms)}' --key '{key}:{floor(now_ms / window_ms) - 1}' --arg '{now_ms}' --allowed 'reply <= limit' --limit 10 --window 1s
+  ratelab verify --config ratelab.yaml
   ratelab verify --http http://127.0.0.1:8080/api --limit 10 --window 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
@@ -121,15 +129,21 @@ var verifyFlagOf = map[string]string{"limit": "--limit", "limits": "--limit", "w
 
 // config checks the flags and turns them into a verify.Config.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
+	if err := f.target.check(c); err != nil {
+		return verify.Config{}, err
+	}
+	if err := f.target.load(); err != nil {
+		return verify.Config{}, err
+	}
 	cfg := verify.Config{Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
 		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
 		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
-	if err := f.target.check(c); err != nil {
-		return cfg, err
-	}
 	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, err
+	}
+	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
+		limits = ls // the --config file's, every one at once
 	}
 	if len(limits) > 0 {
 		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Limit, limits[0].Window, limits[1:]
@@ -161,9 +175,6 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := f.target.load(); err != nil {
-		return err
-	}
 	var rd *engine.Redis // none for --http
 	if f.target.usesRedis() {
 		if rd, err = f.redis.open(c); err != nil {
@@ -189,8 +200,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	cfg.Progress = stderr
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
 	if err != nil {
-		if f.target.script != "" {
-			return usagef("--script %s: %w", f.target.script, err)
+		if name := f.target.scriptName(); name != "" {
+			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)
 	}

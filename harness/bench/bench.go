@@ -70,6 +70,11 @@ type Config struct {
 	// Algorithms are registry names; empty means all. Each must be an
 	// algorithms.Scripted limiter.
 	Algorithms []string
+	// Targets are limiters of the user's (scripts), measured after
+	// Algorithms and named by their Name. Each must be algorithms.Scripted
+	// with one key and no argument built from the clock: bench replays one
+	// call with the key and the nonces changed (see CallOf).
+	Targets []harness.Target
 	// Paths are measure.PathAllow and/or measure.PathDeny, at least one.
 	Paths []string
 	// Limit is the limit every decision is made against: Limit >= 1,
@@ -128,6 +133,7 @@ func DefaultConfig() Config {
 
 // Validate checks cfg and returns an error naming the field (a
 // *field.Error): "algorithms" (registered names of Scripted limiters),
+// "targets" (harness.CheckTargets, and each must be replayable: CallOf),
 // "paths" (allow and/or deny, at least one), "limit", "window",
 // "precision", "clients", "pipeline", "duration" (>= 0), "requests" (>= 0),
 // "keys", "rate" (finite, >= 0, none when comparing), "rounds" (>= 0),
@@ -138,6 +144,9 @@ func (cfg Config) Validate() error {
 		if !slices.Contains(algorithms.Names(), a) {
 			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
 		}
+	}
+	if err := harness.CheckTargets(cfg.Targets); err != nil {
+		return err
 	}
 	if len(cfg.Paths) == 0 {
 		return field.Errorf("paths", "give allow, deny or both")
@@ -189,6 +198,15 @@ func (cfg Config) Validate() error {
 		}
 		if _, ok := lim.(algorithms.Scripted); !ok {
 			return notScripted(a)
+		}
+	}
+	for _, t := range cfg.Targets {
+		lim, err := t.New(nil, l)
+		if err != nil {
+			return &field.Error{Name: "targets", Err: fmt.Errorf("%s: %w", t.Name, err)}
+		}
+		if _, err := CallOf(lim); err != nil {
+			return &field.Error{Name: "targets", Err: err}
 		}
 	}
 	if cfg.CompareRedisBenchmark {
@@ -250,7 +268,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	res := &measure.BenchResults{
 		Tool: "ratelab", Command: "bench",
 		Config: measure.BenchRunConfig{
-			Algorithms: cfg.Algorithms, Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,
@@ -287,7 +305,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 		client := workerClient(rd.Client, cfg.Clients)
 		defer client.Close()
 		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
-		for _, alg := range cfg.Algorithms {
+		for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
 			for _, path := range cfg.Paths {
 				row, err := b.measure(ctx, alg, path)
 				if err != nil {

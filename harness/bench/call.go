@@ -31,7 +31,8 @@ type Call struct {
 // CallOf asks lim for its script call twice (cost 1, Redis TIME) and
 // returns it with its nonce positions. The key it is given must come back
 // unchanged as the only KEYS entry (hash-tagged keys do), and both calls
-// must use the same script with as many arguments. A limiter that is not
+// must use the same script with as many arguments, and no template of a
+// script may read the clock (it would be replayed frozen). A limiter that is not
 // algorithms.Scripted is refused with a field error naming "algorithms".
 // CallOf makes no Redis call.
 func CallOf(lim algorithms.Limiter) (Call, error) {
@@ -39,6 +40,9 @@ func CallOf(lim algorithms.Limiter) (Call, error) {
 	s, ok := lim.(algorithms.Scripted)
 	if !ok {
 		return Call{}, notScripted(lim.Name())
+	}
+	if ck, ok := lim.(interface{ ClockTemplates() []string }); ok && len(ck.ClockTemplates()) > 0 {
+		return Call{}, fmt.Errorf("%s: its template %q reads the clock, and bench replays one call with fixed arguments: bench a script that reads Redis TIME itself", lim.Name(), ck.ClockTemplates()[0])
 	}
 	var calls [2]algorithms.ScriptCall
 	for i := range calls {

@@ -12,6 +12,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -258,7 +259,7 @@ func (wk *worker) loop(ctx context.Context) error {
 func (wk *worker) exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
 	_, err := pipe.Exec(ctx)
 	for reload := 0; ; reload++ {
-		if err != nil && !isRedisError(err) {
+		if err != nil && !engine.IsRedisError(err) {
 			return err
 		}
 		var again []*redis.Cmd
@@ -302,10 +303,4 @@ func putDigits(buf []byte, n uint64) {
 		buf[i] = byte('0' + n%10)
 		n /= 10
 	}
-}
-
-// isRedisError reports an error reply (the connection is fine).
-func isRedisError(err error) bool {
-	var re redis.Error
-	return err != nil && errors.As(err, &re)
 }

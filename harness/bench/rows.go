@@ -36,7 +36,7 @@ func (b *bencher) runPrefix() string {
 func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchRow, error) {
 	cfg := b.cfg
 	l := cfg.Limit
-	lim, err := algorithms.New(alg, b.sess.Redis.Client, l)
+	lim, err := harness.NewLimiter(alg, cfg.Targets, b.sess.Redis.Client, l)
 	if err != nil {
 		return measure.BenchRow{}, err
 	}

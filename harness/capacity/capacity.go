@@ -53,7 +53,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	res := &measure.CapacityResults{
 		Tool: "ratelab", Command: "capacity",
 		Config: measure.CapacityRunConfig{
-			Algorithms: cfg.Algorithms, Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
@@ -77,7 +77,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	if err != nil {
 		return err
 	}
-	m := &meter{c: c, nodes: nodes, db: db, progress: progress}
+	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
 	defer func() {
 		_ = s.RemoveKeys(ctx, "")
 		res.Warnings = append(res.Warnings, m.warnings...)
@@ -105,7 +105,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	calib := map[int]float64{}
 	cell := 0
-	for _, alg := range cfg.Algorithms {
+	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
 		for _, limit := range cfg.Limits {
 			cell++
 			row, err := m.measureCell(ctx, cfg, alg, limit, fmt.Sprintf("%sc%d:", prefix, cell), calib)
@@ -132,8 +132,11 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 // measureCell fills N keys of alg to limit and measures them.
 func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit int64, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
 	l := cfg.limit(alg, limit)
-	probe, err := algorithms.New(alg, m.c, l)
+	probe, err := harness.NewLimiter(alg, m.targets, m.c, l)
 	if err != nil {
+		return measure.CapacityRow{}, err
+	}
+	if err := loadScript(ctx, m.c, probe); err != nil {
 		return measure.CapacityRow{}, err
 	}
 	plan := FillPlan(alg, l)
@@ -193,7 +196,9 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit i
 	if err != nil {
 		return row, err
 	}
-	if len(keys) != n {
+	// a user's script may write several keys per request key (derived
+	// keys: "{key}.ts"); its memory per key is the sum over them
+	if len(keys) != n && (len(keys) < n || !slices.Contains(harness.TargetNames(m.targets), alg)) {
 		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
 	}
 	sort.Strings(keys)
@@ -209,7 +214,8 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit i
 	if row.Entries > 0 {
 		row.BytesPerEntry = float64(row.MemoryBytes) / float64(row.Entries)
 	}
-	row.MemoryWithTTLBytes = float64(row.MemoryBytes) + row.TTLOverheadBytes
+	// each Redis key of a request key (a script's derived keys) has its TTL
+	row.MemoryWithTTLBytes = float64(row.MemoryBytes) + row.TTLOverheadBytes*float64(len(keys))/float64(n)
 	if row.UsedMemoryDeltaBytes > 0 {
 		row.Agreement = row.MemoryWithTTLBytes / row.UsedMemoryDeltaBytes
 	}
@@ -317,4 +323,21 @@ func alignUp(t time.Time, w time.Duration) time.Time {
 	us, wus := t.UnixMicro(), w.Microseconds()
 	n := (us + wus - 1) / wus
 	return time.UnixMicro(n * wus).UTC()
+}
+
+// loadScript loads the script of a user's limiter (the built-ins' are
+// loaded by algorithms.LoadScripts), so that its pipelined EVALSHA finds it.
+func loadScript(ctx context.Context, c redis.UniversalClient, lim algorithms.Limiter) error {
+	s, ok := lim.(algorithms.Scripted)
+	if !ok {
+		return nil
+	}
+	call, err := s.Call("{load}", 1, algorithms.At(harness.VirtualEpoch))
+	if err != nil {
+		return err
+	}
+	if err := call.Script.Load(ctx, c).Err(); err != nil {
+		return fmt.Errorf("SCRIPT LOAD: %w", err)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 )
 
 // Defaults (contract: `ratelab capacity` documents them).
@@ -66,6 +67,11 @@ var DefaultLimits = []int64{10, 100, 128, 129, 1000, 10000}
 type Config struct {
 	// Algorithms are registry names (algorithms.Names); empty means all.
 	Algorithms []string
+	// Targets are limiters of the user's (scripts), measured after
+	// Algorithms like any algorithm without a fill shortcut (Limit calls of
+	// cost 1 spread over the window, see FillPlan), named by their Name.
+	// They must be algorithms.Scripted (fills are pipelined).
+	Targets []harness.Target
 	// Limits are the limits (cost units per window) to fill keys to; empty
 	// means DefaultLimits.
 	Limits []int64
@@ -113,7 +119,7 @@ func (cfg Config) WithDefaults() Config {
 
 // Validate checks a complete configuration (as WithDefaults returns it:
 // here a zero size is an error, not a default) and returns the first bad
-// field as a *field.Error named "algorithms", "limits", "keys",
+// field as a *field.Error named "algorithms", "targets" (harness.CheckTargets), "limits", "keys",
 // "active_keys", "window", "precision" or "budget":
 //   - every algorithm is known; empty Algorithms means all;
 //   - at least one limit, each in 1..MaxLimit;
@@ -137,6 +143,9 @@ func (cfg Config) Validate() error {
 		if !slices.Contains(algorithms.Names(), a) {
 			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
 		}
+	}
+	if err := harness.CheckTargets(cfg.Targets); err != nil {
+		return err
 	}
 	if len(cfg.Limits) == 0 {
 		return field.Errorf("limits", "give at least one limit")
@@ -179,6 +188,7 @@ func (cfg Config) Validate() error {
 	if len(algs) == 0 {
 		algs = algorithms.Names()
 	}
+	algs = append(slices.Clone(algs), harness.TargetNames(cfg.Targets)...)
 	fewest := int64(min(cfg.Keys, MinKeys))
 	for _, alg := range algs {
 		for _, limit := range cfg.Limits {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
 )
 
 // A fill is fillWorkers goroutines, each sending pipelines of fillPipeline
@@ -44,7 +45,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, pl
 			defer wg.Done()
 			// a limiter per worker, as each client of a real deployment has
 			// one: sliding-log's member names come from its own counter
-			lim, err := scripted(alg, m.c, l)
+			lim, err := scripted(alg, m.targets, m.c, l)
 			if err != nil {
 				errs[w] = err
 				return
@@ -79,10 +80,10 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, pl
 	return keys, nil
 }
 
-// scripted returns the limiter of alg at l, as the algorithms.Scripted
-// every built-in algorithm is.
-func scripted(alg string, c redis.UniversalClient, l algorithms.Limit) (algorithms.Scripted, error) {
-	lim, err := algorithms.New(alg, c, l)
+// scripted returns the limiter of alg (a built-in or one of targets) at l,
+// as the algorithms.Scripted every built-in algorithm and script is.
+func scripted(alg string, targets []harness.Target, c redis.UniversalClient, l algorithms.Limit) (algorithms.Scripted, error) {
+	lim, err := harness.NewLimiter(alg, targets, c, l)
 	if err != nil {
 		return nil, err
 	}

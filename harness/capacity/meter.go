@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -27,6 +28,7 @@ type meter struct {
 	db       int
 	progress io.Writer
 	warnings []string
+	targets  []harness.Target // the user's limiters, by name
 }
 
 // memSnapshot is what a used_memory delta is taken of: INFO used_memory

@@ -56,3 +56,10 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient) (killed bool, 
 	}
 	return killed, kill(ctx, c)
 }
+
+// IsRedisError reports whether err is an error reply from Redis (a script
+// error, NOSCRIPT, NOPERM...) rather than a failure to reach it.
+func IsRedisError(err error) bool {
+	var re redis.Error
+	return err != nil && errors.As(err, &re)
+}

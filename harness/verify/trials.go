@@ -70,8 +70,10 @@ func (s *study) plan() plan {
 	}
 	for i, t := range p.trials {
 		switch {
+		case t.Family == "skew" && (!s.caps.InjectsTime || readsServerTime(s.lim)):
+			continue
 		case !s.caps.InjectsTime:
-			if t.Family == "skew" || t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
+			if t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
 				continue
 			}
 			p.real = append(p.real, i)
@@ -89,6 +91,14 @@ func (s *study) plan() plan {
 		}
 	}
 	return p
+}
+
+// readsServerTime reports a script that reads Redis TIME itself (run on
+// virtual time by rewriting its TIME): all its clients share the server's
+// clock, so there is no client clock to skew.
+func readsServerTime(lim algorithms.Limiter) bool {
+	s, ok := lim.(interface{ ReadsServerTime() bool })
+	return ok && s.ReadsServerTime()
 }
 
 // realClock is the clock of the real-time trials: Redis TIME for a script
@@ -117,10 +127,19 @@ func (s *study) runTrials(ctx context.Context, p plan) (results, error) {
 	s.progress("verify: %s, limit %s: %d virtual-time trials, %d adaptive, %d real-time trials\n",
 		s.lim.Name(), s.limitsDesc(), len(p.virtual), len(p.greedy), len(p.real))
 	if s.caps.UsesKeys {
+		// the first batch to fail stops the others (a script error: at once)
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := func(err error) error {
+			if err != nil {
+				cancel(err)
+			}
+			return err
+		}
 		errs := make(chan error, 2)
-		go func() { errs <- s.runBatch(ctx, p, res.real, p.real, s.realClock()) }()
-		go func() { errs <- s.runGreedy(ctx, p, res.virtual) }()
-		err := s.runBatch(ctx, p, res.virtual, p.virtual, harness.VirtualClock)
+		go func() { errs <- stop(s.runBatch(ctx, p, res.real, p.real, s.realClock())) }()
+		go func() { errs <- stop(s.runGreedy(ctx, p, res.virtual)) }()
+		err := stop(s.runBatch(ctx, p, res.virtual, p.virtual, harness.VirtualClock))
 		for range 2 {
 			if e := <-errs; err == nil {
 				err = e

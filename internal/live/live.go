@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/measure"
+	"golang.org/x/term"
 )
 
 // Demo draws `ratelab demo` as it happens (it is a harness.DemoObserver).
@@ -378,4 +380,39 @@ func signed(d time.Duration) string {
 		return "+" + d.String()
 	}
 	return d.String()
+}
+
+// terminal reports whether w is a terminal, and its width in columns (0
+// when unknown).
+func Terminal(w io.Writer) (bool, int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return true, 0
+	}
+	return true, width
+}
+
+// wrap breaks s into lines of at most width columns at spaces, followed by
+// a blank line.
+func Wrap(s string, width int) string {
+	var b strings.Builder
+	col := 0
+	for _, word := range strings.Fields(s) {
+		n := len([]rune(word))
+		if col > 0 && col+1+n > width {
+			b.WriteByte('\n')
+			col = 0
+		} else if col > 0 {
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(word)
+		col += n
+	}
+	b.WriteByte('\n')
+	return b.String()
 }

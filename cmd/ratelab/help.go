@@ -1,0 +1,27 @@
+package main
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+// helpFiles are the commands' long help and examples, kept as text beside
+// the code: help/<command>.long.txt and help/<command>.example.txt.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText returns help/<command>.<part>.txt with {{0}}, {{1}}, ... replaced
+// by args (lists that come from the registries, such as the scenario names).
+func helpText(command, part string, args ...string) string {
+	b, err := helpFiles.ReadFile("help/" + command + "." + part + ".txt")
+	if err != nil {
+		panic(fmt.Sprintf("ratelab: no help text for %s %s", command, part))
+	}
+	s := string(b)
+	for i, a := range args {
+		s = strings.ReplaceAll(s, fmt.Sprintf("{{%d}}", i), a)
+	}
+	return s
+}

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoGuard is wrapped by NewGuard when the user's data cannot be guarded
+// from a script: the server is a Cluster, or it refused to create an ACL
+// user (no ACL permission, or a Redis older than 6).
+var ErrNoGuard = errors.New("cannot guard the server's other data from the script")
+
+// Guard is a temporary ACL user of the user's Redis under which a user's
+// script runs, so that the script cannot harm the rest of the server: it
+// may touch only keys under one prefix (ratelab's own "ratelab:<run id>:")
+// and run no @dangerous or @admin command (FLUSHALL, FLUSHDB, KEYS, CONFIG,
+// DEBUG, SHUTDOWN, ...). Redis checks the commands a script calls against
+// the user that runs it, so a script that tries is answered NOPERM, which
+// ratelab reports as the script's error instead of running it. Close
+// removes the user.
+type Guard struct {
+	// Client is a connection to the same server as the user under guard:
+	// run the script's calls on it (EVALSHA, EVAL, SCRIPT LOAD). Safe for
+	// concurrent use.
+	Client *redis.Client
+	user   string
+	admin  *redis.Client
+}
+
+// NewGuard creates the ACL user on rd (a single server) for keys under
+// prefix. Errors wrap ErrNoGuard when rd cannot have one (a Cluster, ACL
+// refused); ratelab's own throwaway servers need none.
+func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
+	admin, ok := rd.Client.(*redis.Client)
+	if !ok {
+		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrNoGuard)
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	user, pass := "ratelab-guard-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
+		"+@all", "-@dangerous", "-@admin", "+info"}
+	if err := admin.Do(ctx, rules...).Err(); err != nil {
+		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
+	}
+	opt := *admin.Options()
+	opt.Username, opt.Password = user, pass
+	opt.CredentialsProvider, opt.CredentialsProviderContext, opt.StreamingCredentialsProvider = nil, nil, nil
+	return &Guard{Client: redis.NewClient(&opt), user: user, admin: admin}, nil
+}
+
+// Close closes the guarded connection and removes the ACL user, also when
+// ctx is cancelled (within a few seconds).
+func (g *Guard) Close(ctx context.Context) error {
+	_ = g.Client.Close()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*1e9)
+	defer cancel()
+	return g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err()
+}
+
+// ErrRefusedByGuard is wrapped by the error of a run stopped because the
+// script under guard tried to touch what is not ratelab's.
+var ErrRefusedByGuard = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (pass --trust-script to run it anyway)")
+
+// IsGuardRefusal reports whether err is Redis refusing a guarded script a
+// command or a key (the ACL's NOPERM, in the words Redis uses inside and
+// outside scripts).
+func IsGuardRefusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	for _, m := range []string{"NOPERM", "can't run this command", "can't access at least one of the keys", "not allowed from script"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// issue 14 item 3: under the guard, a script can neither flush the server
+// nor write outside ratelab's prefix: Redis answers NOPERM, and the user's
+// keys are untouched. What a limiter needs still works.
+func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
+	ctx := context.Background()
+	rd := openExec(t)
+	c := rd.Client
+	if err := c.Set(ctx, "users:1", "alice", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "ratelab:20261123T090000-abcd:"
+	g, err := NewGuard(ctx, rd, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := prefix + "{k}"
+	cases := []struct {
+		name, script string
+		keys         []string
+		refused      bool
+	}{
+		{"a limiter's own key", "redis.call('INCR', KEYS[1]); redis.call('PEXPIRE', KEYS[1], 1000); return redis.call('TIME')[1] and 1", []string{own}, false},
+		{"FLUSHALL", "return redis.call('FLUSHALL')", []string{own}, true},
+		{"FLUSHDB", "return redis.call('FLUSHDB')", []string{own}, true},
+		{"a key outside KEYS and the prefix", "return redis.call('SET', 'users:1', 'mallory')", []string{own}, true},
+		{"a foreign key passed in KEYS", "return redis.call('DEL', KEYS[1])", []string{"users:1"}, true},
+		{"CONFIG SET", "return redis.call('CONFIG', 'SET', 'maxmemory', '1')", []string{own}, true},
+	}
+	for _, tc := range cases {
+		err := g.Client.Eval(ctx, tc.script, tc.keys).Err()
+		switch {
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.refused && !IsGuardRefusal(err):
+			t.Errorf("%s: got %v, want the guard's refusal", tc.name, err)
+		}
+	}
+	if v := c.Get(ctx, "users:1").Val(); v != "alice" {
+		t.Errorf("the user's key is %q after the guarded scripts", v)
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	users, err := c.Do(ctx, "ACL", "USERS").StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if strings.HasPrefix(u, "ratelab-guard-") {
+			t.Errorf("ACL user %s left behind", u)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// Memory readings during a replay: after firstMemorySample decisions, then
+// at each doubling up to memorySampleEvery, then every memorySampleEvery.
+const (
+	firstMemorySample = 1024
+	memorySampleEvery = 65536
+)
+
+// replayWorker sends one algorithm's decisions, one pipeline per batch,
+// and aggregates them per key as they come. Its fields are its own
+// goroutine's, except decisions (read by the progress display).
+type replayWorker struct {
+	name    string
+	lim     algorithms.Scripted
+	limit   algorithms.Limit
+	prefix  string
+	cfg     ReplayConfig
+	in      chan []replayItem
+	tracker *measure.KeyTracker
+	hist    *hdrhistogram.Histogram
+
+	// rkeys are the Redis keys the calls named and not yet expired in
+	// virtual time, with when they were last named (virtual and local).
+	rkeys map[string]touch
+
+	requests, acceptedReq, offered, accepted int64
+	errs, failedOpen, failedClosed           int64
+	decisions                                atomic.Int64
+
+	nextSample   int64
+	peak         int64
+	peakAt       time.Duration
+	samples      int
+	lastAt       time.Duration
+	expired      int64 // keys removed as expired in virtual time
+	dur          time.Duration
+	failingSince time.Time
+}
+
+func newReplayWorker(l algorithms.Scripted, lim algorithms.Limit, prefix string, cfg ReplayConfig) *replayWorker {
+	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
+		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Limit, lim.Window), hist: newHist(),
+		rkeys: map[string]touch{}, nextSample: firstMemorySample}
+}
+
+// touch is when a Redis key was last named by a call: at the virtual
+// decision time, and on the local clock.
+type touch struct {
+	at   time.Duration
+	real time.Time
+}
+
+// run decides every batch received until the channel closes. On error it
+// returns at once (the caller cancels the feed).
+func (w *replayWorker) run(ctx context.Context, rd *engine.Redis, base time.Time, log *measure.DecisionLog) error {
+	start := time.Now()
+	defer func() { w.dur = time.Since(start) }()
+	pipe := rd.Client.Pipeline()
+	for b := range w.in {
+		if ctx.Err() != nil {
+			continue // drain
+		}
+		if err := w.batch(ctx, pipe, b, base, log); err != nil {
+			return err
+		}
+		if w.decisions.Load() >= w.nextSample {
+			if err := w.sampleMemory(ctx, rd); err != nil {
+				return err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return w.sampleMemory(ctx, rd) // the last reading removes what expired by the end
+}
+
+// batch sends one pipeline of decisions and records their outcomes.
+func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []replayItem, base time.Time, log *measure.DecisionLog) error {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if w.cfg.Timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout*time.Duration((w.cfg.Pipeline+63)/64))
+	}
+	defer cancel()
+	calls := make([]algorithms.ScriptCall, len(b))
+	cmds := make([]*redis.Cmd, len(b))
+	errs := make([]error, len(b))
+	for i, it := range b {
+		c, err := w.lim.Call(w.prefix+"{"+it.a.Key+"}", it.a.Cost, algorithms.At(base.Add(it.a.At)))
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		calls[i] = c
+		cmds[i] = pipe.EvalSha(cctx, c.Script.Hash(), c.Keys, c.Args...)
+	}
+	sent := time.Now()
+	_, execErr := pipe.Exec(cctx)
+	recv := time.Now()
+	for i, it := range b {
+		for _, k := range calls[i].Keys {
+			w.rkeys[k] = touch{at: it.a.At, real: recv}
+		}
+	}
+	rtt := max(recv.Sub(sent).Microseconds(), 1)
+	_ = w.hist.RecordValues(rtt, int64(len(b)))
+	if err := w.noteOutage(execErr, recv); err != nil {
+		return err
+	}
+	for i, it := range b {
+		var d algorithms.Decision
+		err := errs[i]
+		if err == nil {
+			reply, cerr := cmds[i].Result()
+			if cerr != nil && !errors.Is(cerr, redis.Nil) {
+				err = fmt.Errorf("%s: %w", w.name, cerr)
+			} else if d, err = w.lim.Decode(calls[i], reply); err != nil {
+				err = fmt.Errorf("%s: %w", w.name, err)
+			}
+		}
+		cost := it.a.Cost
+		if err != nil {
+			w.errs++
+			d = algorithms.Decision{DecidedAt: base.Add(it.a.At), Allowed: w.cfg.OnError == FailOpen}
+			if d.Allowed {
+				w.failedOpen += cost
+			} else {
+				w.failedClosed += cost
+			}
+		}
+		at := d.DecidedAt.Sub(base)
+		w.requests++
+		w.offered += cost
+		if d.Allowed {
+			w.acceptedReq++
+			w.accepted += cost
+		}
+		w.tracker.Add(it.a.Key, at, cost, d.Allowed)
+		w.lastAt = at
+		if log != nil {
+			rec := measure.Record{
+				Algorithm: w.name, Scenario: w.cfg.Name,
+				Seq: it.seq, Client: it.a.Client, Key: it.a.Key, Cost: cost,
+				AtUS:   it.a.At.Microseconds(),
+				SentUS: sent.UnixMicro(), RecvUS: recv.UnixMicro(),
+				DecidedAtUS: d.DecidedAt.UnixMicro(), Allowed: d.Allowed,
+				Remaining: d.Remaining, RetryAfterUS: d.RetryAfter.Microseconds(),
+				LatencyUS: rtt,
+			}
+			if err != nil {
+				rec.Error = err.Error()
+			}
+			_ = log.Write(&rec)
+		}
+	}
+	w.decisions.Add(int64(len(b)))
+	return nil
+}
+
+// noteOutage tracks round trips that failed as a whole (not an error
+// reply): failing for longer than MaxOutage stops the replay.
+func (w *replayWorker) noteOutage(err error, now time.Time) error {
+	if err == nil || engine.IsRedisError(err) || errors.Is(err, redis.Nil) {
+		w.failingSince = time.Time{}
+		return nil
+	}
+	if w.failingSince.IsZero() {
+		w.failingSince = now
+	}
+	if d := now.Sub(w.failingSince); w.cfg.MaxOutage > 0 && d >= w.cfg.MaxOutage {
+		return fmt.Errorf("%w for %s (last error: %v)", ErrOutage, d.Round(time.Millisecond), err)
+	}
+	return nil
+}
+
+// sampleMemory reads the memory of the algorithm's live keys and
+// schedules the next reading. Key expiries run on Redis's real clock, which
+// a replay outpaces: a key whose TTL has run out in virtual time (touched
+// at virtual time a with a TTL of d, it expired at a+d; d is its PTTL now
+// plus the local time since it was touched) is removed here, as it would
+// have expired in live traffic, and not counted. The others' MEMORY USAGE
+// (SAMPLES 0) is summed.
+func (w *replayWorker) sampleMemory(ctx context.Context, rd *engine.Redis) error {
+	if w.nextSample < memorySampleEvery {
+		w.nextSample *= 2
+	} else {
+		w.nextSample += memorySampleEvery
+	}
+	m, err := w.liveMemory(ctx, rd)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("memory reading: %w", err)
+	}
+	w.samples++
+	if m > w.peak {
+		w.peak, w.peakAt = m, w.lastAt
+	}
+	return nil
+}
+
+// liveMemory removes the keys expired in virtual time and sums the others'
+// memory (see sampleMemory).
+func (w *replayWorker) liveMemory(ctx context.Context, rd *engine.Redis) (int64, error) {
+	keys := make([]string, 0, len(w.rkeys))
+	for k := range w.rkeys {
+		keys = append(keys, k)
+	}
+	ttls := make([]*redis.DurationCmd, len(keys))
+	mems := make([]*redis.IntCmd, len(keys))
+	now := time.Now()
+	_, err := rd.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			ttls[i] = p.PTTL(ctx, k)
+			mems[i] = p.MemoryUsage(ctx, k, 0)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	var sum int64
+	var expired []string
+	for i, k := range keys {
+		ttl := ttls[i].Val()
+		switch {
+		case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond || errors.Is(mems[i].Err(), redis.Nil): // gone
+			delete(w.rkeys, k)
+		case ttl > 0 && w.rkeys[k].at+ttl+now.Sub(w.rkeys[k].real) <= w.lastAt:
+			expired = append(expired, k)
+			delete(w.rkeys, k)
+		default:
+			sum += mems[i].Val()
+		}
+	}
+	if err := engine.DeleteKeys(ctx, rd.Client, expired); err != nil {
+		return 0, err
+	}
+	w.expired += int64(len(expired))
+	return sum, nil
+}
+
+// row summarizes the worker's decisions (memory at the end is added by the caller).
+func (w *replayWorker) row(cfg ReplayConfig, _ time.Time) measure.Row {
+	p, tot := w.tracker.Summary()
+	p.PeakMemoryBytes, p.PeakMemoryAtMS, p.MemorySamples = w.peak, float64(w.peakAt.Microseconds())/1000, w.samples
+	row := measure.Row{
+		Algorithm: w.name, Scenario: cfg.Name, LimitDesc: w.lim.Describe(),
+		Limit: w.limit.Limit, WindowMS: w.limit.Window.Milliseconds(), Clock: string(VirtualClock),
+		Requests: w.requests, AcceptedRequests: w.acceptedReq, Offered: w.offered, Accepted: w.accepted,
+		MaxInWindow: tot.MaxInWindow, MaxWindowEndMS: float64(tot.MaxWindowEnd.Microseconds()) / 1000,
+		Ratio: float64(tot.MaxInWindow) / float64(w.limit.Limit), Ideal: tot.Ideal, Fidelity: 1,
+		Errors: w.errs, FailedOpen: w.failedOpen, FailedClosed: w.failedClosed,
+		DurationMS: w.dur.Milliseconds(), PerKey: &p, Trailing: w.tracker.Trailing(0),
+	}
+	if row.Ideal > 0 {
+		row.Fidelity = float64(row.Accepted) / float64(row.Ideal)
+	}
+	if w.hist.TotalCount() > 0 {
+		row.P50US = w.hist.ValueAtQuantile(50)
+		row.P99US = w.hist.ValueAtQuantile(99)
+		row.P999US = w.hist.ValueAtQuantile(99.9)
+		row.MaxUS = w.hist.Max()
+	}
+	return row
+}

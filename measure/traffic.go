@@ -1,0 +1,43 @@
+package measure
+
+// TrafficInfo describes the traffic file a replay read and how the replay
+// went as a whole.
+type TrafficInfo struct {
+	// Source names the traffic (a file path, or what the caller said).
+	Source string `json:"source"`
+	// Format is the file's format (csv, jsonl or access-log); Gzip says it
+	// was compressed.
+	Format string `json:"format"`
+	Gzip   bool   `json:"gzip,omitempty"`
+	// Lines read (header and blank lines included), Records replayed, and
+	// Malformed lines skipped (out of order, a cost above the limit and
+	// unparsable lines included); Examples are the first of them.
+	Lines      int64         `json:"lines"`
+	Records    int64         `json:"records"`
+	Malformed  int64         `json:"malformed"`
+	OutOfOrder int64         `json:"out_of_order,omitempty"`
+	Examples   []LineExample `json:"examples,omitempty"`
+	// Keys is the number of distinct client keys.
+	Keys int64 `json:"keys"`
+	// Anchor is the traffic's first time aligned down to the window
+	// (RFC 3339, UTC): t = 0 of the rows' times. SpanMS is the time from
+	// the anchor to the last record, ms.
+	Anchor string  `json:"anchor"`
+	SpanMS float64 `json:"span_ms"`
+	// Decisions is the number of decisions made over all algorithms, and
+	// DecisionsPerSec that over the replay's wall time.
+	Decisions       int64   `json:"decisions"`
+	DecisionsPerSec float64 `json:"decisions_per_sec"`
+	// Pipeline is the number of decisions sent per round trip.
+	Pipeline int `json:"pipeline"`
+	// PeakRSSBytes is the peak resident set size of the ratelab process
+	// (getrusage ru_maxrss) when the replay ended; 0 where unknown.
+	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
+}
+
+// LineExample is one malformed line of a traffic file.
+type LineExample struct {
+	// Line is the 1-based line number in the (decompressed) file.
+	Line   int64  `json:"line"`
+	Reason string `json:"reason"`
+}

@@ -1,0 +1,202 @@
+package targets
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelab/ratelab/algorithms"
+)
+
+// fileFields are the fields of a target file (docs/config.md).
+var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
+
+// ReadFile reads and checks a target file (ratelab.yaml): one target,
+// its keys, arguments, reply predicate and limits. A script's path is
+// relative to the file. Errors name the file, the field and its line.
+func ReadFile(path string) (Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	return ParseFile(data, path)
+}
+
+// ParseFile parses data, the text of the target file path.
+func ParseFile(data []byte, path string) (Spec, error) {
+	bad := func(name string, line int, format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %s (line %d)", path, name, fmt.Sprintf(format, args...), line)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return Spec{}, fmt.Errorf("%s: want a mapping of %s", path, strings.Join(fileFields, ", "))
+	}
+	top := doc.Content[0]
+	spec := Spec{From: path, Allowed: algorithms.ReplyIs(1)}
+	got := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		if !contains(fileFields, k.Value) {
+			return spec, bad(k.Value, k.Line, "unknown field (known: %s)", strings.Join(fileFields, ", "))
+		}
+		if got[k.Value] != nil {
+			return spec, bad(k.Value, k.Line, "given twice")
+		}
+		got[k.Value] = v
+	}
+	str := func(name string) (string, error) {
+		n := got[name]
+		if n == nil {
+			return "", nil
+		}
+		if n.Kind != yaml.ScalarNode || n.Value == "" {
+			return "", bad(name, n.Line, "must be a non-empty string")
+		}
+		return n.Value, nil
+	}
+	list := func(name string, parse func(string) error) ([]string, error) {
+		n := got[name]
+		if n == nil {
+			return nil, nil
+		}
+		if n.Kind != yaml.SequenceNode {
+			return nil, bad(name, n.Line, "must be a list of templates")
+		}
+		var out []string
+		for i, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return nil, bad(fmt.Sprintf("%s[%d]", name, i+1), e.Line, "must be a template (a string)")
+			}
+			if err := parse(e.Value); err != nil {
+				return nil, bad(fmt.Sprintf("%s[%d]", name, i+1), e.Line, "%v", err)
+			}
+			out = append(out, e.Value)
+		}
+		return out, nil
+	}
+	var err error
+	if spec.Name, err = str("name"); err != nil {
+		return spec, err
+	}
+	if spec.Algorithm, err = str("algorithm"); err != nil {
+		return spec, err
+	}
+	if spec.HTTP, err = str("http"); err != nil {
+		return spec, err
+	}
+	script, err := str("script")
+	if err != nil {
+		return spec, err
+	}
+	kinds := 0
+	for _, s := range []string{spec.Algorithm, spec.HTTP, script} {
+		if s != "" {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
+	}
+	if script == "" {
+		for _, f := range []string{"keys", "args", "allowed", "allowed_when"} {
+			if n := got[f]; n != nil {
+				return spec, bad(f, n.Line, "goes with script")
+			}
+		}
+	} else {
+		if !filepath.IsAbs(script) {
+			script = filepath.Join(filepath.Dir(path), script)
+		}
+		src, err := os.ReadFile(script)
+		if err != nil {
+			return spec, bad("script", got["script"].Line, "%v", err)
+		}
+		spec.Script, spec.Source = script, string(src)
+		if spec.Name == "" {
+			spec.Name = filepath.Base(script)
+		}
+	}
+	if spec.Keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
+		return spec, err
+	}
+	if spec.Args, err = list("args", func(s string) error { _, err := algorithms.ParseTemplate(s); return err }); err != nil {
+		return spec, err
+	}
+	if n := got["allowed"]; n != nil {
+		if got["allowed_when"] != nil {
+			return spec, bad("allowed_when", got["allowed_when"].Line, "give allowed or allowed_when, not both")
+		}
+		if spec.Allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+			return spec, bad("allowed", n.Line, "%v", err)
+		}
+	}
+	if n := got["allowed_when"]; n != nil {
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || n.Kind != yaml.ScalarNode {
+			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
+		}
+		spec.Allowed = algorithms.ReplyIs(v)
+	}
+	if n := got["limits"]; n != nil {
+		if spec.Limits, err = parseLimits(n, bad); err != nil {
+			return spec, err
+		}
+	}
+	return spec, nil
+}
+
+// parseLimits reads a list of {limit: N, window: D}.
+func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]algorithms.Limit, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, bad("limits", n.Line, "must be a non-empty list of {limit: N, window: D}")
+	}
+	var out []algorithms.Limit
+	for i, e := range n.Content {
+		name := fmt.Sprintf("limits[%d]", i+1)
+		if e.Kind != yaml.MappingNode {
+			return nil, bad(name, e.Line, "must be {limit: N, window: D}")
+		}
+		var l algorithms.Limit
+		for j := 0; j+1 < len(e.Content); j += 2 {
+			k, v := e.Content[j], e.Content[j+1]
+			switch k.Value {
+			case "limit":
+				x, err := strconv.ParseInt(v.Value, 10, 64)
+				if err != nil || x < 1 {
+					return nil, bad(name+".limit", v.Line, "must be an integer >= 1, got %q", v.Value)
+				}
+				l.Limit = x
+			case "window":
+				d, err := time.ParseDuration(v.Value)
+				if err != nil || d < time.Millisecond {
+					return nil, bad(name+".window", v.Line, "must be a duration >= 1ms such as 10s, got %q", v.Value)
+				}
+				l.Window = d
+			default:
+				return nil, bad(name+"."+k.Value, k.Line, "unknown field (known: limit, window)")
+			}
+		}
+		if l.Limit == 0 || l.Window == 0 {
+			return nil, bad(name, e.Line, "needs both limit and window")
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
