@@ -13,8 +13,8 @@ import (
 // Verify two built-in algorithms against "at most 20 in any hour": the
 // sliding log holds; the fixed window accepts twice the limit across a
 // window boundary. An hour-long window runs in virtual time (injected
-// timestamps, no sleeping) in well under a second; the families that need
-// real time (key TTLs) are skipped above Config.RealTimeMax.
+// timestamps, no sleeping, key TTLs emulated on the virtual clock) in well
+// under a second; Config.RealTime would add the wall-clock families.
 func ExampleRun() {
 	ctx := context.Background()
 	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH
