@@ -17,6 +17,10 @@ const (
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
+	// Incomplete is true when the verification stopped before a verdict
+	// (Ctrl-C, Redis gone, the target's error); Error then says why.
+	Incomplete bool   `json:"incomplete,omitempty"`
+	Error      string `json:"error,omitempty"`
 	Target    string `json:"target"`
 	LimitDesc string `json:"limit_desc"`
 	Limit     int64  `json:"limit"`

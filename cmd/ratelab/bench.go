@@ -100,7 +100,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
-	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}

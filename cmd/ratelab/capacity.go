@@ -73,7 +73,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	defer rd.Close()
-	unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
+	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}

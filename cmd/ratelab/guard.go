@@ -19,30 +19,31 @@ var ownRedis = map[string]bool{"exec": true, "container": true, "cluster": true}
 // command (engine.Guard), unless --trust-script. viaLimiter says whether
 // the command sends the scripts' calls through the limiter (run, verify);
 // capacity and bench pipeline them on their own connections, so there the
-// guard is a refusal unless --trust-script. The returned func removes the
-// ACL user.
-func (t *targetFlags) guard(ctx context.Context, rd *engine.Redis, runID string, viaLimiter bool, stderr io.Writer) (func(), error) {
+// guard is a refusal unless --trust-script. It returns the Redis the
+// command must use from then on (rd, or rd seen through the guard, so that
+// pipelined calls are guarded too) and a func that removes the ACL user.
+func (t *targetFlags) guard(ctx context.Context, rd *engine.Redis, runID string, viaLimiter bool, stderr io.Writer) (*engine.Redis, func(), error) {
 	nothing := func() {}
 	if !t.hasScript() || rd == nil || ownRedis[rd.Info.Mode] {
-		return nothing, nil
+		return rd, nothing, nil
 	}
 	if t.trust {
 		fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
-		return nothing, nil
+		return rd, nothing, nil
 	}
 	if !viaLimiter {
-		return nothing, usagef("--script: on your own Redis a script could touch keys that are not ratelab's (FLUSHALL, other keys), and this command cannot guard it; run it against a throwaway Redis (--redis exec) or pass --trust-script")
+		return nil, nothing, usagef("--script: on your own Redis a script could touch keys that are not ratelab's (FLUSHALL, other keys), and this command cannot guard it; run it against a throwaway Redis (--redis exec) or pass --trust-script")
 	}
 	g, err := engine.NewGuard(ctx, rd, engine.KeyPrefix+runID+":")
 	if errors.Is(err, engine.ErrNoGuard) {
-		return nothing, usagef("--script: %v; run it against a throwaway Redis (--redis exec) or pass --trust-script", err)
+		return nil, nothing, usagef("--script: %v; run it against a throwaway Redis (--redis exec) or pass --trust-script", err)
 	}
 	if err != nil {
-		return nothing, usagef("--redis: %w", err)
+		return nil, nothing, usagef("--redis: %w", err)
 	}
 	t.guarded = g.Client
 	fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
-	return func() { _ = g.Close(ctx) }, nil
+	return g.Redis(rd), func() { _ = g.Close(ctx) }, nil
 }
 
 // hasScript reports whether any target is a user's script.

@@ -33,6 +33,7 @@ type verifyFlags struct {
 	seed        int64
 	format      string
 	out         string
+	force       bool
 	timeout     time.Duration
 	maxOutage   time.Duration
 }
@@ -118,7 +119,8 @@ checked (inconclusive).`,
 	fl.StringVar(&f.format, "format", "table", "table or json")
 	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
-	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory")
+	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty")
+	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier verify in --out")
 	return c
 }
 
@@ -175,6 +177,11 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if f.out != "" {
+		if _, err := outputDir(f.out, "", f.force); err != nil {
+			return err
+		}
+	}
 	var rd *engine.Redis // none for --http
 	if f.target.usesRedis() {
 		if rd, err = f.redis.open(c); err != nil {
@@ -182,6 +189,14 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 		defer rd.Close()
 	}
+	if cfg.RunID == "" {
+		cfg.RunID = engine.NewRunID()
+	}
+	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	lim, err := f.target.limiter(rd, cfg.Rate())
 	if err != nil {
 		return err
@@ -199,6 +214,12 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	cfg.Progress = stderr
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
+	if err != nil && f.out != "" {
+		// what was asked and why it stopped, marked incomplete: never no file
+		partial := &measure.VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: cfg.Limit,
+			WindowMS: cfg.Window.Milliseconds(), Incomplete: true, Error: err.Error()}
+		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.WriteVerify(w, "json", partial) })
+	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {
 			return usagef("--script %s: %w", name, err)

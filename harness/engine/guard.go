@@ -83,3 +83,11 @@ func IsGuardRefusal(err error) bool {
 	}
 	return false
 }
+
+// Redis is the same server seen through the guard: every call of the
+// command (the script's, and ratelab's own SCAN, UNLINK, TTLs, markers,
+// all under the run's prefix) runs as the guarded user. Closing it closes
+// nothing: Close the Guard and the original Redis.
+func (g *Guard) Redis(rd *Redis) *Redis {
+	return &Redis{Client: g.Client, Info: rd.Info}
+}

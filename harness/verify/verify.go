@@ -38,6 +38,10 @@ const (
 	MaxClients = 256
 )
 
+// MaxLimit is the largest limit verify takes: its trials hold tens of
+// arrivals per unit of limit (L = 10,000 verifies in about 26 s here).
+const MaxLimit = 100_000
+
 // Config is what Run verifies and how. Limit and Window are required; the
 // other fields' zero values mean what each one says. Validate names a bad
 // field by the name given in parentheses (e.g. "max_outage").
@@ -122,6 +126,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Limit < 1:
 		return field.Errorf("limit", "must be >= 1, got %d", c.Limit)
+	case c.Limit > MaxLimit:
+		return field.Errorf("limit", "at most %d (the families send tens of requests per unit of limit), got %d", MaxLimit, c.Limit)
 	case c.Window <= 0:
 		return field.Errorf("window", "must be > 0, got %s", c.Window)
 	case c.Window < time.Millisecond:
@@ -147,6 +153,8 @@ func (c Config) Validate() error {
 		switch {
 		case l.Limit < 1:
 			return field.Errorf("limits", "%s: the limit must be >= 1", l)
+		case l.Limit > MaxLimit:
+			return field.Errorf("limits", "%s: the limit must be at most %d", l, MaxLimit)
 		case l.Window < time.Millisecond:
 			return field.Errorf("limits", "%s: the window must be >= 1ms", l)
 		}

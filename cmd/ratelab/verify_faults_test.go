@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// issue 14 items 3, 4, 7 and 15 in verify: the guard stops a script that
+// empties the user's Redis; --out is never mixed; sizes are bounded; a
+// verify that stops writes verify.json marked incomplete.
+func TestVerifyKeepsTheUsersData(t *testing.T) {
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Set(ctx, "users:1", "alice", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	flusher := filepath.Join(t.TempDir(), "flusher.lua")
+	if err := os.WriteFile(flusher, []byte(`local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if n == 3 then redis.call('FLUSHALL') end
+if n <= tonumber(ARGV[2]) then return 1 end
+return 0`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "v")
+	code, _, stderr := ratelab(t, "verify", "--script", flusher, "--arg", "{window_ms}", "--arg", "{limit}", "--arg", "{now_ms}",
+		"--limit", "10", "--window", "1s", "--redis", "redis://"+v.addr, "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "the script tried to touch data outside ratelab's keys") {
+		t.Errorf("verify of a flushing script: exit %d, stderr %s", code, stderr)
+	}
+	if c.Get(ctx, "users:1").Val() != "alice" {
+		t.Errorf("the user's key is gone")
+	}
+	var rep struct {
+		Incomplete bool   `json:"incomplete"`
+		Error      string `json:"error"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "verify.json"))
+	if err != nil || json.Unmarshal(b, &rep) != nil || !rep.Incomplete || rep.Error == "" {
+		t.Errorf("verify.json of a stopped verify: %v %s", err, b)
+	}
+	// the directory now holds results: not again without --force
+	code, _, stderr = ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--redis", "redis://"+v.addr, "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "--out: ") || !strings.Contains(stderr, "--force") {
+		t.Errorf("verify into a used --out: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr = ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--redis", "redis://"+v.addr, "--out", out, "--force"); code != exitOK {
+		t.Errorf("verify --force: exit %d, %s", code, stderr)
+	}
+	for _, limit := range []string{"1000000", "1000000000000000000"} {
+		code, _, stderr = ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", limit, "--window", "1s", "--redis", "redis://127.0.0.1:1")
+		if code != exitUsage || !strings.Contains(stderr, "--limit: at most 100000") {
+			t.Errorf("verify --limit %s: exit %d, %s", limit, code, stderr)
+		}
+	}
+}
+
+// issue 14 item 6: Ctrl-C stops a verify with a large limit within a second.
+func TestVerifyInterruptedQuickly(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "verify", "--algorithm", "sliding-log", "--limit", "10000", "--window", "24h", "--redis", "exec")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "Redis 7") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // into the trials
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	sent := time.Now()
+	_ = cmd.Wait()
+	took := time.Since(sent)
+	t.Logf("verify stopped %v after Ctrl-C; stderr: %s", took.Round(time.Millisecond), stderr.String())
+	if took > 2*time.Second {
+		t.Errorf("verify took %v to stop after Ctrl-C", took)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Errorf("exit %d after Ctrl-C, want 2", code)
+	}
+}
