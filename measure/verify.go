@@ -21,10 +21,10 @@ type VerifyReport struct {
 	// (Ctrl-C, Redis gone, the target's error); Error then says why.
 	Incomplete bool   `json:"incomplete,omitempty"`
 	Error      string `json:"error,omitempty"`
-	Target    string `json:"target"`
-	LimitDesc string `json:"limit_desc"`
-	Limit     int64  `json:"limit"`
-	WindowMS  int64  `json:"window_ms"`
+	Target     string `json:"target"`
+	LimitDesc  string `json:"limit_desc"`
+	Limit      int64  `json:"limit"`
+	WindowMS   int64  `json:"window_ms"`
 	// Verdict is Holds, or the most serious failure found: Violated, then
 	// Starved, then Interfered (these two only when asked for: a minimum
 	// fidelity, isolation checked), or Inconclusive when nothing could be
