@@ -91,3 +91,23 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 		t.Errorf("exit %d after Ctrl-C, want 2", code)
 	}
 }
+
+// issue 14 item 5: a script that loops forever is stopped with SCRIPT KILL,
+// and verify says so instead of "i/o timeout"; the user's Redis answers.
+func TestVerifyKillsLoopingScript(t *testing.T) {
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	loop := filepath.Join(t.TempDir(), "loop.lua")
+	if err := os.WriteFile(loop, []byte("if tonumber(ARGV[1]) > 0 then while true do end end\nreturn 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := ratelab(t, "verify", "--script", loop, "--arg", "{now_ms}", "--limit", "5", "--window", "1s",
+		"--redis", "redis://"+v.addr, "--trust-script")
+	if code != exitUsage || !strings.Contains(stderr, "script ran longer than the call timeout: ratelab sent SCRIPT KILL") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("Redis after verify: %v", err)
+	}
+}

@@ -37,8 +37,14 @@ func IsTimeout(err error) bool {
 func KillBusyScript(ctx context.Context, c redis.UniversalClient) (killed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), KillWait)
 	defer cancel()
-	kill := func(ctx context.Context, node redis.Cmdable) error {
-		err := node.ScriptKill(ctx).Err()
+	kill := func(ctx context.Context, node *redis.Client) error {
+		// a connection of its own that waits as long as the kill may take
+		// (the command's client gives up after its read timeout)
+		opt := *node.Options()
+		opt.ReadTimeout, opt.ContextTimeoutEnabled, opt.PoolSize = KillWait, true, 1
+		kc := redis.NewClient(&opt)
+		defer kc.Close()
+		err := kc.ScriptKill(ctx).Err()
 		switch {
 		case err == nil:
 			killed = true
@@ -54,7 +60,11 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient) (killed bool, 
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return kill(ctx, node) })
 		return killed, err
 	}
-	return killed, kill(ctx, c)
+	node, ok := c.(*redis.Client)
+	if !ok {
+		return false, errors.New("SCRIPT KILL: not a Redis client")
+	}
+	return killed, kill(ctx, node)
 }
 
 // IsRedisError reports whether err is an error reply from Redis (a script

@@ -207,6 +207,9 @@ next:
 		s.progress("verify: %d real-time trials on the %s clock\n", len(idx), clock)
 	}
 	jrs, err := r.Execute(ctx, jobs)
+	if kerr := r.Settle(); kerr != nil { // a script that never returned was killed: say so, never leave Redis BUSY
+		err = kerr
+	}
 	var slow []int
 	for _, i := range idx {
 		k := run[i]

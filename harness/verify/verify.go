@@ -248,7 +248,18 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
-	if _, err := lim.Allow(ctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch)); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	_, err := lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
+	cancel()
+	if err != nil && rd != nil && engine.IsTimeout(err) {
+		// a script that never returns: stop it, never leave the user's Redis BUSY
+		if killed, kerr := engine.KillBusyScript(ctx, rd.Client); killed {
+			return nil, fmt.Errorf("%w (%s)", engine.ErrScriptKilled, cfg.Timeout)
+		} else if kerr != nil {
+			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	p := st.plan()
