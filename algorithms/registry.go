@@ -40,3 +40,14 @@ func New(name string, rdb redis.Scripter, l Limit) (Limiter, error) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// CheckNames returns an error naming the first of names that is not a
+// registered algorithm, listing the known ones; nil when all are.
+func CheckNames(names []string) error {
+	for _, n := range names {
+		if _, ok := registry[n]; !ok {
+			return fmt.Errorf("unknown algorithm %q (known: %s)", n, strings.Join(Names(), ", "))
+		}
+	}
+	return nil
+}

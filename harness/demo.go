@@ -3,8 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -47,10 +45,8 @@ type DemoConfig struct {
 // are sent live); Window 0 (the default) or 100ms..10m (a live show);
 // Lead >= 0.
 func (cfg DemoConfig) Validate() error {
-	for _, a := range cfg.Algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
+	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+		return &field.Error{Name: "algorithms", Err: err}
 	}
 	switch {
 	case cfg.Limit < 0:

@@ -71,10 +71,8 @@ const MaxReplayPipeline = 10_000
 // fail-closed); Timeout and MaxOutage >= 0; the traffic format and time
 // unit known ("" is auto).
 func (cfg ReplayConfig) Validate() error {
-	for _, a := range cfg.Algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
+	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+		return &field.Error{Name: "algorithms", Err: err}
 	}
 	formats := []scenarios.TrafficFormat{"", scenarios.FormatAuto, scenarios.FormatCSV, scenarios.FormatJSONL, scenarios.FormatAccessLog}
 	units := []scenarios.TimeUnit{"", scenarios.UnitAuto, scenarios.UnitRFC3339, scenarios.UnitSeconds, scenarios.UnitMillis, scenarios.UnitMicros, scenarios.UnitNanos}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -119,10 +118,8 @@ const (
 // Clock one of ClockModes ("" means virtual); OnError fail-closed or
 // fail-open ("" means fail-closed); Timeout and MaxOutage >= 0.
 func (cfg Config) Validate() error {
-	for _, a := range cfg.Algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
+	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := CheckTargets(cfg.Targets); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -86,8 +85,10 @@ func (t *targetFlags) check(c *cobra.Command) error {
 		if n != 1 {
 			return usagef("give exactly one of --algorithm, --script or --http (or a --config file)")
 		}
-		if t.algorithm != "" && !slices.Contains(algorithms.Names(), t.algorithm) {
-			return usagef("--algorithm: unknown algorithm %q (known: %s)", t.algorithm, strings.Join(algorithms.Names(), ", "))
+		if t.algorithm != "" {
+			if err := algorithms.CheckNames([]string{t.algorithm}); err != nil {
+				return usagef("--algorithm: %w", err)
+			}
 		}
 	}
 	if t.script == "" && len(t.scripts) == 0 && (len(t.args) > 0 || len(t.keys) > 0 || changed("allowed") || changed("allowed-when")) {

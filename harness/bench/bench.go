@@ -140,10 +140,8 @@ func DefaultConfig() Config {
 // "procs" (>= 0), and "compare-redis-benchmark" (the binary must be found).
 // The bounds are in the fields' comments.
 func (cfg Config) Validate() error {
-	for _, a := range cfg.Algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
+	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := harness.CheckTargets(cfg.Targets); err != nil {
 		return err

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -139,10 +138,8 @@ func (cfg Config) WithDefaults() Config {
 // Nothing that passes makes Run hold more than Budget fill calls at once
 // or keep the server busy for long.
 func (cfg Config) Validate() error {
-	for _, a := range cfg.Algorithms {
-		if !slices.Contains(algorithms.Names(), a) {
-			return field.Errorf("algorithms", "unknown algorithm %q (known: %s)", a, strings.Join(algorithms.Names(), ", "))
-		}
+	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := harness.CheckTargets(cfg.Targets); err != nil {
 		return err
