@@ -184,6 +184,10 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 	per := recv.Sub(sent) / time.Duration(max(len(batch), 1))
 	for _, p := range ps {
 		o := &batch[p.i]
+		if p.cmd == nil { // never sent: the scripts could not be loaded
+			o.Err = fmt.Errorf("%s: %w", j.Limiter.Name(), err)
+			continue
+		}
 		v, cerr := p.cmd.Result()
 		switch {
 		case cerr != nil && !errors.Is(cerr, redis.Nil):
@@ -234,8 +238,12 @@ func (r *Runner) roundTrip(ctx context.Context, j Job, st *vtJob, ps []pendingCa
 	}
 	defer cancel()
 	pipe := r.Redis.Pipeline()
-	if r.Expiry {
-		pipe = r.Redis.TxPipeline() // nothing runs between a call and its expiry scripts
+	if _, cluster := r.Redis.(*redis.ClusterClient); r.Expiry && !cluster {
+		// nothing runs between a call and its expiry scripts; on a Cluster a
+		// transaction cannot span the slots of a batch's keys, and the
+		// pipeline's order per node (each key on one node) suffices: a
+		// trial's keys see only the trial's own calls
+		pipe = r.Redis.TxPipeline()
 	}
 	for k := range ps {
 		p := &ps[k]

@@ -80,8 +80,10 @@ func TestVerifyBadReplyStopsAtOnce(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "on reply ") || strings.Contains(stderr, "kept failing") {
 			t.Errorf("exit %d, stderr %q; want exit 2 showing the reply", code, stderr)
 		}
-		if took > 100*time.Millisecond {
-			t.Errorf("took %s, want under 100ms", took)
+		// measured 11-37 ms; the bound tells "at once" from the outage path
+		// (--max-outage, 2 s) without failing on a loaded CI machine
+		if took > time.Second {
+			t.Errorf("took %s, want it at once (measured 11-37 ms here), not through the outage path", took)
 		}
 	}
 }
