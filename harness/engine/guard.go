@@ -68,15 +68,16 @@ func (g *Guard) Close(ctx context.Context) error {
 // script under guard tried to touch what is not ratelab's.
 var ErrRefusedByGuard = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (pass --trust-script to run it anyway)")
 
-// IsGuardRefusal reports whether err is Redis refusing a guarded script a
-// command or a key (the ACL's NOPERM, in the words Redis uses inside and
-// outside scripts).
+// IsGuardRefusal reports whether err is Redis refusing a script a command
+// or a key (in the words Redis 7 uses for a script's calls).
 func IsGuardRefusal(err error) bool {
 	if err == nil {
 		return false
 	}
 	s := err.Error()
-	for _, m := range []string{"NOPERM", "can't run this command", "can't access at least one of the keys", "not allowed from script"} {
+	// only refusals of what a script called: a NOPERM for ratelab's own
+	// command (an ACL user missing a permission) is the user's setup, not this
+	for _, m := range []string{"user executing the script can't", "not allowed from script"} {
 		if strings.Contains(s, m) {
 			return true
 		}

@@ -54,7 +54,9 @@ func isTLSError(err error) bool {
 // version), the scripts' (EVALSHA, and EVAL when a script is not cached
 // yet), the commands the algorithms' scripts call (an ACL applies inside
 // scripts too), the server clock (TIME) and the bookkeeping of the run's
-// keys (SCAN, MEMORY USAGE, UNLINK). Measured by removing each one in turn
+// keys (SCAN, MEMORY USAGE, UNLINK), and pipelined verify with its key
+// expiry on the virtual clock (SCRIPT LOAD, MULTI/EXEC, PEXPIRETIME,
+// PERSIST). Measured by removing each one in turn
 // (internal/redistest's ACL test); a user needs them on keys ~ratelab:*.
 // A Redis Cluster needs ACLClusterCommands too.
 var ACLCommands = []string{
@@ -62,7 +64,8 @@ var ACLCommands = []string{
 	"get", "set", "incrby", "pexpire",
 	"zadd", "zcard", "zrange", "zremrangebyscore",
 	"hget", "hmget", "hset", "hincrby", "hdel",
-	"scan", "memory|usage", "unlink",
+	"scan", "memory|usage", "unlink", "script|load", "multi", "exec",
+	"pexpiretime", "persist",
 }
 
 // ACLClusterCommands are what ratelab also sends to a Redis Cluster: the
