@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,7 +35,7 @@ var bucketedHashScript = redis.NewScript(bucketedHashSrc)
 // blocks. Keys: the key itself (one HASH).
 type BucketedHash struct {
 	rdb    redis.Scripter
-	limits []Limit
+	limits []limit.Limit
 	args   []any // n, then label, window_us, limit, precision_us per limit
 	min    int64 // the smallest limit: the largest cost that can ever fit
 }
@@ -45,7 +46,7 @@ var _ Scripted = (*BucketedHash)(nil)
 // once (for example 10 per 1s, 120 per 60s and 240 per 1h with 60s
 // precision). A zero Precision becomes Window/10. rdb may be a Client, Ring
 // or ClusterClient.
-func NewBucketedHash(rdb redis.Scripter, limits ...Limit) (*BucketedHash, error) {
+func NewBucketedHash(rdb redis.Scripter, limits ...limit.Limit) (*BucketedHash, error) {
 	if len(limits) == 0 {
 		return nil, fmt.Errorf("bucketed-hash: at least one limit is needed")
 	}
@@ -65,9 +66,9 @@ func NewBucketedHash(rdb redis.Scripter, limits ...Limit) (*BucketedHash, error)
 		if l.Window%time.Millisecond != 0 || l.Precision%time.Millisecond != 0 {
 			label = strconv.FormatInt(l.Window.Microseconds(), 10) + "us:" + strconv.FormatInt(l.Precision.Microseconds(), 10)
 		}
-		b.args = append(b.args, label, l.Window.Microseconds(), l.Limit, l.Precision.Microseconds())
-		if b.min == 0 || l.Limit < b.min {
-			b.min = l.Limit
+		b.args = append(b.args, label, l.Window.Microseconds(), l.Count, l.Precision.Microseconds())
+		if b.min == 0 || l.Count < b.min {
+			b.min = l.Count
 		}
 	}
 	return b, nil

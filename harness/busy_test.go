@@ -10,6 +10,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -23,7 +24,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
 	if err != nil {
 		t.Fatal(err)

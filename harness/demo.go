@@ -8,6 +8,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -69,7 +70,7 @@ type DemoPlan struct {
 	Algorithms []string
 	// Describe holds each algorithm's own description of its limit.
 	Describe []string
-	Limit    algorithms.Limit
+	Limit    limit.Limit
 	Schedule scenarios.Schedule
 	// Boundary is the window boundary the bursts straddle, on the Redis
 	// server's clock; Offset is that clock minus the local clock.
@@ -145,7 +146,7 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 			return err
 		}
 		sched := sc.Build(scenarios.Params{Limit: cfg.Limit, Window: cfg.Window})
-		lim := algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}
+		lim := limit.Limit{Count: cfg.Limit, Window: cfg.Window}
 		plan := DemoPlan{Algorithms: cfg.Algorithms, Limit: lim, Schedule: sched}
 		jobs := make([]Job, len(cfg.Algorithms))
 		for i, name := range cfg.Algorithms {

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -180,7 +181,7 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 	if err := s.Start(ctx); err != nil { // clean skips the live replay
 		return nil, fmt.Errorf("register the run: %w", err)
 	}
-	lim := algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}
+	lim := limit.Limit{Count: cfg.Limit, Window: cfg.Window}
 	var workers []*replayWorker
 	for _, name := range cfg.Algorithms {
 		l, err := algorithms.New(name, rd.Client, lim)

@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -76,7 +77,7 @@ func CheckTargets(ts []Target) error {
 
 // NewLimiter builds the limiter named name for l on rdb: the target of that
 // name, else the registered algorithm.
-func NewLimiter(name string, targets []Target, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+func NewLimiter(name string, targets []Target, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 	for _, t := range targets {
 		if t.Name == name {
 			return t.New(rdb, l)
@@ -290,7 +291,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 					sched.Arrivals[i].Cost = cfg.Cost
 				}
 			}
-			lim := algorithms.Limit{Limit: p.Limit, Window: p.Window}
+			lim := limit.Limit{Count: p.Limit, Window: p.Window}
 			var jobs []Job
 			for _, aname := range names {
 				l, err := NewLimiter(aname, cfg.Targets, rd.Client, lim)

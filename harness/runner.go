@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -43,7 +44,7 @@ var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Job struct {
 	Limiter algorithms.Limiter
 	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Limit).
-	Limit    algorithms.Limit
+	Limit    limit.Limit
 	Schedule scenarios.Schedule
 	// Prefix is prepended to every arrival's key, which is hash-tagged:
 	// "<Prefix>{<key>}".

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,13 +28,13 @@ type Spec struct {
 	// Allowed judges the script's reply (ReplyIs(1) unless told).
 	Allowed algorithms.ReplyPredicate
 	// Limits are the target file's limits (none on the command line).
-	Limits []algorithms.Limit
+	Limits []limit.Limit
 }
 
 // Build makes the limiter of s for l on rdb (rdb is unused for HTTP). l's
 // Precision reaches bucketed-hash only. Errors are field errors ("http",
 // "keys", "args", "allowed", ...) or the registry's unknown-algorithm error.
-func (s Spec) Build(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+func (s Spec) Build(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 	if s.Algorithm != "bucketed-hash" {
 		l.Precision = 0
 	}

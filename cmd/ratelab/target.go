@@ -15,6 +15,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -144,7 +145,7 @@ func (t *targetFlags) load() error {
 	}
 	for _, s := range t.specs {
 		if s.Script != "" {
-			if _, err := buildTarget(s, nil, algorithms.Limit{Limit: 1, Window: time.Second}); err != nil {
+			if _, err := buildTarget(s, nil, limit.Limit{Count: 1, Window: time.Second}); err != nil {
 				return err
 			}
 		}
@@ -153,7 +154,7 @@ func (t *targetFlags) load() error {
 }
 
 // fileLimits returns the limits of a --config file; nil when none.
-func (t *targetFlags) fileLimits() []algorithms.Limit {
+func (t *targetFlags) fileLimits() []limit.Limit {
 	for _, s := range t.specs {
 		if len(s.Limits) > 0 {
 			return s.Limits
@@ -169,7 +170,7 @@ var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed"
 func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
 	for i, s := range t.specs {
-		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
@@ -193,7 +194,7 @@ func (t *targetFlags) scriptName() string {
 // limiter builds verify's target for limit l on rd (nil for --http), after
 // load. l.Precision reaches bucketed-hash only. Errors are usage errors
 // naming the flag.
-func (t *targetFlags) limiter(rd *engine.Redis, l algorithms.Limit) (algorithms.Limiter, error) {
+func (t *targetFlags) limiter(rd *engine.Redis, l limit.Limit) (algorithms.Limiter, error) {
 	if len(t.specs) != 1 {
 		return nil, fmt.Errorf("no target loaded")
 	}
@@ -212,7 +213,7 @@ var targetFlagOf = map[string]string{"targets": "--script"}
 
 // buildTarget builds s for l on rdb (targets.Spec.Build) with errors
 // naming the flag, or the target file and its field.
-func buildTarget(s targets.Spec, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+func buildTarget(s targets.Spec, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 	lim, err := s.Build(rdb, l)
 	if err == nil {
 		return lim, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -148,7 +149,7 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 		limits = ls // the --config file's, every one at once
 	}
 	if len(limits) > 0 {
-		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Limit, limits[0].Window, limits[1:]
+		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Count, limits[0].Window, limits[1:]
 	}
 	if len(limits) > 1 && f.target.algorithm != "" && f.target.algorithm != "bucketed-hash" {
 		return cfg, usagef("--limit: %s enforces one limit; several at once need bucketed-hash, a --script or --http", f.target.algorithm)
@@ -249,15 +250,15 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 
 // parseLimits reads --limit: one plain L (per --window), or L/W pairs (and
 // then no --window). An empty list is left to Validate (it is required).
-func parseLimits(vals []string, window time.Duration, windowSet bool) ([]algorithms.Limit, error) {
-	var out []algorithms.Limit
+func parseLimits(vals []string, window time.Duration, windowSet bool) ([]limit.Limit, error) {
+	var out []limit.Limit
 	for _, v := range vals {
 		ls, ws, pair := strings.Cut(v, "/")
 		n, err := strconv.ParseInt(strings.TrimSpace(ls), 10, 64)
 		if err != nil {
 			return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
 		}
-		l := algorithms.Limit{Limit: n, Window: window}
+		l := limit.Limit{Count: n, Window: window}
 		if pair {
 			if windowSet {
 				return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
@@ -274,7 +275,7 @@ func parseLimits(vals []string, window time.Duration, windowSet bool) ([]algorit
 }
 
 // verifyLimits is every limit of cfg, with its precision.
-func verifyLimits(cfg verify.Config) []algorithms.Limit {
-	out := []algorithms.Limit{cfg.Rate()}
+func verifyLimits(cfg verify.Config) []limit.Limit {
+	out := []limit.Limit{cfg.Rate()}
 	return append(out, cfg.Limits...)
 }

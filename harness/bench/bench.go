@@ -27,6 +27,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -61,7 +62,7 @@ const (
 // DefaultLimit is the limit bench decides against: 100 per minute, so the
 // allow path's keys never fill within a run and the deny path's hot key
 // stays full.
-var DefaultLimit = algorithms.Limit{Limit: 100, Window: time.Minute}
+var DefaultLimit = limit.Limit{Count: 100, Window: time.Minute}
 
 // Config is what `ratelab bench` measures. Start from DefaultConfig: the
 // zero Limit, Clients, Pipeline, Keys and Paths are invalid (Validate);
@@ -81,7 +82,7 @@ type Config struct {
 	// Window in 1ms..harness.MaxRunWindow, Precision in 0..Window. On the
 	// deny path the hot key must reach it: a deny path that never denies
 	// stops the bench with an error naming "limit".
-	Limit algorithms.Limit
+	Limit limit.Limit
 	// Clients is the number of connections (1..MaxClients), each with one
 	// worker sending pipelines of Pipeline decisions (1..MaxPipeline,
 	// EVALSHA) and waiting for the replies.
@@ -156,8 +157,8 @@ func (cfg Config) Validate() error {
 	}
 	l := cfg.Limit
 	switch {
-	case l.Limit < 1:
-		return field.Errorf("limit", "must be >= 1, got %d", l.Limit)
+	case l.Count < 1:
+		return field.Errorf("limit", "must be >= 1, got %d", l.Count)
 	case l.Window < time.Millisecond:
 		return field.Errorf("window", "must be >= 1ms, got %s", l.Window)
 	case l.Window > harness.MaxRunWindow:
@@ -266,7 +267,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	res := &measure.BenchResults{
 		Tool: "ratelab", Command: "bench",
 		Config: measure.BenchRunConfig{
-			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,

@@ -7,6 +7,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Defaults (contract: `ratelab capacity` documents them).
@@ -205,9 +206,9 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-// limit is the algorithms.Limit capacity fills alg to at limit.
-func (cfg Config) limit(alg string, limit int64) algorithms.Limit {
-	l := algorithms.Limit{Limit: limit, Window: cfg.Window}
+// limit is the limit.Limit capacity fills alg to at limit.
+func (cfg Config) limit(alg string, count int64) limit.Limit {
+	l := limit.Limit{Count: count, Window: cfg.Window}
 	if alg == "bucketed-hash" {
 		l.Precision = cfg.Precision
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // LoadCA reads a PEM file of CA certificates to trust for rediss:// URLs
@@ -128,7 +129,7 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 	// the algorithms themselves: allowed, denied, and after their keys' window
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // any whole second
 	for _, name := range algorithms.Names() {
-		lim, err := algorithms.New(name, c, algorithms.Limit{Limit: 1, Window: time.Second})
+		lim, err := algorithms.New(name, c, limit.Limit{Count: 1, Window: time.Second})
 		if err != nil {
 			return err
 		}

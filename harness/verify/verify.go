@@ -25,6 +25,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -58,7 +59,7 @@ type Config struct {
 	// Limit per Window: the property is every limit at once, and each one
 	// gets the families' trials. Each must have Limit >= 1 and Window >= 1
 	// ms (Precision is ignored). Nil: Limit per Window alone.
-	Limits []algorithms.Limit
+	Limits []limit.Limit
 	// Precision ("precision") is the block length of bucketed targets
 	// (bucketed-hash), in 0..Window; zero means theirs (Window/10). The
 	// property does not depend on it; Rate() carries it to the limiter.
@@ -113,10 +114,10 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Rate is the limit under test as an algorithms.Limit (with Precision), the
+// Rate is the limit under test as an limit.Limit (with Precision), the
 // value to build the target limiter from.
-func (c Config) Rate() algorithms.Limit {
-	return algorithms.Limit{Limit: c.Limit, Window: c.Window, Precision: c.Precision}
+func (c Config) Rate() limit.Limit {
+	return limit.Limit{Count: c.Limit, Window: c.Window, Precision: c.Precision}
 }
 
 // Validate checks every field against the ranges documented on Config and
@@ -151,9 +152,9 @@ func (c Config) Validate() error {
 	}
 	for _, l := range c.Limits {
 		switch {
-		case l.Limit < 1:
+		case l.Count < 1:
 			return field.Errorf("limits", "%s: the limit must be >= 1", l)
-		case l.Limit > MaxLimit:
+		case l.Count > MaxLimit:
 			return field.Errorf("limits", "%s: the limit must be at most %d", l, MaxLimit)
 		case l.Window < time.Millisecond:
 			return field.Errorf("limits", "%s: the window must be >= 1ms", l)
@@ -230,10 +231,10 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	cfg = cfg.withDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
-		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}}
-	st.limits = []algorithms.Limit{st.limit}
+		limit: limit.Limit{Count: cfg.Limit, Window: cfg.Window}}
+	st.limits = []limit.Limit{st.limit}
 	for _, l := range cfg.Limits {
-		st.limits = append(st.limits, algorithms.Limit{Limit: l.Limit, Window: l.Window})
+		st.limits = append(st.limits, limit.Limit{Count: l.Count, Window: l.Window})
 	}
 	if a, ok := lim.(AbsoluteExpirer); ok {
 		st.absolute = a.AbsoluteExpiries()
@@ -280,8 +281,8 @@ type study struct {
 	cfg  Config
 	// limit is cfg's Limit per Window; limits are it and cfg.Limits: what
 	// every trial is judged against.
-	limit  algorithms.Limit
-	limits []algorithms.Limit
+	limit  limit.Limit
+	limits []limit.Limit
 	// absolute are the target's absolute key expiries (AbsoluteExpirer).
 	absolute []algorithms.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.

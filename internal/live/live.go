@@ -185,7 +185,7 @@ func (l *Demo) plainLines(final bool) {
 		for a, name := range p.Algorithms {
 			acc, den := l.segCounts(a, seg)
 			fmt.Fprintf(l.w, "  %-*s accepted %d, denied %d; in the last %s: %d/%d\n",
-				l.labelWidth(), name, acc, den, p.Limit.Window, l.trailing(a), p.Limit.Limit)
+				l.labelWidth(), name, acc, den, p.Limit.Window, l.trailing(a), p.Limit.Count)
 		}
 	}
 	if final {
@@ -345,9 +345,9 @@ func (l *Demo) timeline(tty bool) []string {
 			}
 		}
 		n := l.trailing(a)
-		count := fmt.Sprintf("%d/%d", n, p.Limit.Limit)
-		if n > p.Limit.Limit {
-			count = colour("1;31", count) + fmt.Sprintf(" %.2fx the limit", float64(n)/float64(p.Limit.Limit))
+		count := fmt.Sprintf("%d/%d", n, p.Limit.Count)
+		if n > p.Limit.Count {
+			count = colour("1;31", count) + fmt.Sprintf(" %.2fx the limit", float64(n)/float64(p.Limit.Count))
 		}
 		out = append(out, line+"  "+count)
 	}
