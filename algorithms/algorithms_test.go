@@ -228,7 +228,7 @@ func TestBucketedHashSeveralLimits(t *testing.T) {
 			t.Errorf("second %d: %d allowed, want %d", sec, allowedAt[sec], want)
 		}
 	}
-	if got := lim.Describe(); got != "10 per 1s (precision 100ms), 120 per 1m0s (precision 1s), 240 per 1h0m0s (precision 1m0s)" {
+	if got := lim.Describe(); got != "10 per 1s (precision 100ms), 120 per 1m (precision 1s), 240 per 1h (precision 1m)" {
 		t.Errorf("Describe = %q", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,11 +53,14 @@ func NewBucketedHash(rdb redis.Scripter, limits ...limit.Limit) (*BucketedHash, 
 	}
 	b := &BucketedHash{rdb: rdb, args: []any{len(limits)}}
 	for i, l := range limits {
-		if l.Precision == 0 {
-			l.Precision = l.Window / 10
-		}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("bucketed-hash: limit %d: %w", i+1, err)
+			if len(limits) > 1 {
+				err = &field.Error{Name: fmt.Sprintf("limits[%d]", i+1), Err: err}
+			}
+			return nil, err
+		}
+		if l.Precision == 0 {
+			l.Precision = l.Window / 10 // under 1 ms for windows under 10 ms: labelled in µs
 		}
 		if l.Precision < time.Microsecond {
 			return nil, fmt.Errorf("bucketed-hash: limit %d: precision must be >= 1µs", i+1)

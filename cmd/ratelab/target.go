@@ -191,10 +191,11 @@ func (t *targetFlags) scriptName() string {
 	return t.specs[0].Script
 }
 
-// limiter builds verify's target for limit l on rd (nil for --http), after
-// load. l.Precision reaches bucketed-hash only. Errors are usage errors
-// naming the flag.
-func (t *targetFlags) limiter(rd *engine.Redis, l limit.Limit) (algorithms.Limiter, error) {
+// limiter builds verify's target for the limits ls on rd (nil for --http),
+// after load, through targets.Spec.Build (several limits: bucketed-hash
+// enforcing them all, a script or an endpoint; else refused). Precision
+// reaches bucketed-hash only. Errors are usage errors naming the flag.
+func (t *targetFlags) limiter(rd *engine.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
 	if len(t.specs) != 1 {
 		return nil, fmt.Errorf("no target loaded")
 	}
@@ -205,16 +206,16 @@ func (t *targetFlags) limiter(rd *engine.Redis, l limit.Limit) (algorithms.Limit
 	if t.guarded != nil && t.specs[0].Script != "" {
 		rdb = t.guarded
 	}
-	return buildTarget(t.specs[0], rdb, l)
+	return buildTarget(t.specs[0], rdb, ls...)
 }
 
 // targetFlagOf maps the Configs' "targets" field to its flag.
 var targetFlagOf = map[string]string{"targets": "--script"}
 
-// buildTarget builds s for l on rdb (targets.Spec.Build) with errors
-// naming the flag, or the target file and its field.
-func buildTarget(s targets.Spec, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-	lim, err := s.Build(rdb, l)
+// buildTarget builds s for the limits ls on rdb (targets.Spec.Build) with
+// errors naming the flag, or the target file and its field.
+func buildTarget(s targets.Spec, rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
+	lim, err := s.Build(rdb, ls...)
 	if err == nil {
 		return lim, nil
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
@@ -138,23 +137,29 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := f.target.load(); err != nil {
 		return verify.Config{}, err
 	}
-	cfg := verify.Config{Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
+	cfg := verify.Config{Skew: f.skew, Clients: f.clients,
 		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
 		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
 	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, err
 	}
+	fromFile := false
 	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
-		limits = ls // the --config file's, every one at once
+		limits, fromFile = slices.Clone(ls), true // the --config file's, every one at once
 	}
 	if len(limits) > 0 {
-		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Count, limits[0].Window, limits[1:]
+		limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	}
-	if len(limits) > 1 && f.target.algorithm != "" && f.target.algorithm != "bucketed-hash" {
-		return cfg, usagef("--limit: %s enforces one limit; several at once need bucketed-hash, a --script or --http", f.target.algorithm)
-	}
+	cfg.Limits = limits
 	if err := cfg.Validate(); err != nil {
+		return cfg, fieldUsage(c, err, verifyFlagOf)
+	}
+	// the one builder's rule (targets.Spec.Build), checked before any Redis
+	if err := f.target.specs[0].CheckLimits(cfg.Limits); err != nil {
+		if fromFile {
+			return cfg, usagef("--config %s: %w", f.target.specs[0].From, err)
+		}
 		return cfg, fieldUsage(c, err, verifyFlagOf)
 	}
 	// zero means the library's default; on the command line the default is
@@ -198,14 +203,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	defer unguard()
-	lim, err := f.target.limiter(rd, cfg.Rate())
+	lim, err := f.target.limiter(rd, cfg.Limits...)
 	if err != nil {
 		return err
-	}
-	if len(cfg.Limits) > 0 && f.target.algorithm == "bucketed-hash" {
-		if lim, err = algorithms.NewBucketedHash(rd.Client, verifyLimits(cfg)...); err != nil {
-			return usagef("--limit: %w", err)
-		}
 	}
 	if f.out != "" {
 		if cfg.Log, err = createDecisionLog(f.out); err != nil {
@@ -217,8 +217,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
 	if err != nil && f.out != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
-		partial := &measure.VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: cfg.Limit,
-			WindowMS: cfg.Window.Milliseconds(), Incomplete: true, Error: err.Error()}
+		partial := &measure.VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: cfg.Primary().Count,
+			WindowMS: cfg.Primary().Window.Milliseconds(), Incomplete: true, Error: err.Error()}
 		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.WriteVerify(w, "json", partial) })
 	}
 	if err != nil {
@@ -248,34 +248,32 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 }
 
-// parseLimits reads --limit: one plain L (per --window), or L/W pairs (and
-// then no --window). An empty list is left to Validate (it is required).
+// parseLimits reads --limit: one plain L (per --window), or L/W pairs
+// (limit.Parse; and then no --window). An empty list is left to Validate
+// (it is required); bad values are left to Validate too, which names the
+// field.
 func parseLimits(vals []string, window time.Duration, windowSet bool) ([]limit.Limit, error) {
 	var out []limit.Limit
 	for _, v := range vals {
-		ls, ws, pair := strings.Cut(v, "/")
-		n, err := strconv.ParseInt(strings.TrimSpace(ls), 10, 64)
-		if err != nil {
-			return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
+		if !strings.Contains(v, "/") && !strings.Contains(v, " per ") {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
+			}
+			if len(vals) > 1 {
+				return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
+			}
+			out = append(out, limit.Limit{Count: n, Window: window})
+			continue
 		}
-		l := limit.Limit{Count: n, Window: window}
-		if pair {
-			if windowSet {
-				return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
-			}
-			if l.Window, err = time.ParseDuration(strings.TrimSpace(ws)); err != nil {
-				return nil, usagef("--limit %s: window: %w", v, err)
-			}
-		} else if len(vals) > 1 {
-			return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
+		if windowSet {
+			return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
+		}
+		l, err := limit.Parse(v)
+		if err != nil {
+			return nil, usagef("--limit: %w", err)
 		}
 		out = append(out, l)
 	}
 	return out, nil
-}
-
-// verifyLimits is every limit of cfg, with its precision.
-func verifyLimits(cfg verify.Config) []limit.Limit {
-	out := []limit.Limit{cfg.Rate()}
-	return append(out, cfg.Limits...)
 }

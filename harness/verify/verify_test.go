@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 var ctx = context.Background()
 
 func verifyConfig(l limit.Limit) verify.Config {
-	return verify.Config{Limit: l.Count, Window: l.Window, Seed: 1}
+	return verify.Config{Limits: []limit.Limit{l}, Seed: 1}
 }
 
 func family(t *testing.T, rep *measure.VerifyReport, name string) measure.FamilyResult {
@@ -319,7 +319,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := verifyConfig(limits[0])
-	cfg.Limits = limits[1:]
+	cfg.Limits = limits
 	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +333,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Limits = []limit.Limit{{Count: 5 * 60, Window: time.Minute}}
+	cfg.Limits = []limit.Limit{limits[0], {Count: 5 * 60, Window: time.Minute}}
 	if rep, err := verify.Run(ctx, srv.Redis, sl, cfg); err != nil || rep.Verdict != measure.Holds {
 		t.Fatalf("sliding-log 5/1s against 5/1s and 300/1m: %v %s %+v", err, rep.Verdict, rep.CounterExample)
 	}
