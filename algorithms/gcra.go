@@ -83,7 +83,7 @@ func (g *GCRA) Name() string { return "gcra" }
 // Describe states the mapping and the clock, e.g. "rate 50 per 10s, burst
 // 50 (redis_rate GCRA; Redis TIME, ignores injected clocks)".
 func (g *GCRA) Describe() string {
-	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, g.limit.Window, g.rl.Burst)
+	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, limit.FormatWindow(g.limit.Window), g.rl.Burst)
 }
 
 // Capabilities implements Limiter: an injected clock reaches the script

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -176,8 +175,8 @@ func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]l
 				}
 				l.Count = x
 			case "window":
-				d, err := time.ParseDuration(v.Value)
-				if err != nil || d < time.Millisecond {
+				d, err := limit.ParseDuration(v.Value)
+				if err != nil || d < limit.MinWindow {
 					return nil, bad(name+".window", v.Line, "must be a duration >= 1ms such as 10s, got %q", v.Value)
 				}
 				l.Window = d

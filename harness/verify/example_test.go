@@ -93,6 +93,6 @@ return 1`
 		}
 	}
 	// Output:
-	// 20 per 1h0m0s, ARGV "{now_us}" "{window_us}" "{limit}" "{request_id}": holds
+	// 20 per 1h, ARGV "{now_us}" "{window_us}" "{limit}" "{request_id}": holds
 	// weighted: skipped (the target takes no cost (no {cost} argument))
 }

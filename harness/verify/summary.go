@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -187,7 +188,7 @@ func (s *study) skipNote(fam string, p plan) string {
 	case p.ttlSkipped && ttlFamily(fam) && s.caps.InjectsTime:
 		return "the script sets absolute key expiries: not emulated in virtual time (--real-time runs it on the wall clock)"
 	case !p.realOK:
-		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", s.limit.Window, s.cfg.RealTimeMax)
+		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", limit.FormatWindow(s.limit.Window), limit.FormatWindow(s.cfg.RealTimeMax))
 	}
 	return ""
 }
