@@ -59,8 +59,8 @@ func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
 	if err != nil {
 		return nil, bad(err)
 	}
-	return &trafficSource{tr: tr, source: cfg.Source, limit: cfg.Limit, cost: cfg.Cost, strict: cfg.Traffic.Strict,
-		window: cfg.Window, anchor: alignDown(first.Time, cfg.Window), base: alignUp(VirtualEpoch, cfg.Window),
+	return &trafficSource{tr: tr, source: cfg.Source, limit: cfg.Limit.Count, cost: cfg.Cost, strict: cfg.Traffic.Strict,
+		window: cfg.Limit.Window, anchor: alignDown(first.Time, cfg.Limit.Window), base: alignUp(VirtualEpoch, cfg.Limit.Window),
 		first: first, keys: map[string]clientKey{}}, nil
 }
 
