@@ -98,7 +98,7 @@ func TestRunBoundaryBurstRedisClock(t *testing.T) {
 	start := time.Now()
 	res, err := harness.Run(ctx, srv.Redis, harness.Config{
 		Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"},
-		Clock: harness.RedisClock, Limit: 20, Window: 2 * time.Second,
+		Clock: harness.RedisClock, Limit: limit.Limit{Count: 20, Window: 2 * time.Second},
 	}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -79,7 +80,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: f.limit, Window: f.window,
+	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: limit.Limit{Count: f.limit, Window: f.window},
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
 	if err := f.target.check(c); err != nil {

@@ -135,7 +135,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reps[i], err = verify.Run(ctx, rd, lim, verify.Config{Limit: l.Count, Window: l.Window, Seed: 1})
+				reps[i], err = verify.Run(ctx, rd, lim, verify.Config{Limits: []limit.Limit{l}, Seed: 1})
 				if err != nil {
 					t.Fatalf("%s on %s: %v", name, rd.Info.Mode, err)
 				}
@@ -352,7 +352,7 @@ func aclWorkload(c *redis.Client) error {
 	for _, clock := range []harness.ClockMode{harness.VirtualClock, harness.RedisClock} {
 		cfg := harness.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
 		if clock != harness.VirtualClock {
-			cfg.Window, cfg.Limit = 200*time.Millisecond, 10
+			cfg.Limit = limit.Limit{Count: 10, Window: 200 * time.Millisecond}
 		}
 		res, err := harness.Run(ctx, rd, cfg, nil, nil)
 		if err != nil {
@@ -370,7 +370,7 @@ func aclWorkload(c *redis.Client) error {
 			l.Window = 200 * time.Millisecond
 		}
 		lim, _ := algorithms.New(name, c, l)
-		rep, err := verify.Run(ctx, rd, lim, verify.Config{Limit: l.Count, Window: l.Window, Seed: 1, Clients: 2})
+		rep, err := verify.Run(ctx, rd, lim, verify.Config{Limits: []limit.Limit{l}, Seed: 1, Clients: 2})
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", name, err)
 		}
