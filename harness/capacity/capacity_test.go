@@ -96,7 +96,7 @@ func TestRun(t *testing.T) {
 	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
 	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{
 		Algorithms: []string{"sliding-log", "fixed-window"},
-		Limits:     []int64{10, 128, 129},
+		Limits:     capacity.Limits([]int64{10, 128, 129}, capacity.DefaultWindow, 0),
 		Keys:       300,
 		Budget:     20_000,
 	}, nil)
@@ -172,7 +172,7 @@ func TestRunScriptFlush(t *testing.T) {
 	}()
 	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{
 		Algorithms: []string{"sliding-log", "bucketed-hash", "fixed-window", "gcra"},
-		Limits:     []int64{10, 129},
+		Limits:     capacity.Limits([]int64{10, 129}, capacity.DefaultWindow, 0),
 		Keys:       300,
 		Budget:     20_000,
 	}, nil)

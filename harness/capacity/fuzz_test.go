@@ -28,8 +28,8 @@ func FuzzCapacityConfig(f *testing.F) {
 				t.Fatalf("FillPlan(%s, %+v) has %d calls, PlanCalls %d", name, l, len(plan), n)
 			}
 		}
-		cfg := capacity.Config{Algorithms: []string{name}, Limits: []int64{count}, Keys: keys, ActiveKeys: 1,
-			Window: l.Window, Precision: l.Precision, Budget: budget}
+		cfg := capacity.Config{Algorithms: []string{name}, Limits: []limit.Limit{l}, Keys: keys, ActiveKeys: 1,
+			Budget: budget}
 		if cfg.Validate() != nil {
 			return
 		}

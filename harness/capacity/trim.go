@@ -21,7 +21,7 @@ const (
 // them with one decision a window later so that trimKept entries (+1) stay,
 // and compares them with keys filled to that many entries directly.
 func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*measure.TrimResult, error) {
-	l := limit.Limit{Count: trimFilled, Window: cfg.Window}
+	l := limit.Limit{Count: trimFilled, Window: cfg.window()}
 	plan := FillPlan("sliding-log", l)
 	start := alignUp(harness.VirtualEpoch, l.Window)
 	keys, err := m.fillKeys(ctx, "sliding-log", l, plan, prefix+"t:", trimKeys, start)
@@ -43,7 +43,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*me
 	}
 	tr.MemoryBytes = mu / int64(len(keys))
 
-	fresh := limit.Limit{Count: tr.Entries, Window: cfg.Window}
+	fresh := limit.Limit{Count: tr.Entries, Window: cfg.window()}
 	fkeys, err := m.fillKeys(ctx, "sliding-log", fresh, FillPlan("sliding-log", fresh), prefix+"f:", trimKeys, start)
 	if err != nil {
 		return nil, err
