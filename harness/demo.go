@@ -58,7 +58,7 @@ func (cfg DemoConfig) Validate() error {
 	case l.Count > 1000:
 		return field.Errorf("limit", "at most 1000 for a demo (two bursts of limit requests), got %d", l.Count)
 	case l.Window < 100*time.Millisecond:
-		return field.Errorf("window", "must be >= 100ms for a live demo, got %s", limit.FormatWindow(l.Window))
+		return field.Errorf("window", "must be >= 100ms, got %s", limit.FormatWindow(l.Window))
 	case l.Window > 10*time.Minute:
 		return field.Errorf("window", "at most 10m for a live demo, got %s", limit.FormatWindow(l.Window))
 	case cfg.Lead < 0:
