@@ -78,8 +78,8 @@ type Config struct {
 	Targets []harness.Target
 	// Paths are measure.PathAllow and/or measure.PathDeny, at least one.
 	Paths []string
-	// Limit is the limit every decision is made against: Limit >= 1,
-	// Window in 1ms..harness.MaxRunWindow, Precision in 0..Window. On the
+	// Limit is the limit every decision is made against: valid
+	// (limit.Limit.Validate) with Window <= harness.MaxRunWindow. On the
 	// deny path the hot key must reach it: a deny path that never denies
 	// stops the bench with an error naming "limit".
 	Limit limit.Limit
@@ -156,15 +156,12 @@ func (cfg Config) Validate() error {
 		}
 	}
 	l := cfg.Limit
+	if err := l.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case l.Count < 1:
-		return field.Errorf("limit", "must be >= 1, got %d", l.Count)
-	case l.Window < time.Millisecond:
-		return field.Errorf("window", "must be >= 1ms, got %s", l.Window)
 	case l.Window > harness.MaxRunWindow:
-		return field.Errorf("window", "must be at most %s (ten years), got %s", harness.MaxRunWindow, l.Window)
-	case l.Precision < 0 || l.Precision > l.Window:
-		return field.Errorf("precision", "must be in 0..window (%s), got %s", l.Window, l.Precision)
+		return field.Errorf("window", "must be at most %s (ten years), got %s", limit.FormatWindow(harness.MaxRunWindow), limit.FormatWindow(l.Window))
 	case cfg.Clients < 1 || cfg.Clients > MaxClients:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, cfg.Clients)
 	case cfg.Pipeline < 1:
