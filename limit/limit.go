@@ -56,10 +56,10 @@ func (l Limit) Validate() error {
 		return field.Errorf("limit", "must be >= 1, got %d", l.Count)
 	case l.Window < MinWindow:
 		return field.Errorf("window", "must be >= 1ms, got %s", FormatWindow(l.Window))
-	case l.Precision < 0 || (l.Precision > 0 && l.Precision < MinWindow):
+	case l.Precision < 0 || l.Precision > l.Window:
+		return field.Errorf("precision", "must be in 0..window (%s), got %s", FormatWindow(l.Window), FormatWindow(l.Precision))
+	case l.Precision > 0 && l.Precision < MinWindow:
 		return field.Errorf("precision", "must be >= 1ms (or 0: the limiter's default), got %s", FormatWindow(l.Precision))
-	case l.Precision > l.Window:
-		return field.Errorf("precision", "must be at most the window (%s), got %s", FormatWindow(l.Window), FormatWindow(l.Precision))
 	}
 	return nil
 }

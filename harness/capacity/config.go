@@ -168,6 +168,9 @@ func (cfg Config) Validate() error {
 		}
 	}
 	window, prec := cfg.Limits[0].Window, cfg.Limits[0].Precision
+	if err := cfg.Limits[0].Validate(); err != nil && window >= MinWindow {
+		return err // the precision: the counts are checked above, the window below
+	}
 	switch {
 	case cfg.Keys < 1:
 		return field.Errorf("keys", "must be >= 1, got %d", cfg.Keys)
@@ -181,10 +184,6 @@ func (cfg Config) Validate() error {
 		return field.Errorf("window", "must be >= 1m (keys must not expire while measured), got %s", limit.FormatWindow(window))
 	case window > MaxWindow:
 		return field.Errorf("window", "must be <= %s (a year), got %s", limit.FormatWindow(MaxWindow), limit.FormatWindow(window))
-	case prec < 0 || prec > window:
-		return field.Errorf("precision", "must be in 0..window (%s), got %s", limit.FormatWindow(window), limit.FormatWindow(prec))
-	case prec > 0 && prec < limit.MinWindow:
-		return field.Errorf("precision", "must be >= 1ms (or 0: the limiter's default), got %s", limit.FormatWindow(prec))
 	case prec > 0 && (window-1)/prec >= MaxBlocks &&
 		(len(cfg.Algorithms) == 0 || slices.Contains(cfg.Algorithms, "bucketed-hash")):
 		return field.Errorf("precision", "must leave at most %d blocks per window (bucketed-hash steps through them), got %d blocks of %s in %s",
