@@ -43,7 +43,7 @@ var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Job is one limiter to run one schedule.
 type Job struct {
 	Limiter algorithms.Limiter
-	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Limit).
+	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Count).
 	Limit    limit.Limit
 	Schedule scenarios.Schedule
 	// Prefix is prepended to every arrival's key, which is hash-tagged:
