@@ -125,8 +125,16 @@ func ParseList(ss []string) ([]Limit, error) {
 
 // ParseDuration reads a duration as time.ParseDuration does, and also
 // whole or fractional days with the unit "d" ("1d", "7d", "1d12h", "1.5d").
-// Negative durations are errors.
+// A leading "-" negates the whole ("-1d12h"); whether a negative duration
+// is allowed is Validate's to say.
 func ParseDuration(s string) (time.Duration, error) {
+	if rest, ok := strings.CutPrefix(s, "-"); ok && !strings.HasPrefix(rest, "-") {
+		d, err := ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		return -d, nil
+	}
 	rest := s
 	var d time.Duration
 	if i := strings.IndexByte(rest, 'd'); i >= 0 {
@@ -145,7 +153,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}
 	if r < 0 {
-		return 0, fmt.Errorf("invalid duration %q: must not be negative", s)
+		return 0, fmt.Errorf("invalid duration %q", s)
 	}
 	return d + r, nil
 }

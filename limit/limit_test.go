@@ -45,8 +45,9 @@ func TestParseDuration(t *testing.T) {
 		{in: "250ms", want: 250 * time.Millisecond},
 		{in: "", bad: true},
 		{in: "d", bad: true},
-		{in: "-1d", bad: true},
-		{in: "-1s", bad: true},
+		{in: "-1d", want: -Day}, // negated whole: Validate judges it
+		{in: "-1s", want: -time.Second},
+		{in: "--1s", bad: true},
 		{in: "1d-1h", bad: true},
 		{in: "1w", bad: true},
 		{in: "10", bad: true}, // a unit is required (as time.ParseDuration)

@@ -43,7 +43,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64SliceVar(&f.counts, "limits", capacity.DefaultCounts, "limits (cost units per window) to fill keys to, comma-separated")
 	fl.IntVar(&f.cfg.Keys, "keys", capacity.DefaultKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
 	fl.Int64Var(&f.cfg.ActiveKeys, "active-keys", capacity.DefaultActiveKeys, "M: active keys to project the memory for")
-	fl.DurationVar(&f.window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
+	windowVar(fl, &f.window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")

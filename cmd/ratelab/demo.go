@@ -49,7 +49,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.add(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
-	fl.DurationVar(&f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
+	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	fl.StringVar(&f.format, "format", "table", "what to print on stdout: table or json")

@@ -64,7 +64,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.StringArrayVar(&f.scenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
 	f.traffic.add(c)
 	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
-	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
+	windowVar(fl, &f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar(&f.clock, "clock", string(harness.VirtualClock), "virtual, redis or client")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty")

@@ -107,7 +107,7 @@ checked (inconclusive).`,
 	f.redis.add(c)
 	f.target.add(c)
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
-	fl.DurationVar(&f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m (required)")
+	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&f.skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&f.clients, "clients", 8, "concurrent clients of the concurrency families")
