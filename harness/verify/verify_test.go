@@ -248,7 +248,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 func TestVerifySeedScripts(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "shared", "seed-scripts")
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("the seed scripts are not beside the checkout (%v)", err)
+		t.Skipf("the seed scripts (third-party, never copied into the repository) are read from ../shared/seed-scripts beside the checkout, absent here: %v", err)
 	}
 	cases := []struct {
 		file        string
