@@ -36,7 +36,7 @@ import (
 //     is made, and any warnings.
 //   - "json": the whole CapacityResults, indented, as results.json holds it.
 //   - "csv": a header of CapacityRow's JSON names and one record per row.
-func WriteCapacity(w io.Writer, format string, r *measure.CapacityResults) error {
+func WriteCapacity(w io.Writer, format Format, r *measure.CapacityResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}

@@ -4,8 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +12,7 @@ import (
 )
 
 func newReportCmd(stdout, _ io.Writer) *cobra.Command {
-	var format string
+	var format formatFlag
 	c := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Re-render the tables, report.md and plots of a run, capacity or bench from its results.json",
@@ -22,8 +20,8 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
   ratelab report results/20261122T030000-ab12 --format markdown`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if !slices.Contains(reports.Formats, format) {
-				return usagef("--format: unknown format %q (want %s)", format, strings.Join(reports.Formats, ", "))
+			if _, err := format.get(); err != nil {
+				return err
 			}
 			dir := args[0]
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -34,13 +32,13 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
 			case err != nil:
 				return usageError{err}
 			case command == "capacity":
-				return rerender(stdout, dir, format, measure.ReadCapacity, reports.WriteCapacityDir, reports.WriteCapacity)
+				return rerender(stdout, dir, &format, measure.ReadCapacity, reports.WriteCapacityDir)
 			case command == "bench":
-				return rerender(stdout, dir, format, measure.ReadBench, reports.WriteBenchDir, reports.WriteBench)
+				return rerender(stdout, dir, &format, measure.ReadBench, reports.WriteBenchDir)
 			}
-			return rerender(stdout, dir, format, measure.ReadResults, reports.WriteDir, reports.Write)
+			return rerender(stdout, dir, &format, measure.ReadResults, reports.WriteDir)
 		},
 	}
-	c.Flags().StringVar(&format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	format.add(c)
 	return c
 }
