@@ -20,11 +20,11 @@ var (
 )
 
 // String returns the running build's version: Version when set at link
-// time; else the module version from the build info ("v0.3.0" when built
-// by `go install module@version`), or, for a build from a checkout, the
-// VCS revision (12 hex digits) with "-dirty" when the tree had changes;
-// "unknown" when the binary carries no build info (go run, go test without
-// VCS stamping). Safe for concurrent use.
+// time; else the module version from the build info ("v0.3.0" from `go
+// install module@v0.3.0`; Go 1.24+ stamps a checkout's build with a
+// pseudo-version holding the revision and "+dirty"); else the VCS revision
+// (12 hex digits, "-dirty" when the tree had changes); else "(devel)" or,
+// without build info, "unknown". Safe for concurrent use.
 func String() string {
 	if Version != "" {
 		return Version
@@ -38,6 +38,9 @@ func fromBuildInfo() string {
 	if !ok {
 		return "unknown"
 	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
 	var rev string
 	var modified bool
 	for _, s := range bi.Settings {
@@ -48,12 +51,9 @@ func fromBuildInfo() string {
 			modified = s.Value == "true"
 		}
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" && rev == "" {
-		return v
-	}
 	if rev == "" {
-		if v := bi.Main.Version; v != "" {
-			return v
+		if bi.Main.Version != "" {
+			return bi.Main.Version
 		}
 		return "unknown"
 	}
