@@ -72,22 +72,6 @@ type LimitSpec struct {
 	PrecisionMS int64 `json:"precision_ms,omitempty"`
 }
 
-// HeaderOf returns the Header of any of the four result types (nil for
-// anything else).
-func HeaderOf(v any) *Header {
-	switch r := v.(type) {
-	case *Results:
-		return &r.Header
-	case *BenchResults:
-		return &r.Header
-	case *CapacityResults:
-		return &r.Header
-	case *VerifyReport:
-		return &r.Header
-	}
-	return nil
-}
-
 // checkSchema refuses a file written by a newer ratelab, whose fields this
 // one would misread; name labels the error (the path).
 func checkSchema(data []byte, name string) error {

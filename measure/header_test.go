@@ -35,9 +35,6 @@ func TestHeaderFlattened(t *testing.T) {
 		if got := string(top["started_at"]); got != `"2026-11-24T19:00:00Z"` {
 			t.Errorf("case %d: started_at %s, want RFC 3339 UTC", i, got)
 		}
-		if HeaderOf(v) == nil || HeaderOf(v).RunID != "r1" {
-			t.Errorf("case %d: HeaderOf(%T) = %+v", i, v, HeaderOf(v))
-		}
 	}
 }
 
@@ -73,6 +70,13 @@ func TestReadVerifyShapes(t *testing.T) {
 			t.Errorf("case %d %s: %v", i, c.name, err)
 		case rep.Complete != c.complete:
 			t.Errorf("case %d %s: Complete = %v, want %v", i, c.name, rep.Complete, c.complete)
+		default:
+			// written again and read back: the same Complete
+			b, _ := json.Marshal(rep)
+			var back VerifyReport
+			if err := json.Unmarshal(b, &back); err != nil || back.Complete != c.complete {
+				t.Errorf("case %d %s: rewritten %s reads back Complete = %v", i, c.name, b, back.Complete)
+			}
 		}
 	}
 	if rep, _ := ReadVerify(filepath.Join(dir, "old-finished.json")); rep == nil || rep.DurationMS != 12 || rep.Target != "sliding-log" {

@@ -150,7 +150,9 @@ func ReadVerify(path string) (*VerifyReport, error) {
 // UnmarshalJSON reads a verify.json of either shape: the current one
 // (schema_version set, "complete") or the previous one (no
 // schema_version, "incomplete": true when the verification stopped early,
-// absent when it finished), so Complete means the same in both.
+// absent when it finished), so Complete means the same in both. A report
+// of the previous shape is upgraded: its SchemaVersion is set, so writing
+// it again keeps what Complete says.
 func (r *VerifyReport) UnmarshalJSON(data []byte) error {
 	type plain VerifyReport // without this method
 	var v struct {
@@ -163,6 +165,7 @@ func (r *VerifyReport) UnmarshalJSON(data []byte) error {
 	*r = VerifyReport(v.plain)
 	if r.SchemaVersion == 0 {
 		r.Complete = v.Incomplete == nil || !*v.Incomplete
+		r.SchemaVersion = SchemaVersion
 	}
 	return nil
 }
