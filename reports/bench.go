@@ -272,7 +272,7 @@ func WriteBenchDir(dir string, r *measure.BenchResults) error {
 			items = append(items, "redis-benchmark: "+code(c.RedisBenchmark))
 		}
 		items = append(items, "key prefix: "+orNone(code(c.Prefix)))
-		writeRunHeader(&b, r.Redis, r.StartedAt, r.DurationMS, items)
+		writeRunHeader(&b, r.Header, items)
 		b.WriteString("\n## Throughput and latency\n\n")
 		if err := writeBenchText(&b, r, true); err != nil {
 			return err
