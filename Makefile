@@ -7,8 +7,10 @@ ARGS    ?=
 
 all: build
 
+# the version `ratelab --version` prints and every result records (internal/version)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 build:
-	$(GO) build -o $(BIN) ./cmd/ratelab
+	$(GO) build -ldflags "-X github.com/ratelab/ratelab/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/ratelab
 
 # Compare the algorithms on every scenario against a throwaway Redis; results in results/<run id>/.
 run: redis build

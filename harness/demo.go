@@ -127,13 +127,13 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 	s := NewSession(rd, cfg.RunID, 0)
 	prefix := s.Prefix
 	res := &measure.Results{
-		Tool: "ratelab", Command: "demo",
+		Header: s.Header("demo", measure.Repro{Limits: []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(RedisClock), Prefix: prefix,
 		},
-		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, nil)
 	err := func() error {

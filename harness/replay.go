@@ -167,14 +167,14 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	res := &measure.Results{
-		Tool: "ratelab", Command: "run",
+		Header: s.Header("run", measure.Repro{Limits: []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{cfg.Name},
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(VirtualClock), Prefix: s.Prefix,
 			TimeoutMS: cfg.Timeout.Milliseconds(), OnError: string(cfg.OnError),
 		},
-		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, progress)
 	if err := s.Start(ctx); err != nil { // clean skips the live replay

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,21 @@ type Config struct {
 type Target struct {
 	Name string
 	New  algorithms.Constructor
+	// SHA256 is the hex SHA-256 of the user's script the target runs
+	// (recorded in the results' Header); empty when there is none.
+	SHA256 string
+}
+
+// TargetDigests is the SHA256 of every target that has one, in order,
+// joined by ","; empty when none (Repro.TargetSHA256).
+func TargetDigests(ts []Target) string {
+	var ds []string
+	for _, t := range ts {
+		if t.SHA256 != "" {
+			ds = append(ds, t.SHA256)
+		}
+	}
+	return strings.Join(ds, ",")
 }
 
 // CheckTargets returns an error naming field "targets" when a target has no
@@ -248,16 +264,18 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
 	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
+	var limits []measure.LimitSpec // each scenario's own unless overridden
+	if cfg.Limit > 0 || cfg.Window > 0 {
+		limits = []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}
+	}
 	res = &measure.Results{
-		Tool: "ratelab", Command: "run",
+		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: TargetDigests(cfg.Targets)}),
 		Config: measure.RunConfig{
 			Algorithms: names, Scenarios: cfg.Scenarios,
 			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: s.Started,
-		Results:   []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, progress) // nothing left behind, even after Ctrl-C
 	if cfg.OnError == "" {

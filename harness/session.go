@@ -6,7 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Session is the life of one command against one Redis: its run id and key
@@ -129,4 +132,27 @@ func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
 		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <this Redis> --run %s --yes\n",
 			s.Prefix, err, s.RunID)
 	}
+}
+
+// Header returns the Header of a result of command ("run", "verify", ...)
+// made in this session: schema and tool version, command, run id, Redis
+// (empty for a session without one, such as verify --http), start, and
+// repro, the configuration that reproduces it. Complete is false until the
+// command sets DurationMS, Complete and Error from End when it ends.
+func (s *Session) Header(command string, repro measure.Repro) measure.Header {
+	h := measure.Header{SchemaVersion: measure.SchemaVersion, Tool: "ratelab", ToolVersion: version.String(),
+		Command: command, RunID: s.RunID, StartedAt: s.Started, Repro: repro}
+	if s.Redis != nil {
+		h.Redis = s.Redis.Info
+	}
+	return h
+}
+
+// LimitSpecs turns limits into the Header's plain form (ms).
+func LimitSpecs(limits ...algorithms.Limit) []measure.LimitSpec {
+	out := make([]measure.LimitSpec, 0, len(limits))
+	for _, l := range limits {
+		out = append(out, measure.LimitSpec{Count: l.Limit, WindowMS: l.Window.Milliseconds(), PrecisionMS: l.Precision.Milliseconds()})
+	}
+	return out
 }

@@ -133,10 +133,10 @@ func publish(stdout, stderr io.Writer, cmd, out string, durationMS int64, runErr
 }
 
 // rerender reads a results directory written by one command (read), writes
-// its files again (writeDir) and prints it in format (write): `ratelab
-// report DIR`. An unreadable results.json is a usage error (exit 2).
-func rerender[T any](stdout io.Writer, dir, format string, read func(path string) (T, error),
-	writeDir func(dir string, r T) error, write func(w io.Writer, format string, r T) error) error {
+// its files again (writeDir) and prints it in --format: `ratelab report
+// DIR`. An unreadable results.json is a usage error (exit 2).
+func rerender[T any](stdout io.Writer, dir string, format *formatFlag, read func(path string) (T, error),
+	writeDir func(dir string, r T) error) error {
 	res, err := read(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return usageError{err}
@@ -144,7 +144,7 @@ func rerender[T any](stdout io.Writer, dir, format string, read func(path string
 	if err := writeDir(dir, res); err != nil {
 		return err
 	}
-	return write(stdout, format, res)
+	return format.render(res)(stdout)
 }
 
 // flagError turns a library error about a field (field.Error) into a usage

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -169,7 +171,11 @@ var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed"
 func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
 	for i, s := range t.specs {
-		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+		var digest string
+		if s.Source != "" {
+			digest = sha256Hex(s.Source)
+		}
+		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
@@ -177,6 +183,24 @@ func (t *targetFlags) targets() []harness.Target {
 		}}
 	}
 	return out
+}
+
+// digest is the hex SHA-256 of each loaded script, in order, joined by
+// "," (verify has one); empty for a built-in or --http target.
+func (t *targetFlags) digest() string {
+	var ds []string
+	for _, s := range t.specs {
+		if s.Source != "" {
+			ds = append(ds, sha256Hex(s.Source))
+		}
+	}
+	return strings.Join(ds, ",")
+}
+
+// sha256Hex is the hex SHA-256 of s.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // usesRedis reports whether verify's target runs in Redis (all but --http).

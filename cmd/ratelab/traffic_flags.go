@@ -4,8 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -58,8 +56,9 @@ func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
 		return cfg, usagef("--clock: --traffic replays in virtual time only, got %s", f.clock)
 	case t.pipeline < 1:
 		return cfg, usagef("--pipeline: must be >= 1, got %d", t.pipeline)
-	case !slices.Contains(reports.Formats, f.format):
-		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	}
+	if _, err := f.format.get(); err != nil {
+		return cfg, err
 	}
 	return cfg, flagError(cfg.Validate(), nil)
 }
@@ -110,5 +109,5 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
-		func(w io.Writer) error { return reports.Write(w, f.format, res) })
+		f.format.render(res))
 }

@@ -264,16 +264,15 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	sess := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = sess.RunID
 	res := &measure.BenchResults{
-		Tool: "ratelab", Command: "bench",
+		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: harness.LimitSpecs(cfg.Limit),
+			TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.BenchRunConfig{
 			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: sess.Started,
-		Results:   []measure.BenchRow{},
+		Results: []measure.BenchRow{},
 	}
 	err := func() error {
 		if invalid != nil {

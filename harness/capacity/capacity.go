@@ -50,16 +50,18 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = s.RunID
+	var limits []measure.LimitSpec
+	for _, l := range cfg.Limits {
+		limits = append(limits, measure.LimitSpec{Count: l, WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds()})
+	}
 	res := &measure.CapacityResults{
-		Tool: "ratelab", Command: "capacity",
+		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.CapacityRunConfig{
 			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: s.Started,
-		Results:   []measure.CapacityRow{},
+		Results: []measure.CapacityRow{},
 	}
 	err := cfg.Validate()
 	if err == nil {

@@ -96,6 +96,10 @@ type Config struct {
 	Clients int
 	// Seed seeds the random trials: the same seed gives the same trials.
 	Seed int64
+	// TargetSHA256 is the hex SHA-256 of the user's script under test,
+	// recorded in the report's Header to tie a verdict to the script; empty
+	// for a built-in algorithm or an HTTP endpoint. Not checked.
+	TargetSHA256 string
 	// RunID names the verification's keys "ratelab:<RunID>:verify:..."
 	// (removed at the end); empty picks a fresh one (engine.NewRunID).
 	RunID string
@@ -230,7 +234,7 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	cfg = cfg.withDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
-		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}}
+		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}, header: header(s, cfg)}
 	st.limits = []algorithms.Limit{st.limit}
 	for _, l := range cfg.Limits {
 		st.limits = append(st.limits, algorithms.Limit{Limit: l.Limit, Window: l.Window})
@@ -268,8 +272,31 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	rep := st.summarize(p, res)
-	rep.DurationMS, _, _ = s.End(nil)
+	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
+}
+
+// Incomplete is the report of a verification of lim that Run stopped with
+// err before a verdict (started is when Run was called; rd is nil for a
+// target without Redis): the target, the limit and the Header, with
+// Complete false and err's text, and nothing measured. For writing
+// verify.json also when there is no verdict.
+func Incomplete(rd *engine.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
+	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
+	s.Started = started.UTC()
+	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
+		Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}
+	rep.DurationMS, rep.Complete, rep.Error = s.End(err)
+	return rep
+}
+
+// header is the Header of a verification of cfg (with its defaults) in s:
+// what reproduces its trials (seed, clients, skew, every limit, the
+// script's digest).
+func header(s *harness.Session, cfg Config) measure.Header {
+	return s.Header("verify", measure.Repro{Seed: cfg.Seed, Clients: cfg.Clients,
+		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: harness.LimitSpecs(append([]algorithms.Limit{cfg.Rate()}, cfg.Limits...)...),
+		TargetSHA256: cfg.TargetSHA256})
 }
 
 // study is one verification under way: the target, what it can take, the
@@ -287,6 +314,8 @@ type study struct {
 	// rdb holds the target's keys; nil for a target without Redis keys.
 	rdb    redis.UniversalClient
 	prefix string
+	// header is the report's Header (Run fills its end).
+	header measure.Header
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries
