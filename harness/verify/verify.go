@@ -24,7 +24,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -97,7 +97,7 @@ type Config struct {
 	// Seed seeds the random trials: the same seed gives the same trials.
 	Seed int64
 	// RunID names the verification's keys "ratelab:<RunID>:verify:..."
-	// (removed at the end); empty picks a fresh one (engine.NewRunID).
+	// (removed at the end); empty picks a fresh one (server.NewRunID).
 	RunID string
 	// Timeout ("timeout") bounds each decision call; zero means
 	// DefaultTimeout (500 ms). MaxOutage ("max_outage") stops the
@@ -223,7 +223,7 @@ func (c Config) skewDelta() time.Duration {
 // counted in the report. The keys are removed at the end, also after ctx
 // is cancelled. Concurrent calls are safe when their RunIDs differ (an
 // empty RunID is a fresh one).
-func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
+func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -251,10 +251,10 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	_, err := lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
-	if err != nil && rd != nil && engine.IsTimeout(err) {
+	if err != nil && rd != nil && server.IsTimeout(err) {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
-		if killed, kerr := engine.KillBusyScript(ctx, rd.Client); killed {
-			return nil, fmt.Errorf("%w (%s)", engine.ErrScriptKilled, cfg.Timeout)
+		if killed, kerr := server.KillBusyScript(ctx, rd.Client); killed {
+			return nil, fmt.Errorf("%w (%s)", server.ErrScriptKilled, cfg.Timeout)
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}

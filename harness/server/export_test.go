@@ -1,0 +1,4 @@
+package server
+
+// ProcIdentity is procIdentity, for the external tests.
+var ProcIdentity = procIdentity
