@@ -42,7 +42,7 @@ type Options struct {
 	// RATELAB_REDIS_IMAGE environment variable, else DefaultImage.
 	Image string
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
-	// (see LoadCA); nil means the system pool.
+	// (see server.LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
 }
 
