@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -242,7 +242,7 @@ func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario
 // Results hold what was measured, with Complete false and Error set; a
 // scenario file that does not load returns nil Results (Validate says so
 // first).
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
+func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -19,7 +19,7 @@ import (
 // use; the Redis it holds is.
 type Session struct {
 	// Redis is where the command runs.
-	Redis *engine.Redis
+	Redis *server.Redis
 	// RunID names the session; Prefix is "ratelab:<RunID>:", the prefix of
 	// every key the command writes.
 	RunID  string
@@ -30,22 +30,22 @@ type Session struct {
 	// Started is the wall-clock start, UTC.
 	Started time.Time
 	// reg is the run's registration (Start), nil before.
-	reg *engine.Registration
+	reg *server.Registration
 }
 
-// Start registers the run in its Redis (engine.Register: a marker
+// Start registers the run in its Redis (server.Register: a marker
 // "ratelab:<RunID>:~alive" refreshed every second, so that `ratelab clean`
 // skips the live run, and a record "ratelab:<RunID>:~run") until
 // RemoveKeys(ctx, "") or Stop, or until ctx ends. Call it once, before the
 // command writes its first key. Errors: the writes failed.
 func (s *Session) Start(ctx context.Context) error {
-	reg, err := engine.Register(ctx, s.Redis.Client, s.RunID)
+	reg, err := server.Register(ctx, s.Redis.Client, s.RunID)
 	s.reg = reg
 	return err
 }
 
 // Stop ends Start's refreshing (also done by RemoveKeys(ctx, "")); the
-// marker then expires within engine.AliveTTL. Safe to call twice or
+// marker then expires within server.AliveTTL. Safe to call twice or
 // without Start.
 func (s *Session) Stop() { s.reg.Stop() }
 
@@ -55,12 +55,12 @@ func (s *Session) Stop() { s.reg.Stop() }
 func (s *Session) Vanished() bool { return s.reg.Vanished() }
 
 // NewSession opens a session on rd. An empty runID picks a fresh one
-// (engine.NewRunID); timeout is the command's per-call bound (zero: none).
-func NewSession(rd *engine.Redis, runID string, timeout time.Duration) *Session {
+// (server.NewRunID); timeout is the command's per-call bound (zero: none).
+func NewSession(rd *server.Redis, runID string, timeout time.Duration) *Session {
 	if runID == "" {
-		runID = engine.NewRunID()
+		runID = server.NewRunID()
 	}
-	return &Session{Redis: rd, RunID: runID, Prefix: engine.KeyPrefix + runID + ":",
+	return &Session{Redis: rd, RunID: runID, Prefix: server.KeyPrefix + runID + ":",
 		Timeout: timeout, Started: time.Now().UTC()}
 }
 
@@ -105,11 +105,11 @@ func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 2*time.Minute))
 	defer cancel()
-	keys, err := engine.ScanKeys(cctx, s.Redis.Client, prefix)
+	keys, err := server.ScanKeys(cctx, s.Redis.Client, prefix)
 	if err != nil {
 		return err
 	}
-	return engine.DeleteKeys(cctx, s.Redis.Client, keys)
+	return server.DeleteKeys(cctx, s.Redis.Client, keys)
 }
 
 // End says how the command ended: its wall time since Started in ms,

@@ -11,7 +11,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/bench"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -86,7 +86,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -64,7 +64,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	cfg := f.cfg
 	cfg.Targets = f.target.targets()
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	if err := cfg.Validate(); err != nil {
 		return flagError(err, capacityFlagOf)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/live"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -71,7 +71,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	runID := engine.NewRunID()
+	runID := server.NewRunID()
 	rd, out, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -119,7 +119,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err

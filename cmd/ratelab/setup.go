@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +19,7 @@ import (
 // measures; a directory it created is removed again when Redis cannot be
 // opened, so an unreachable Redis leaves no empty results directory. The
 // caller closes the Redis.
-func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (*engine.Redis, string, error) {
+func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (*server.Redis, string, error) {
 	dir, err := outputDir(out, runID, force)
 	if err != nil {
 		return nil, "", err
@@ -103,7 +103,7 @@ func makeOut(dir string) error {
 
 // openRedis opens the Redis of rf and says which one on stderr. The caller
 // closes it.
-func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*engine.Redis, error) {
+func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*server.Redis, error) {
 	rd, err := rf.open(c)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -217,7 +217,7 @@ func (t *targetFlags) scriptName() string {
 // limiter builds verify's target for limit l on rd (nil for --http), after
 // load. l.Precision reaches bucketed-hash only. Errors are usage errors
 // naming the flag.
-func (t *targetFlags) limiter(rd *engine.Redis, l algorithms.Limit) (algorithms.Limiter, error) {
+func (t *targetFlags) limiter(rd *server.Redis, l algorithms.Limit) (algorithms.Limiter, error) {
 	if len(t.specs) != 1 {
 		return nil, fmt.Errorf("no target loaded")
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -79,7 +79,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	} else if cfg.Size = st.Size(); cfg.Size == 0 {
 		return usagef("--traffic: %s: %w", f.traffic.path, scenarios.ErrEmptyTraffic)
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	out, err := outputDir(f.out, cfg.RunID, f.force)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -181,7 +181,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	var rd *engine.Redis // none for --http
+	var rd *server.Redis // none for --http
 	if f.target.usesRedis() {
 		if rd, err = f.redis.open(c); err != nil {
 			return err
@@ -189,7 +189,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		defer rd.Close()
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = engine.NewRunID()
+		cfg.RunID = server.NewRunID()
 	}
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -258,7 +258,7 @@ func (cfg Config) withDefaults() Config {
 // replies are counted in the row's Errors, not as decisions. A deny path
 // whose hot key is never denied is an error naming "limit". progress, when
 // not nil, gets one line per run.
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
+func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
 	invalid := cfg.Validate()
 	cfg = cfg.withDefaults()
 	sess := harness.NewSession(rd, cfg.RunID, 0)
@@ -278,7 +278,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 		if invalid != nil {
 			return invalid
 		}
-		nodes, _, err := engine.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
+		nodes, _, err := server.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
 		if err != nil {
 			return err
 		}

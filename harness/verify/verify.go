@@ -24,7 +24,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -101,7 +101,7 @@ type Config struct {
 	// for a built-in algorithm or an HTTP endpoint. Not checked.
 	TargetSHA256 string
 	// RunID names the verification's keys "ratelab:<RunID>:verify:..."
-	// (removed at the end); empty picks a fresh one (engine.NewRunID).
+	// (removed at the end); empty picks a fresh one (server.NewRunID).
 	RunID string
 	// Timeout ("timeout") bounds each decision call; zero means
 	// DefaultTimeout (500 ms). MaxOutage ("max_outage") stops the
@@ -227,7 +227,7 @@ func (c Config) skewDelta() time.Duration {
 // counted in the report. The keys are removed at the end, also after ctx
 // is cancelled. Concurrent calls are safe when their RunIDs differ (an
 // empty RunID is a fresh one).
-func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
+func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,10 +255,10 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	_, err := lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
-	if err != nil && rd != nil && engine.IsTimeout(err) {
+	if err != nil && rd != nil && server.IsTimeout(err) {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
-		if killed, kerr := engine.KillBusyScript(ctx, rd.Client); killed {
-			return nil, fmt.Errorf("%w (%s)", engine.ErrScriptKilled, cfg.Timeout)
+		if killed, kerr := server.KillBusyScript(ctx, rd.Client); killed {
+			return nil, fmt.Errorf("%w (%s)", server.ErrScriptKilled, cfg.Timeout)
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}
@@ -281,7 +281,7 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 // target without Redis): the target, the limit and the Header, with
 // Complete false and err's text, and nothing measured. For writing
 // verify.json also when there is no verdict.
-func Incomplete(rd *engine.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
+func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
 	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
 	s.Started = started.UTC()
 	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
