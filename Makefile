@@ -7,8 +7,10 @@ ARGS    ?=
 
 all: build
 
+# the version `ratelab --version` prints and every result records (internal/version)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 build:
-	$(GO) build -o $(BIN) ./cmd/ratelab
+	$(GO) build -ldflags "-X github.com/ratelab/ratelab/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/ratelab
 
 # Compare the algorithms on every scenario against a throwaway Redis; results in results/<run id>/.
 run: redis build
@@ -17,14 +19,15 @@ run: redis build
 # Unit and integration tests against real redis-server (and nginx) processes the tests start,
 # a local Redis Cluster, TLS and ACL servers, and (when Docker answers) a Redis container from
 # the image redis-image builds. TESTFLAGS=-v shows every test (CI: container tests passed, not skipped).
+# RATELAB_REQUIRE_TOOLS=1: a missing nginx, chromium or tmux fails its test (a plain go test skips it).
 TESTFLAGS ?=
 test: redis nginx chromium tmux
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
-	  echo "RATELAB_REDIS_IMAGE=$$image $(GO) test -race -count=1 $(TESTFLAGS) ./..."; \
-	  RATELAB_REDIS_IMAGE=$$image $(GO) test -race -count=1 $(TESTFLAGS) ./...
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 $(TESTFLAGS) ./..."; \
+	  RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 $(TESTFLAGS) ./...
 
 # A Redis image FROM scratch out of the local redis-server (binary, its libraries, the loader),
 # for --redis container on machines with Docker but no registry:

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -288,7 +288,7 @@ func TestServerClockAndTTL(t *testing.T) {
 					t.Fatalf("call %d: allowed=%v, want %v", i, d.Allowed, want)
 				}
 			}
-			keys, err := engine.ScanKeys(ctx, srv.Client(), prefix)
+			keys, err := server.ScanKeys(ctx, srv.Client(), prefix)
 			if err != nil || len(keys) == 0 {
 				t.Fatalf("keys %v, %v", keys, err)
 			}

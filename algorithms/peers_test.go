@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -118,7 +118,7 @@ func TestSlidingCounterKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keys, err := engine.ScanKeys(ctx, srv.Client(), "{"+prefix)
+	keys, err := server.ScanKeys(ctx, srv.Client(), "{"+prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestGCRAIsRedisRate(t *testing.T) {
 		}
 	}
 	// the key is the caller's (no "rate:" prefix), so run-prefix SCANs find it
-	keys, err := engine.ScanKeys(ctx, srv.Client(), srv.Key(t)[:len("test:")])
+	keys, err := server.ScanKeys(ctx, srv.Client(), srv.Key(t)[:len("test:")])
 	if err != nil {
 		t.Fatal(err)
 	}

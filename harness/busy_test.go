@@ -9,7 +9,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -19,10 +20,7 @@ import (
 // again afterwards instead of BUSY.
 func TestLoopingScriptIsKilled(t *testing.T) {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := redistest.Start().Redis // its own server: the looping script blocks it
 	defer rd.Close()
 	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
@@ -36,13 +34,13 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 	start := time.Now()
 	res, _ := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-busy:"}})
 	answered := time.Since(start)
-	if len(res) != 1 || len(res[0].Outcomes) != 1 || !engine.IsTimeout(res[0].Outcomes[0].Err) {
+	if len(res) != 1 || len(res[0].Outcomes) != 1 || !server.IsTimeout(res[0].Outcomes[0].Err) {
 		t.Fatalf("outcomes: %+v, want one that timed out", res)
 	}
 	err = r.Settle()
 	t.Logf("call answered after %v, settled after %v; progress: %s", answered.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond), progress.String())
-	if !errors.Is(err, engine.ErrScriptKilled) {
+	if !errors.Is(err, server.ErrScriptKilled) {
 		t.Errorf("Settle: %v, want an error wrapping ErrScriptKilled", err)
 	}
 	if !strings.Contains(progress.String(), "SCRIPT KILL") {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -82,44 +82,11 @@ func (cfg DemoConfig) withDefaults() DemoConfig {
 	return cfg
 }
 
-// DemoPlan is what the demo is about to do, told to the observer before it
-// parks.
-type DemoPlan struct {
-	Algorithms []string
-	// Describe holds each algorithm's own description of its limit.
-	Describe []string
-	Limit    limit.Limit
-	Schedule scenarios.Schedule
-	// Boundary is the window boundary the bursts straddle, on the Redis
-	// server's clock; Offset is that clock minus the local clock.
-	Boundary time.Time
-	Offset   time.Duration
-	// FirstLocal is when the first burst starts, on the local clock.
-	FirstLocal time.Time
-}
-
-// DemoDecision is one decision as it happens.
-type DemoDecision struct {
-	// Algorithm indexes DemoPlan.Algorithms.
-	Algorithm int
-	// Seq indexes the schedule's arrivals; At is the arrival's scheduled
-	// offset from the boundary.
-	Seq int
-	At  time.Duration
-	// T is the decision's time from the boundary on the Redis clock (the
-	// limiter's DecidedAt); Recv is when its answer arrived, on the Redis
-	// clock, from the boundary.
-	T, Recv time.Duration
-	Cost    int64
-	Allowed bool
-	Err     error
-}
-
 // DemoObserver is told what the demo does, as it happens. Decided is called
 // from several goroutines at once.
 type DemoObserver interface {
-	Planned(p DemoPlan)
-	Decided(d DemoDecision)
+	Planned(p measure.DemoPlan)
+	Decided(d measure.DemoDecision)
 }
 
 // Demo runs seed 001's boundary burst in real time on the Redis server's
@@ -130,18 +97,18 @@ type DemoObserver interface {
 // keys. The Results hold one boundary-burst row per algorithm (clock
 // "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
 // A cancelled ctx stops it; the Results then hold what was measured.
-func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserver, log *measure.DecisionLog) (*measure.Results, error) {
+func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserver, log *measure.DecisionLog) (*measure.Results, error) {
 	cfg = cfg.withDefaults()
 	s := NewSession(rd, cfg.RunID, 0)
 	prefix := s.Prefix
 	res := &measure.Results{
-		Tool: "ratelab", Command: "demo",
+		Header: s.Header("demo", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(RedisClock), Prefix: prefix,
 		},
-		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, nil)
 	err := func() error {
@@ -154,7 +121,11 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 		}
 		sched := sc.Build(scenarios.Params{Limit: cfg.Limit.Count, Window: cfg.Limit.Window})
 		lim := cfg.Limit
-		plan := DemoPlan{Algorithms: cfg.Algorithms, Limit: lim, Schedule: sched}
+		plan := measure.DemoPlan{Algorithms: cfg.Algorithms, Limit: lim.Count, Window: lim.Window,
+			Arrivals: make([]measure.Event, len(sched.Arrivals))}
+		for i, a := range sched.Arrivals {
+			plan.Arrivals[i] = measure.Event{At: a.At, Cost: a.Cost}
+		}
 		jobs := make([]Job, len(cfg.Algorithms))
 		for i, name := range cfg.Algorithms {
 			l, err := algorithms.New(name, rd.Client, lim)
@@ -178,7 +149,7 @@ func Demo(ctx context.Context, rd *engine.Redis, cfg DemoConfig, obs DemoObserve
 			},
 			Observe: func(job int, o Outcome) {
 				if obs != nil {
-					obs.Decided(DemoDecision{Algorithm: job, Seq: o.Seq, At: o.Arrival.At,
+					obs.Decided(measure.DemoDecision{Algorithm: job, Seq: o.Seq, At: o.Arrival.At,
 						T: o.Decision.DecidedAt.Sub(plan.Boundary), Recv: o.Recv.Add(plan.Offset).Sub(plan.Boundary),
 						Cost: o.Arrival.Cost, Allowed: o.Decision.Allowed, Err: o.Err})
 				}

@@ -16,7 +16,7 @@ import (
 // the sliding log accepts one. The run's keys are removed at the end.
 func ExampleRun() {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH
+	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL (no Docker)
 	if err != nil {
 		fmt.Println(err)
 		return

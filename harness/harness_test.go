@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -85,7 +85,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 		t.Errorf("decisions.jsonl has %d records for %d rows (want %d), notes %q", n, len(res.Results), want, res.Notes)
 	}
 	// nothing left behind; the foreign key untouched
-	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %v", keys)
 	}
 	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {
@@ -142,18 +142,18 @@ func TestRunnerConcurrentClients(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	start := time.Now()
-	_, err := engine.Open(ctx, "redis://127.0.0.1:1/0", 500*time.Millisecond)
+	_, err := server.OpenURL(ctx, "redis://127.0.0.1:1/0", server.Options{Timeout: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("unreachable URL: %v", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("unreachable URL took %v, want within the connect timeout", d)
 	}
-	if _, err := engine.Open(ctx, "mysql://x", time.Second); err == nil {
+	if _, err := server.OpenURL(ctx, "mysql://x", server.Options{Timeout: time.Second}); err == nil {
 		t.Error("unknown scheme: no error")
 	}
 	// a URL to a live server works, and Close leaves it running
-	r, err := engine.Open(ctx, "redis://"+srv.Info.Addr+"/0", time.Second)
+	r, err := server.OpenURL(ctx, "redis://"+srv.Info.Addr+"/0", server.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRunCancelledCleansUp(t *testing.T) {
 	if err == nil || res.Complete || res.Error == "" {
 		t.Fatalf("cancelled run: err %v complete %v error %q", err, res.Complete, res.Error)
 	}
-	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -256,7 +256,7 @@ func (r *Runner) roundTrip(ctx context.Context, j Job, st *vtJob, ps []pendingCa
 		}
 	}
 	_, err := pipe.Exec(cctx)
-	if err != nil && r.Timeout > 0 && engine.IsTimeout(err) {
+	if err != nil && r.Timeout > 0 && server.IsTimeout(err) {
 		r.killBusy(ctx)
 	}
 	// per-command errors are read from each command; only a failed round

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -142,7 +142,7 @@ func (cfg ReplayConfig) Validate() error {
 // line, Redis failing longer than MaxOutage, ctx cancelled) return the
 // Results measured so far, Complete false. The run's keys are removed at
 // the end, also when ctx is cancelled.
-func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg ReplayConfig, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
+func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg ReplayConfig, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -168,14 +168,14 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	res := &measure.Results{
-		Tool: "ratelab", Command: "run",
+		Header: s.Header("run", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{cfg.Name},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(VirtualClock), Prefix: s.Prefix,
 			TimeoutMS: cfg.Timeout.Milliseconds(), OnError: string(cfg.OnError),
 		},
-		Redis: rd.Info, StartedAt: s.Started, Results: []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, progress)
 	if err := s.Start(ctx); err != nil { // clean skips the live replay
@@ -214,10 +214,10 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 		// keys derived by the scripts may linger in the thousands (see below)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 30*time.Second))
 		if !errors.Is(err, ErrOutage) {
-			keys, kerr := engine.ScanKeys(mctx, rd.Client, w.prefix)
+			keys, kerr := server.ScanKeys(mctx, rd.Client, w.prefix)
 			if kerr == nil {
 				row.Keys = int64(len(keys))
-				row.MemoryBytes, kerr = engine.MemoryUsage(mctx, rd.Client, keys)
+				row.MemoryBytes, kerr = server.MemoryUsage(mctx, rd.Client, keys)
 			}
 			if kerr == nil {
 				if row.MemoryBytes > row.PerKey.PeakMemoryBytes {
@@ -258,7 +258,7 @@ func Replay(ctx context.Context, rd *engine.Redis, traffic io.Reader, cfg Replay
 }
 
 // runReplay feeds the traffic to every worker in batches and waits for them.
-func runReplay(ctx context.Context, rd *engine.Redis, src *trafficSource, workers []*replayWorker,
+func runReplay(ctx context.Context, rd *server.Redis, src *trafficSource, workers []*replayWorker,
 	cfg ReplayConfig, log *measure.DecisionLog, progress io.Writer, counted *countingReader) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -69,7 +69,7 @@ type touch struct {
 
 // run decides every batch received until the channel closes. On error it
 // returns at once (the caller cancels the feed).
-func (w *replayWorker) run(ctx context.Context, rd *engine.Redis, base time.Time, log *measure.DecisionLog) error {
+func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time, log *measure.DecisionLog) error {
 	start := time.Now()
 	defer func() { w.dur = time.Since(start) }()
 	pipe := rd.Client.Pipeline()
@@ -177,7 +177,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []repl
 // noteOutage tracks round trips that failed as a whole (not an error
 // reply): failing for longer than MaxOutage stops the replay.
 func (w *replayWorker) noteOutage(err error, now time.Time) error {
-	if err == nil || engine.IsRedisError(err) || errors.Is(err, redis.Nil) {
+	if err == nil || server.IsRedisError(err) || errors.Is(err, redis.Nil) {
 		w.failingSince = time.Time{}
 		return nil
 	}
@@ -197,7 +197,7 @@ func (w *replayWorker) noteOutage(err error, now time.Time) error {
 // plus the local time since it was touched) is removed here, as it would
 // have expired in live traffic, and not counted. The others' MEMORY USAGE
 // (SAMPLES 0) is summed.
-func (w *replayWorker) sampleMemory(ctx context.Context, rd *engine.Redis) error {
+func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error {
 	if w.nextSample < memorySampleEvery {
 		w.nextSample *= 2
 	} else {
@@ -219,7 +219,7 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *engine.Redis) error
 
 // liveMemory removes the keys expired in virtual time and sums the others'
 // memory (see sampleMemory).
-func (w *replayWorker) liveMemory(ctx context.Context, rd *engine.Redis) (int64, error) {
+func (w *replayWorker) liveMemory(ctx context.Context, rd *server.Redis) (int64, error) {
 	keys := make([]string, 0, len(w.rkeys))
 	for k := range w.rkeys {
 		keys = append(keys, k)
@@ -251,7 +251,7 @@ func (w *replayWorker) liveMemory(ctx context.Context, rd *engine.Redis) (int64,
 			sum += mems[i].Val()
 		}
 	}
-	if err := engine.DeleteKeys(ctx, rd.Client, expired); err != nil {
+	if err := server.DeleteKeys(ctx, rd.Client, expired); err != nil {
 		return 0, err
 	}
 	w.expired += int64(len(expired))

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -57,6 +58,21 @@ type Config struct {
 type Target struct {
 	Name string
 	New  algorithms.Constructor
+	// SHA256 is the hex SHA-256 of the user's script the target runs
+	// (recorded in the results' Header); empty when there is none.
+	SHA256 string
+}
+
+// TargetDigests is the SHA256 of every target that has one, in order,
+// joined by ","; empty when none (Repro.TargetSHA256).
+func TargetDigests(ts []Target) string {
+	var ds []string
+	for _, t := range ts {
+		if t.SHA256 != "" {
+			ds = append(ds, t.SHA256)
+		}
+	}
+	return strings.Join(ds, ",")
 }
 
 // CheckTargets returns an error naming field "targets" when a target has no
@@ -249,7 +265,7 @@ func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario
 // Results hold what was measured, with Complete false and Error set; a
 // scenario file that does not load returns nil Results (Validate says so
 // first).
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
+func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
@@ -271,16 +287,18 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, log *measure.Decisio
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
 	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
+	var limits []measure.LimitSpec // each scenario's own unless overridden
+	if cfg.Limit != (limit.Limit{}) {
+		limits = LimitSpecs(cfg.Limit)
+	}
 	res = &measure.Results{
-		Tool: "ratelab", Command: "run",
+		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: TargetDigests(cfg.Targets)}),
 		Config: measure.RunConfig{
 			Algorithms: names, Scenarios: cfg.Scenarios,
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: s.Started,
-		Results:   []measure.Row{},
+		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, progress) // nothing left behind, even after Ctrl-C
 	if cfg.OnError == "" {

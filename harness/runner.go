@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -210,14 +210,14 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 	for _, jr := range results {
 		row := summarize(jr, r.Clock)
 		if errors.Is(runErr, ErrOutage) {
-			rows = append(rows, row) // no memory to read from a engine.Redis that is gone
+			rows = append(rows, row) // no memory to read from a server.Redis that is gone
 			continue
 		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
-		keys, err := engine.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
+		keys, err := server.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
 			row.Keys = int64(len(keys))
-			row.MemoryBytes, err = engine.MemoryUsage(mctx, r.Redis, keys)
+			row.MemoryBytes, err = server.MemoryUsage(mctx, r.Redis, keys)
 		}
 		cancel()
 		if err != nil && runErr == nil {
@@ -425,7 +425,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
 	o.Recv = time.Now()
 	cancel()
-	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && engine.IsTimeout(o.Err) {
+	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && server.IsTimeout(o.Err) {
 		r.killBusy(ctx)
 	}
 	r.settle(o.Err)
@@ -443,9 +443,9 @@ func (r *Runner) settle(err error) {
 	case r.cancel == nil:
 	case errors.As(err, &se):
 		r.cancel(err)
-	case engine.IsGuardRefusal(err):
+	case server.IsGuardRefusal(err):
 		// the user's script tried to touch what is not ratelab's: stop
-		r.cancel(fmt.Errorf("%w: %v", engine.ErrRefusedByGuard, err))
+		r.cancel(fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err))
 	case !errors.Is(err, algorithms.ErrCostExceedsLimit):
 		r.noteCall(err, r.cancel)
 	}
@@ -491,7 +491,7 @@ func (r *Runner) killBusy(ctx context.Context) {
 		r.kill.done = make(chan struct{})
 		go func() {
 			defer close(r.kill.done)
-			killed, err := engine.KillBusyScript(ctx, r.Redis)
+			killed, err := server.KillBusyScript(ctx, r.Redis)
 			r.kill.killed, r.kill.err = killed, err
 			if killed && r.Progress != nil {
 				fmt.Fprintf(r.Progress, "ratelab: a script ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
@@ -501,7 +501,7 @@ func (r *Runner) killBusy(ctx context.Context) {
 }
 
 // Settle waits for a SCRIPT KILL that a timed-out call started (at most
-// engine.KillWait) and returns an error wrapping engine.ErrScriptKilled
+// server.KillWait) and returns an error wrapping server.ErrScriptKilled
 // when a script had to be killed; nil otherwise. Call it once the run is
 // over, before the process exits, so that the user's Redis is never left
 // answering BUSY.
@@ -511,7 +511,7 @@ func (r *Runner) Settle() error {
 	}
 	<-r.kill.done
 	if r.kill.killed {
-		return fmt.Errorf("%w (%s)", engine.ErrScriptKilled, r.Timeout)
+		return fmt.Errorf("%w (%s)", server.ErrScriptKilled, r.Timeout)
 	}
 	return nil
 }
@@ -537,7 +537,7 @@ func alignUp(t time.Time, w time.Duration) time.Time {
 // Lead before the first arrival, and says how long the run will wait.
 func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor time.Time, offset time.Duration, err error) {
 	if r.Clock == RedisClock {
-		offset, err = engine.ServerClockOffset(ctx, r.Redis, 16)
+		offset, err = server.ServerClockOffset(ctx, r.Redis, 16)
 		if err != nil {
 			return time.Time{}, 0, fmt.Errorf("read the Redis clock: %w", err)
 		}

@@ -6,7 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Session is the life of one command against one Redis: its run id and key
@@ -16,7 +19,7 @@ import (
 // use; the Redis it holds is.
 type Session struct {
 	// Redis is where the command runs.
-	Redis *engine.Redis
+	Redis *server.Redis
 	// RunID names the session; Prefix is "ratelab:<RunID>:", the prefix of
 	// every key the command writes.
 	RunID  string
@@ -27,22 +30,22 @@ type Session struct {
 	// Started is the wall-clock start, UTC.
 	Started time.Time
 	// reg is the run's registration (Start), nil before.
-	reg *engine.Registration
+	reg *server.Registration
 }
 
-// Start registers the run in its Redis (engine.Register: a marker
+// Start registers the run in its Redis (server.Register: a marker
 // "ratelab:<RunID>:~alive" refreshed every second, so that `ratelab clean`
 // skips the live run, and a record "ratelab:<RunID>:~run") until
 // RemoveKeys(ctx, "") or Stop, or until ctx ends. Call it once, before the
 // command writes its first key. Errors: the writes failed.
 func (s *Session) Start(ctx context.Context) error {
-	reg, err := engine.Register(ctx, s.Redis.Client, s.RunID)
+	reg, err := server.Register(ctx, s.Redis.Client, s.RunID)
 	s.reg = reg
 	return err
 }
 
 // Stop ends Start's refreshing (also done by RemoveKeys(ctx, "")); the
-// marker then expires within engine.AliveTTL. Safe to call twice or
+// marker then expires within server.AliveTTL. Safe to call twice or
 // without Start.
 func (s *Session) Stop() { s.reg.Stop() }
 
@@ -52,12 +55,12 @@ func (s *Session) Stop() { s.reg.Stop() }
 func (s *Session) Vanished() bool { return s.reg.Vanished() }
 
 // NewSession opens a session on rd. An empty runID picks a fresh one
-// (engine.NewRunID); timeout is the command's per-call bound (zero: none).
-func NewSession(rd *engine.Redis, runID string, timeout time.Duration) *Session {
+// (server.NewRunID); timeout is the command's per-call bound (zero: none).
+func NewSession(rd *server.Redis, runID string, timeout time.Duration) *Session {
 	if runID == "" {
-		runID = engine.NewRunID()
+		runID = server.NewRunID()
 	}
-	return &Session{Redis: rd, RunID: runID, Prefix: engine.KeyPrefix + runID + ":",
+	return &Session{Redis: rd, RunID: runID, Prefix: server.KeyPrefix + runID + ":",
 		Timeout: timeout, Started: time.Now().UTC()}
 }
 
@@ -102,11 +105,11 @@ func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 2*time.Minute))
 	defer cancel()
-	keys, err := engine.ScanKeys(cctx, s.Redis.Client, prefix)
+	keys, err := server.ScanKeys(cctx, s.Redis.Client, prefix)
 	if err != nil {
 		return err
 	}
-	return engine.DeleteKeys(cctx, s.Redis.Client, keys)
+	return server.DeleteKeys(cctx, s.Redis.Client, keys)
 }
 
 // End says how the command ended: its wall time since Started in ms,
@@ -129,4 +132,27 @@ func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
 		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <this Redis> --run %s --yes\n",
 			s.Prefix, err, s.RunID)
 	}
+}
+
+// Header returns the Header of a result of command ("run", "verify", ...)
+// made in this session: schema and tool version, command, run id, Redis
+// (empty for a session without one, such as verify --http), start, and
+// repro, the configuration that reproduces it. Complete is false until the
+// command sets DurationMS, Complete and Error from End when it ends.
+func (s *Session) Header(command string, repro measure.Repro) measure.Header {
+	h := measure.Header{SchemaVersion: measure.SchemaVersion, Tool: "ratelab", ToolVersion: version.String(),
+		Command: command, RunID: s.RunID, StartedAt: s.Started, Repro: repro}
+	if s.Redis != nil {
+		h.Redis = s.Redis.Info
+	}
+	return h
+}
+
+// LimitSpecs turns limits into the Header's plain form (ms).
+func LimitSpecs(limits ...limit.Limit) []measure.LimitSpec {
+	out := make([]measure.LimitSpec, 0, len(limits))
+	for _, l := range limits {
+		out = append(out, measure.LimitSpec{Count: l.Count, WindowMS: l.Window.Milliseconds(), PrecisionMS: l.Precision.Milliseconds()})
+	}
+	return out
 }

@@ -1,7 +1,5 @@
 package measure
 
-import "time"
-
 // Bench paths (contract: the "path" of a bench row).
 const (
 	// PathAllow spreads decisions over many keys (Keys), so nearly all are accepted.
@@ -16,16 +14,9 @@ var BenchPaths = []string{PathAllow, PathDeny}
 
 // BenchResults is what `ratelab bench` measured; results.json holds it.
 type BenchResults struct {
-	// Tool is "ratelab"; Command is "bench".
-	Tool    string         `json:"tool"`
-	Command string         `json:"command"`
-	Config  BenchRunConfig `json:"config"`
-	Redis   RedisInfo      `json:"redis"`
-	// StartedAt is the wall-clock start (UTC); DurationMS the wall time, ms.
-	StartedAt  time.Time `json:"started_at"`
-	DurationMS int64     `json:"duration_ms"`
-	Complete   bool      `json:"complete"`
-	Error      string    `json:"error,omitempty"`
+	// Header says how the bench was made (Command "bench"), flattened into the JSON.
+	Header
+	Config BenchRunConfig `json:"config"`
 	// Results has one row per algorithm x path, in run order.
 	Results []BenchRow `json:"results"`
 }

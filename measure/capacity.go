@@ -1,21 +1,12 @@
 package measure
 
-import "time"
-
 // CapacityResults is what `ratelab capacity` measured; results.json holds it.
 type CapacityResults struct {
-	// Tool is "ratelab"; Command is "capacity".
-	Tool    string             `json:"tool"`
-	Command string             `json:"command"`
-	Config  CapacityRunConfig  `json:"config"`
-	Redis   RedisInfo          `json:"redis"`
-	Server  CapacityServerInfo `json:"server"`
-	// StartedAt is the wall-clock start (UTC); DurationMS the wall time, ms.
-	StartedAt  time.Time `json:"started_at"`
-	DurationMS int64     `json:"duration_ms"`
-	// Complete is false when the run stopped early; Error then says why.
-	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"`
+	// Header says how the measurement was made (Command "capacity"),
+	// flattened into the JSON.
+	Header
+	Config CapacityRunConfig  `json:"config"`
+	Server CapacityServerInfo `json:"server"`
 	// Results has one row per algorithm x limit, in run order.
 	Results []CapacityRow `json:"results"`
 	// Trim is the measurement of a sorted set trimmed back below the

@@ -31,6 +31,9 @@ func ParseResults(data []byte, name string) (*Results, error) {
 	if raw := bytes.TrimSpace(probe.Results); len(raw) == 0 || raw[0] != '[' {
 		return nil, fmt.Errorf(`reports: %s: not a ratelab results.json (no "results" array)`, name)
 	}
+	if err := checkSchema(data, name); err != nil {
+		return nil, err
+	}
 	var r Results
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", name, err)
@@ -107,8 +110,62 @@ func readResultsAs(path, command string, v any) error {
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
+	if err := checkSchema(data, path); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadVerify reads a verify.json written by `ratelab verify --out`, of the
+// current shape or the previous one (see VerifyReport.UnmarshalJSON). A
+// file that cannot be read, is not JSON, has no "families" array or comes
+// from a newer ratelab is an error naming path.
+func ReadVerify(path string) (*VerifyReport, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	var probe struct {
+		Families json.RawMessage `json:"families"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("reports: %s: not a ratelab verify.json (invalid JSON: %w)", path, err)
+	}
+	if raw := bytes.TrimSpace(probe.Families); len(raw) == 0 || (raw[0] != '[' && string(raw) != "null") {
+		return nil, fmt.Errorf(`reports: %s: not a ratelab verify.json (no "families" array)`, path)
+	}
+	if err := checkSchema(data, path); err != nil {
+		return nil, err
+	}
+	var r VerifyReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// UnmarshalJSON reads a verify.json of either shape: the current one
+// (schema_version set, "complete") or the previous one (no
+// schema_version, "incomplete": true when the verification stopped early,
+// absent when it finished), so Complete means the same in both. A report
+// of the previous shape is upgraded: its SchemaVersion is set, so writing
+// it again keeps what Complete says.
+func (r *VerifyReport) UnmarshalJSON(data []byte) error {
+	type plain VerifyReport // without this method
+	var v struct {
+		plain
+		Incomplete *bool `json:"incomplete"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*r = VerifyReport(v.plain)
+	if r.SchemaVersion == 0 {
+		r.Complete = v.Incomplete == nil || !*v.Incomplete
+		r.SchemaVersion = SchemaVersion
 	}
 	return nil
 }

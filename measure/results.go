@@ -1,28 +1,16 @@
 package measure
 
-import "time"
-
 // Results is everything one ratelab command measured: the run's
 // configuration and Redis next to one Row per algorithm x scenario. It is
 // what results.json holds; reports render it and never talk to Redis.
 type Results struct {
-	// Tool is always "ratelab"; Command the subcommand that produced the file ("run").
-	Tool    string `json:"tool"`
-	Command string `json:"command"`
+	// Header says how the run was made (flattened into the JSON): tool and
+	// version, command ("run", "demo"), run id, Redis, start, duration,
+	// complete/error, notes (what was left out and why, e.g. a limiter that
+	// cannot take the run's clock) and the configuration that reproduces it.
+	Header
 	// Config repeats what was asked for, so every number can be traced.
 	Config RunConfig `json:"config"`
-	// Redis says which server the numbers come from.
-	Redis RedisInfo `json:"redis"`
-	// StartedAt is the wall-clock start of the run (UTC).
-	StartedAt time.Time `json:"started_at"`
-	// DurationMS is the run's wall time, ms.
-	DurationMS int64 `json:"duration_ms"`
-	// Complete is false when the run stopped early; Error then says why.
-	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"`
-	// Notes say what was left out and why (e.g. a limiter that cannot take
-	// the run's clock).
-	Notes []string `json:"notes,omitempty"`
 	// Results has one row per algorithm x scenario, in run order.
 	Results []Row `json:"results"`
 	// Traffic describes the traffic file of a replay (run --traffic); nil

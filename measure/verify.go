@@ -17,14 +17,16 @@ const (
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
-	// Incomplete is true when the verification stopped before a verdict
-	// (Ctrl-C, Redis gone, the target's error); Error then says why.
-	Incomplete bool   `json:"incomplete,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Target     string `json:"target"`
-	LimitDesc  string `json:"limit_desc"`
-	Limit      int64  `json:"limit"`
-	WindowMS   int64  `json:"window_ms"`
+	// Header says how the verification was made (Command "verify"),
+	// flattened into the JSON. Complete is false when it stopped before a
+	// verdict (Ctrl-C, Redis gone, the target's error); Error then says
+	// why. Notes are sentences about the verification as a whole (absolute
+	// key expiries found, what is reported but not gated).
+	Header
+	Target    string `json:"target"`
+	LimitDesc string `json:"limit_desc"`
+	Limit     int64  `json:"limit"`
+	WindowMS  int64  `json:"window_ms"`
 	// Verdict is Holds, or the most serious failure found: Violated, then
 	// Starved, then Interfered (these two only when asked for: a minimum
 	// fidelity, isolation checked), or Inconclusive when nothing could be
@@ -37,10 +39,7 @@ type VerifyReport struct {
 	Clock string `json:"clock"`
 	// Limits lists every limit checked at once when there are several
 	// ("10 per 1s", "120 per 1m0s"); empty for one (Limit per WindowMS).
-	Limits []string `json:"limits,omitempty"`
-	// Notes are sentences about the verification as a whole (absolute key
-	// expiries found, what is reported but not gated); empty when none.
-	Notes    []string       `json:"notes,omitempty"`
+	Limits   []string       `json:"limits,omitempty"`
 	Families []FamilyResult `json:"families"`
 	// CounterExample is the evidence of the first failure; nil when it holds.
 	CounterExample *CounterExample `json:"counter_example,omitempty"`
@@ -52,7 +51,6 @@ type VerifyReport struct {
 	Decisions       int64    `json:"decisions"`
 	Errors          int64    `json:"errors"`
 	ErrorSamples    []string `json:"error_samples,omitempty"`
-	DurationMS      int64    `json:"duration_ms"`
 }
 
 // FamilyResult summarizes one adversarial family.

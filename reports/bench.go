@@ -26,7 +26,7 @@ import (
 //     then notes on how the figures are made.
 //   - "json": the whole BenchResults, indented, as results.json holds it.
 //   - "csv": a header of BenchRow's scalar JSON names and one record per row.
-func WriteBench(w io.Writer, format string, r *measure.BenchResults) error {
+func WriteBench(w io.Writer, format Format, r *measure.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
@@ -89,18 +89,18 @@ func writeBenchText(w io.Writer, r *measure.BenchResults, markdown bool) error {
 
 // writeIn renders a results value in one of Formats: text for "table"
 // (markdown false) and "markdown", v as indented JSON, rows (a slice of
-// structs) as CSV. An unknown format names --format.
-func writeIn[T any](w io.Writer, format string, text func(w io.Writer, markdown bool) error, v any, rows []T) error {
+// structs) as CSV. An unknown format is a *field.Error naming "format".
+func writeIn[T any](w io.Writer, format Format, text func(w io.Writer, markdown bool) error, v any, rows []T) error {
 	var err error
 	switch format {
-	case "table", "markdown":
-		err = text(w, format == "markdown")
-	case "json":
+	case Table, Markdown:
+		err = text(w, format == Markdown)
+	case JSON:
 		err = writeIndentedJSON(w, v)
-	case "csv":
+	case CSV:
 		err = writeRowsCSV(w, rows)
 	default:
-		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
+		return format.Validate()
 	}
 	if err != nil {
 		return fmt.Errorf("reports: %s output: %w", format, err)
@@ -272,7 +272,7 @@ func WriteBenchDir(dir string, r *measure.BenchResults) error {
 			items = append(items, "redis-benchmark: "+code(c.RedisBenchmark))
 		}
 		items = append(items, "key prefix: "+orNone(code(c.Prefix)))
-		writeRunHeader(&b, r.Redis, r.StartedAt, r.DurationMS, items)
+		writeRunHeader(&b, r.Header, items)
 		b.WriteString("\n## Throughput and latency\n\n")
 		if err := writeBenchText(&b, r, true); err != nil {
 			return err

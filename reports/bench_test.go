@@ -35,16 +35,14 @@ func benchFixture() *measure.BenchResults {
 		}
 	}
 	return &measure.BenchResults{
-		Tool: "ratelab", Command: "bench",
+		Header: measure.Header{Tool: "ratelab", Command: "bench",
+			Redis:     measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+			StartedAt: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), DurationMS: 31000, Complete: true},
 		Config: measure.BenchRunConfig{
 			Algorithms: []string{"sliding-log"}, Paths: []string{"allow", "deny"}, Limit: 100, WindowMS: 60000,
 			Clients: 50, Pipeline: 1, DurationMS: 3000, Keys: 100000, Rounds: 3, Procs: 1,
 			CompareRedisBenchmark: true, RedisBenchmark: "redis-benchmark 7.0.15", Prefix: "ratelab:t2:",
 		},
-		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
-		StartedAt:  time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC),
-		DurationMS: 31000,
-		Complete:   true,
 		Results: []measure.BenchRow{
 			row("allow", 61234.5, 60100, 300000, 1),
 			row("deny", 70500, 80100, 300, 2),
@@ -73,7 +71,7 @@ func TestBenchGolden(t *testing.T) {
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteBench(&b, tc.format, tc.r); err != nil {
+			if err := Render(&b, Format(tc.format), tc.r); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.golden, b.Bytes())

@@ -36,7 +36,7 @@ import (
 //     is made, and any warnings.
 //   - "json": the whole CapacityResults, indented, as results.json holds it.
 //   - "csv": a header of CapacityRow's JSON names and one record per row.
-func WriteCapacity(w io.Writer, format string, r *measure.CapacityResults) error {
+func WriteCapacity(w io.Writer, format Format, r *measure.CapacityResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
@@ -331,7 +331,7 @@ func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 	return writeFile(file("report.md"), func(w io.Writer) error {
 		var b bytes.Buffer
 		b.WriteString("# ratelab capacity report\n\n")
-		writeRunHeader(&b, r.Redis, r.StartedAt, r.DurationMS, []string{
+		writeRunHeader(&b, r.Header, []string{
 			"algorithms: " + orNone(codeList(r.Config.Algorithms)),
 			"limits: " + joinInts(r.Config.Limits),
 			fmt.Sprintf("keys (N): %d wanted, scaled down to a budget of %d script calls per algorithm and limit", r.Config.Keys, r.Config.Budget),
@@ -349,19 +349,21 @@ func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 	})
 }
 
-// writeRunHeader writes the "## Run" list: items, then Redis, start and duration.
-func writeRunHeader(b *bytes.Buffer, ri measure.RedisInfo, started time.Time, durationMS int64, items []string) {
+// writeRunHeader writes the "## Run" list of report.md: items (the
+// command's own configuration), then the header's Redis, start and
+// duration.
+func writeRunHeader(b *bytes.Buffer, h measure.Header, items []string) {
 	b.WriteString("## Run\n\n")
 	for _, it := range items {
 		fmt.Fprintf(b, "- %s\n", it)
 	}
-	fmt.Fprintf(b, "- Redis: %s\n", redisDesc(ri))
+	fmt.Fprintf(b, "- Redis: %s\n", redisDesc(h.Redis))
 	s := "unknown"
-	if !started.IsZero() {
-		s = started.UTC().Format(time.RFC3339)
+	if !h.StartedAt.IsZero() {
+		s = h.StartedAt.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintf(b, "- started at: %s\n", s)
-	fmt.Fprintf(b, "- duration: %s\n", time.Duration(durationMS)*time.Millisecond)
+	fmt.Fprintf(b, "- duration: %s\n", time.Duration(h.DurationMS)*time.Millisecond)
 }
 
 func writePlotLinks(b *bytes.Buffer, plots []string) {

@@ -27,16 +27,14 @@ func capacityFixture() *measure.CapacityResults {
 		return r
 	}
 	return &measure.CapacityResults{
-		Tool: "ratelab", Command: "capacity",
+		Header: measure.Header{Tool: "ratelab", Command: "capacity",
+			Redis:     measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+			StartedAt: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), DurationMS: 21500, Complete: true},
 		Config: measure.CapacityRunConfig{
 			Algorithms: []string{"sliding-log", "fixed-window"}, Limits: []int64{10, 128, 129, 10000},
 			Keys: 10000, ActiveKeys: 1_000_000, WindowMS: 3600000, Budget: 100000, Prefix: "ratelab:t1:",
 		},
-		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
-		Server:     measure.CapacityServerInfo{ZsetMaxListpackEntries: 128, HashMaxListpackEntries: 512},
-		StartedAt:  time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC),
-		DurationMS: 21500,
-		Complete:   true,
+		Server: measure.CapacityServerInfo{ZsetMaxListpackEntries: 128, HashMaxListpackEntries: 512},
 		Results: []measure.CapacityRow{
 			row("sliding-log", 10, 10000, "listpack", 10, 536, 66, 602),
 			row("sliding-log", 128, 781, "listpack", 128, 6203, 56, 6264),
@@ -68,13 +66,13 @@ func TestCapacityGolden(t *testing.T) {
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteCapacity(&b, tc.format, tc.r); err != nil {
+			if err := Render(&b, Format(tc.format), tc.r); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.golden, b.Bytes())
 		})
 	}
-	if err := WriteCapacity(&bytes.Buffer{}, "xml", capacityFixture()); err == nil || !strings.Contains(err.Error(), "--format") {
+	if err := WriteCapacity(&bytes.Buffer{}, "xml", capacityFixture()); err == nil || !strings.HasPrefix(err.Error(), "format: ") {
 		t.Errorf("unknown format: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ratelab/ratelab/measure"
 )
@@ -36,8 +35,8 @@ func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 	}
 
 	c := r.Config
-	b.WriteString("## Run\n\n")
-	item := func(name, value string) { fmt.Fprintf(&b, "- %s: %s\n", name, value) }
+	var items []string
+	item := func(name, value string) { items = append(items, name+": "+value) }
 	item("algorithms", orNone(codeList(c.Algorithms)))
 	item("scenarios", orNone(codeList(c.Scenarios)))
 	if c.Limit != 0 || c.WindowMS != 0 {
@@ -48,13 +47,7 @@ func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 	item("clock", orNone(code(c.Clock)))
 	item("seed", fmt.Sprint(c.Seed))
 	item("key prefix", orNone(code(c.Prefix)))
-	item("Redis", redisDesc(r.Redis))
-	started := "unknown"
-	if !r.StartedAt.IsZero() {
-		started = r.StartedAt.UTC().Format(time.RFC3339)
-	}
-	item("started at", started)
-	item("duration", (time.Duration(r.DurationMS) * time.Millisecond).String())
+	writeRunHeader(&b, r.Header, items)
 
 	b.WriteString("\n## Results\n\n")
 	if len(r.Results) == 0 {

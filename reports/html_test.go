@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -163,16 +164,10 @@ func countPixels(img image.Image, r image.Rectangle, match func(r, g, b uint32) 
 }
 
 // chromium finds Debian's chromium (or another Chromium build) on PATH.
-// There is none: the test fails with how to get it (`make test` installs it).
+// There is none: the test skips, or fails under `make test` (testenv.Tool).
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("headless Chromium is needed to check report.html: run `make chromium` (installs Debian's chromium package)")
-	return ""
+	return testenv.Tool(t, "chromium", "chromium", "chromium-browser", "google-chrome")
 }
 
 // capacity and verify results get the same kind of page.

@@ -17,10 +17,10 @@ import (
 // figures, a trailing series and malformed lines.
 func replayFixture() *measure.Results {
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	r := &measure.Results{Tool: "ratelab", Command: "run", Complete: true, StartedAt: start, DurationMS: 4200,
+	r := &measure.Results{Header: measure.Header{Tool: "ratelab", Command: "run", Complete: true, StartedAt: start, DurationMS: 4200,
+		Redis: measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:6379", Version: "7.2.4"}},
 		Config: measure.RunConfig{Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"traffic"},
 			Limit: 100, WindowMS: 60000, Clock: "virtual", Prefix: "ratelab:r1:"},
-		Redis: measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:6379", Version: "7.2.4"},
 		Traffic: &measure.TrafficInfo{Source: "access.log.gz", Format: "access-log", Gzip: true, Lines: 1002, Records: 1000,
 			Malformed: 2, Examples: []measure.LineExample{{Line: 7, Reason: "bad time [x]"}, {Line: 9, Reason: "cost 200 is above the limit 100"}},
 			Keys: 3, Anchor: "2024-01-01T00:00:00Z", SpanMS: 86_399_000, Decisions: 2000, DecisionsPerSec: 50000, Pipeline: 256, PeakRSSBytes: 50 << 20},
@@ -55,12 +55,12 @@ func replayFixture() *measure.Results {
 }
 
 func TestPerKeyGolden(t *testing.T) {
-	for _, format := range []string{"table", "markdown"} {
+	for _, format := range []Format{Table, Markdown} {
 		var b bytes.Buffer
 		if err := Write(&b, format, replayFixture()); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "perkey-"+format+".golden", b.Bytes())
+		golden(t, "perkey-"+string(format)+".golden", b.Bytes())
 	}
 	var b bytes.Buffer
 	if err := WriteReport(&b, replayFixture(), []string{"trailing-traffic.png"}); err != nil {

@@ -26,10 +26,6 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// Formats lists the values Write accepts for its format (the --format
-// flag), in the order help text should show them.
-var Formats = []string{"table", "markdown", "json", "csv"}
-
 // Write renders r to w in format, one of Formats:
 //
 //   - "table": an ASCII table, one line per algorithm x scenario row, then
@@ -41,24 +37,24 @@ var Formats = []string{"table", "markdown", "json", "csv"}
 //   - "csv": a header of Row's JSON field names (all but the timeline) and
 //     one record per row, numbers in base units and unscaled.
 //
-// An unknown format returns an error naming the --format flag; other errors
+// An unknown format returns a *field.Error naming "format"; other errors
 // come from w or from encoding (JSON cannot hold NaN or Inf).
-func Write(w io.Writer, format string, r *measure.Results) error {
+func Write(w io.Writer, format Format, r *measure.Results) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
 	var write func(io.Writer, *measure.Results) error
 	switch format {
-	case "table":
+	case Table:
 		write = writeTable
-	case "markdown":
+	case Markdown:
 		write = writeMarkdown
-	case "json":
+	case JSON:
 		write = writeJSON
-	case "csv":
+	case CSV:
 		write = writeCSV
 	default:
-		return fmt.Errorf("--format: unknown format %q (want table, markdown, json or csv)", format)
+		return format.Validate()
 	}
 	if err := write(w, r); err != nil {
 		return fmt.Errorf("reports: %s output: %w", format, err)

@@ -68,8 +68,9 @@ func fixture() *measure.Results {
 		"reservoir":     {120, 120, 1, 41, 99},
 	}
 	r := &measure.Results{
-		Tool:    "ratelab",
-		Command: "run",
+		Header: measure.Header{Tool: "ratelab", Command: "run",
+			Redis:     measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
+			StartedAt: time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC), DurationMS: 4210, Complete: true},
 		Config: measure.RunConfig{
 			Algorithms: algs,
 			Scenarios:  []string{"boundary-burst", "steady"},
@@ -77,10 +78,6 @@ func fixture() *measure.Results {
 			Seed:       1,
 			Prefix:     "ratelab:t1:",
 		},
-		Redis:      measure.RedisInfo{Mode: "exec", Addr: "127.0.0.1:40123", Version: "7.0.15"},
-		StartedAt:  time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC),
-		DurationMS: 4210,
-		Complete:   true,
 	}
 	row := func(alg, sc string, offered, accepted, maxIn, ideal int64, maxEnd float64, tl []measure.Point, memory int64) measure.Row {
 		m := mem[alg]
@@ -193,7 +190,7 @@ func TestWriteGolden(t *testing.T) {
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := Write(&b, tc.format, tc.r); err != nil {
+			if err := Render(&b, Format(tc.format), tc.r); err != nil {
 				t.Fatalf("Write(%s): %v", tc.format, err)
 			}
 			golden(t, tc.golden, b.Bytes())
@@ -236,7 +233,7 @@ func TestTableVerdicts(t *testing.T) {
 func TestWriteUnknownFormat(t *testing.T) {
 	var b bytes.Buffer
 	err := Write(&b, "x", fixture())
-	want := `--format: unknown format "x" (want table, markdown, json or csv)`
+	want := `format: unknown format "x" (want table, markdown, json or csv)` // the field; cmd maps it to --format
 	if err == nil || err.Error() != want {
 		t.Fatalf("Write(x): got error %v, want %q", err, want)
 	}

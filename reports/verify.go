@@ -13,25 +13,22 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// VerifyFormats are the stdout formats of `ratelab verify`.
-var VerifyFormats = []string{"table", "json"}
-
 // WriteVerify renders a verification report: "table" prints the verdict, a
 // table of the families and the counter-example (if any) for people; "json"
-// the report itself. An unknown format names --format.
-func WriteVerify(w io.Writer, format string, r *measure.VerifyReport) error {
+// the report itself. Another format is a *field.Error naming "format".
+func WriteVerify(w io.Writer, format Format, r *measure.VerifyReport) error {
 	switch format {
-	case "json":
+	case JSON:
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			return fmt.Errorf("reports: verify json: %w", err)
 		}
 		_, err = w.Write(append(b, '\n'))
 		return err
-	case "table":
+	case Table:
 		return writeVerifyTable(w, r)
 	}
-	return fmt.Errorf("--format: unknown format %q (want %s)", format, strings.Join(VerifyFormats, " or "))
+	return format.Validate(VerifyFormats...)
 }
 
 func writeVerifyTable(w io.Writer, r *measure.VerifyReport) error {

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/measure"
 )
 
 func verifyFixture(violated bool) *measure.VerifyReport {
 	r := &measure.VerifyReport{Target: "fixed-window", LimitDesc: "50 per 2s", Limit: 50, WindowMS: 2000,
-		Verdict: measure.Holds, Clock: "virtual+real", Decisions: 7110, DurationMS: 2300,
+		Header:  measure.Header{DurationMS: 2300, Complete: true},
+		Verdict: measure.Holds, Clock: "virtual+real", Decisions: 7110,
 		SkewDeltaMS: 20, SkewSensitivity: 2,
 		Families: []measure.FamilyResult{
 			{Family: "boundary", Trials: 3, Verdict: measure.Holds, MaxRatio: 1, Mode: "virtual"},
@@ -55,7 +57,11 @@ func TestWriteVerifyGolden(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.CounterExample == nil || len(back.CounterExample.Decisions) != 14 {
 		t.Errorf("json round trip: %v %+v", err, back.CounterExample)
 	}
-	if err := WriteVerify(&b, "xml", verifyFixture(false)); err == nil || !strings.Contains(err.Error(), "--format") {
-		t.Errorf("unknown format: %v", err)
+	// a format verify does not take names the field, not a flag
+	for _, f := range []Format{"xml", Markdown, CSV} {
+		err := Render(&b, f, verifyFixture(false))
+		if name, _ := field.Name(err); name != "format" || !strings.Contains(err.Error(), "want table or json") {
+			t.Errorf("Render(%s): %v, want a format field error", f, err)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,18 +11,19 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/bench"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
 // benchFlags are bench's flags: most go straight into the bench.Config.
 type benchFlags struct {
-	redis                   redisFlags
-	target                  targetFlags
-	cfg                     bench.Config
-	out, format, cpuprofile string
-	force                   bool
+	redis           redisFlags
+	target          targetFlags
+	cfg             bench.Config
+	out, cpuprofile string
+	format          formatFlag
+	force           bool
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -62,7 +62,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	fl.IntVar(&cfg.Procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
 	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
-	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	f.format.add(c)
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof)")
 }
 
@@ -80,13 +80,13 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
 		cfg.RedisURL = s
 	}
-	if !slices.Contains(reports.Formats, f.format) {
-		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	if _, err := f.format.get(); err != nil {
+		return cfg, err
 	}
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
 
@@ -122,5 +122,5 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	}
 	return publish(stdout, stderr, "bench", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteBenchDir(dir, res) },
-		func(w io.Writer) error { return reports.WriteBench(w, f.format, res) })
+		f.format.render(res))
 }

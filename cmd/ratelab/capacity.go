@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -10,20 +9,21 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/reports"
 )
 
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
-	redis       redisFlags
-	target      targetFlags
-	cfg         capacity.Config
-	counts      []int64       // --limits, per --window, into cfg.Limits
-	window      time.Duration // --window
-	precision   time.Duration // --precision
-	out, format string
-	force       bool
+	redis     redisFlags
+	target    targetFlags
+	cfg       capacity.Config
+	counts    []int64       // --limits, per --window, into cfg.Limits
+	window    time.Duration // --window
+	precision time.Duration // --precision
+	out       string
+	format    formatFlag
+	force     bool
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -48,7 +48,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
 	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
-	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	f.format.add(c)
 	return c
 }
 
@@ -57,8 +57,8 @@ var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": 
 	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if !slices.Contains(reports.Formats, f.format) {
-		return usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	if _, err := f.format.get(); err != nil {
+		return err
 	}
 	if err := f.target.check(c); err != nil {
 		return err
@@ -69,7 +69,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	cfg := f.cfg
 	cfg.Limits = capacity.Limits(f.counts, f.window, f.precision)
 	cfg.Targets = f.target.targets()
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	if err := cfg.Validate(); err != nil {
 		return flagError(err, capacityFlagOf)
 	}
@@ -86,5 +86,5 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
 	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteCapacityDir(dir, res) },
-		func(w io.Writer) error { return reports.WriteCapacity(w, f.format, res) })
+		f.format.render(res))
 }

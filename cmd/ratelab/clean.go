@@ -6,14 +6,14 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/spf13/cobra"
 )
 
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	var rf redisFlags
 	var yes bool
-	var cfg engine.CleanConfig
+	var cfg server.CleanConfig
 	c := &cobra.Command{
 		Use:     "clean --redis URL [--run ID] [--yes]",
 		Short:   "List (and with --yes remove) keys left behind by ratelab runs that were killed",
@@ -31,20 +31,20 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rd, err := engine.OpenReadOnly(c.Context(), rf.spec, o)
+			rd, err := server.OpenReadOnly(c.Context(), rf.spec, o)
 			if err != nil {
-				return usagef("--redis %s: %w", engine.RedactURL(rf.spec), err)
+				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
 			defer rd.Close()
-			runs, err := engine.FindLeftovers(c.Context(), rd.Client, cfg)
+			runs, err := server.FindLeftovers(c.Context(), rd.Client, cfg)
 			if err != nil {
-				return usagef("--redis %s: %w", engine.RedactURL(rf.spec), err)
+				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
 			removed := 0
 			if yes {
-				removed, err = engine.RemoveLeftovers(c.Context(), rd.Client, runs)
+				removed, err = server.RemoveLeftovers(c.Context(), rd.Client, runs)
 				if err != nil {
-					return usagef("--redis %s: removed %d keys, then: %w", engine.RedactURL(rf.spec), removed, err)
+					return usagef("--redis %s: removed %d keys, then: %w", server.RedactURL(rf.spec), removed, err)
 				}
 			}
 			return publishClean(stdout, runs, cfg, yes, removed)
@@ -66,20 +66,20 @@ func cleanFieldError(err error) error {
 	return usagef("%w", err)
 }
 
-// cleanOptions are redisFlags' engine.Options, checked as open checks them.
-func cleanOptions(f *redisFlags) (engine.Options, error) {
+// cleanOptions are redisFlags' server.Options, checked as open checks them.
+func cleanOptions(f *redisFlags) (server.Options, error) {
 	if f.timeout <= 0 {
-		return engine.Options{}, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
+		return server.Options{}, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
 	}
 	if f.image != "" {
-		return engine.Options{}, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
+		return server.Options{}, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
 	}
-	o := engine.Options{Timeout: f.timeout}
+	o := server.Options{Timeout: f.timeout}
 	if f.ca != "" {
-		if !engine.IsTLS(f.spec) {
-			return o, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
+		if !server.IsTLS(f.spec) {
+			return o, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", server.RedactURL(f.spec))
 		}
-		pool, err := engine.LoadCA(f.ca)
+		pool, err := server.LoadCA(f.ca)
 		if err != nil {
 			return o, usagef("--redis-ca: %w", err)
 		}
@@ -89,7 +89,7 @@ func cleanOptions(f *redisFlags) (engine.Options, error) {
 }
 
 // publishClean prints one line per run and the total.
-func publishClean(w io.Writer, runs []engine.Leftover, cfg engine.CleanConfig, yes bool, removed int) error {
+func publishClean(w io.Writer, runs []server.Leftover, cfg server.CleanConfig, yes bool, removed int) error {
 	var would, live int
 	for _, l := range runs {
 		fmt.Fprintf(w, "%s  %d keys  %d bytes  (e.g. %s)", l.Prefix, len(l.Keys), l.MemoryBytes, l.Keys[0])

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -82,16 +82,16 @@ func sameDumps(t *testing.T, what string, before, after map[string]string) {
 func deadRun(t *testing.T, c *redis.Client, n int) string {
 	t.Helper()
 	ctx := context.Background()
-	id := engine.NewRunID()
-	reg, err := engine.Register(ctx, c, id)
+	id := server.NewRunID()
+	reg, err := server.Register(ctx, c, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg.Stop()
 	for i := 0; i < n; i++ {
-		c.Set(ctx, engine.RunPrefix(id)+"sliding-log:steady:{k"+strconv.Itoa(i)+"}", i, time.Hour)
+		c.Set(ctx, server.RunPrefix(id)+"sliding-log:steady:{k"+strconv.Itoa(i)+"}", i, time.Hour)
 	}
-	c.Del(ctx, engine.MarkerKey(id))
+	c.Del(ctx, server.MarkerKey(id))
 	return id
 }
 
@@ -116,7 +116,7 @@ func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
 	sameDumps(t, "bad --run", before, dumpKeys(t, c, userKeys))
 
 	code, stdout, stderr := ratelab(t, "clean", "--redis", url)
-	if code != exitOK || !strings.Contains(stdout, engine.RunPrefix(id)+"  6 keys") ||
+	if code != exitOK || !strings.Contains(stdout, server.RunPrefix(id)+"  6 keys") ||
 		!strings.Contains(stdout, "6 keys would be removed") {
 		t.Errorf("dry run: exit %d, %q %q", code, stdout, stderr)
 	}
@@ -133,7 +133,7 @@ func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "removed 6 keys") {
 		t.Errorf("--yes: exit %d, %q", code, stdout)
 	}
-	if left, _ := engine.ScanKeys(context.Background(), c, engine.RunPrefix(id)); len(left) != 0 {
+	if left, _ := server.ScanKeys(context.Background(), c, server.RunPrefix(id)); len(left) != 0 {
 		t.Errorf("--yes left the dead run's keys %v", left)
 	}
 	sameDumps(t, "clean --yes", before, dumpKeys(t, c, userKeys))
@@ -163,11 +163,11 @@ func TestCleanSkipsLiveRun(t *testing.T) {
 	ctx := context.Background()
 	var keys []string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		all, _ := engine.ScanKeys(ctx, c, engine.KeyPrefix)
+		all, _ := server.ScanKeys(ctx, c, server.KeyPrefix)
 		keys = keys[:0]
 		for _, k := range all {
 			// the run's own keys, not the access check's probe keys ("ratelab:access-check:...")
-			if strings.Contains(k, "sliding-log") && !strings.HasPrefix(k, engine.KeyPrefix+"access-check:") {
+			if strings.Contains(k, "sliding-log") && !strings.HasPrefix(k, server.KeyPrefix+"access-check:") {
 				keys = append(keys, k)
 			}
 		}
@@ -188,8 +188,8 @@ func TestCleanSkipsLiveRun(t *testing.T) {
 			t.Errorf("%s removed", k)
 		}
 	}
-	prefix := keys[0][:len(engine.KeyPrefix)+len("20261122T030515-cfab:")]
-	id := strings.TrimSuffix(strings.TrimPrefix(prefix, engine.KeyPrefix), ":")
+	prefix := keys[0][:len(server.KeyPrefix)+len("20261122T030515-cfab:")]
+	id := strings.TrimSuffix(strings.TrimPrefix(prefix, server.KeyPrefix), ":")
 	code, _, stderr = ratelab(t, "clean", "--redis", url, "--run", id, "--yes")
 	if code != exitUsage || !strings.Contains(stderr, "--run: run "+id+" is still running") {
 		t.Errorf("clean --run %s --yes during the run: exit %d, %q", id, code, stderr)
@@ -275,7 +275,7 @@ func TestCleanListsReadOnlyRedis(t *testing.T) {
 			lc := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(url, "redis://")})
 			defer lc.Close()
 			code, stdout, stderr := ratelab(t, "clean", "--redis", url)
-			if code != exitOK || !strings.Contains(stdout, engine.RunPrefix(id)+"  4 keys") ||
+			if code != exitOK || !strings.Contains(stdout, server.RunPrefix(id)+"  4 keys") ||
 				!strings.Contains(stdout, "4 keys would be removed") {
 				t.Errorf("dry run: exit %d, %q %q", code, stdout, stderr)
 			}

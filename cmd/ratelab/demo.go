@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,15 +12,12 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/live"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
-
-// DemoFormats are the stdout formats of `ratelab demo`.
-var demoFormats = []string{"table", "json"}
 
 type demoFlags struct {
 	redis      redisFlags
@@ -30,7 +26,7 @@ type demoFlags struct {
 	window     time.Duration
 	lead       time.Duration
 	explain    bool
-	format     string
+	format     formatFlag
 	out        string
 	force      bool
 }
@@ -52,15 +48,15 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
-	fl.StringVar(&f.format, "format", "table", "what to print on stdout: table or json")
+	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty")
 	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
 	return c
 }
 
 func (f *demoFlags) check() error {
-	if !slices.Contains(demoFormats, f.format) {
-		return usagef("--format: unknown format %q (want table or json)", f.format)
+	if _, err := f.format.get(); err != nil {
+		return err
 	}
 	if f.limit == 0 && f.window == 0 { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
@@ -76,7 +72,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	runID := engine.NewRunID()
+	runID := server.NewRunID()
 	rd, out, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
 	if err != nil {
 		return err
@@ -85,7 +81,8 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 
 	// the show goes to stdout, unless stdout carries the JSON results
 	show := stdout
-	if f.format == "json" {
+	format, _ := f.format.get() // checked
+	if format == reports.JSON {
 		show = stderr
 	}
 	tty, width := live.Terminal(show)
@@ -107,15 +104,11 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err := reports.WriteDir(out, res); err != nil {
 		return fmt.Errorf("write results to %s: %w", out, err)
 	}
-	if f.format == "json" {
-		if err := reports.Write(stdout, "json", res); err != nil {
-			return err
-		}
-	} else {
+	if format != reports.JSON {
 		fmt.Fprintln(stdout)
-		if err := reports.Write(stdout, "table", res); err != nil {
-			return err
-		}
+	}
+	if err := f.format.render(res)(stdout); err != nil {
+		return err
 	}
 	if f.explain {
 		cols := width

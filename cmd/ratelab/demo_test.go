@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -105,10 +106,7 @@ func TestDemoPlainJSON(t *testing.T) {
 // In a real terminal (tmux): the countdown while parked, a frame redrawn in
 // place (one header, not one per redraw), the timelines and the table.
 func TestDemoInTmux(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatal("tmux is needed for the terminal test: run `make tmux` (installs Debian's tmux package)")
-	}
+	tmux := testenv.Tool(t, "tmux", "tmux")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

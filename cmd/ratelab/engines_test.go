@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -66,7 +67,7 @@ func TestRedisEngineErrors(t *testing.T) {
 	}
 	t.Cleanup(tlsSrv.Close)
 	ctx := context.Background()
-	if err := redistest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", redistest.Without(engine.ACLCommands, "zadd")); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", redistest.Without(server.ACLCommands, "zadd")); err != nil {
 		t.Fatal(err)
 	}
 	addr, port := srv.Info.Addr, strings.TrimPrefix(tlsSrv.Addr(), "127.0.0.1:")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -106,7 +106,7 @@ func compareSnapshots(t *testing.T, what string, before, after snapshot) {
 
 func ratelabKeys(t *testing.T, c *redis.Client) int {
 	t.Helper()
-	keys, err := engine.ScanKeys(context.Background(), c, engine.KeyPrefix)
+	keys, err := server.ScanKeys(context.Background(), c, server.KeyPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestForeignKeysUntouched(t *testing.T) {
 	// the run's keys have TTLs of about a window (1 s): hold them, so that the
 	// counts below do not race their expiry on a slow machine (the liveness
 	// marker keeps its TTL: the killed run must look dead)
-	if keys, err := engine.ScanKeys(context.Background(), c, engine.KeyPrefix); err == nil {
+	if keys, err := server.ScanKeys(context.Background(), c, server.KeyPrefix); err == nil {
 		for _, k := range keys {
 			if !strings.HasSuffix(k, "~alive") {
 				c.Persist(context.Background(), k)

@@ -153,18 +153,9 @@ func maskRunCSV(t *testing.T, s string) string {
 // document is re-encoded with sorted keys (key order is not pinned).
 func maskRunJSON(t *testing.T, s string) string {
 	doc := decodeJSON(t, s)
-	maskFields(doc,
-		"started_at",  // wall-clock time the run began
-		"duration_ms", // wall-clock time the run took
-	)
+	maskHeader(doc)
 	if cfg, ok := doc["config"].(map[string]any); ok {
 		maskFields(cfg, "prefix") // ratelab:<run id>:, the run id holds the start time and random bits
-	}
-	if rd, ok := doc["redis"].(map[string]any); ok {
-		maskFields(rd,
-			"addr",    // the test server's random port
-			"version", // the installed redis-server's; memory columns, kept, show any change that matters
-		)
 	}
 	rows, _ := doc["results"].([]any)
 	for _, r := range rows {
@@ -190,11 +181,29 @@ func maskVerifyTable(t *testing.T, s string) string {
 	return verifyDuration.ReplaceAllString(s, "${1}*s")
 }
 
-// maskVerifyJSON masks the wall-clock fields of verify's JSON report.
+// maskVerifyJSON masks the fields of verify's JSON report that vary from
+// run to run: its header's (maskHeader).
 func maskVerifyJSON(t *testing.T, s string) string {
 	doc := decodeJSON(t, s)
-	maskFields(doc, "duration_ms") // wall-clock time verify took
+	maskHeader(doc)
 	return encodeJSON(t, doc)
+}
+
+// maskHeader masks the fields of a result's header (measure.Header) that
+// vary from run to run.
+func maskHeader(doc map[string]any) {
+	maskFields(doc,
+		"started_at",   // wall-clock time the command began
+		"duration_ms",  // wall-clock time it took
+		"run_id",       // the start time and random bits
+		"tool_version", // the build's (git describe, or the VCS revision)
+	)
+	if rd, ok := doc["redis"].(map[string]any); ok {
+		maskFields(rd,
+			"addr",    // the test server's random port
+			"version", // the installed redis-server's; memory columns, kept, show any change that matters
+		)
+	}
 }
 
 func decodeJSON(t *testing.T, s string) map[string]any {

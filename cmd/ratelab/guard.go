@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // ownRedis are the engines whose Redis ratelab started itself: a script
@@ -16,13 +16,13 @@ var ownRedis = map[string]bool{"exec": true, "container": true, "cluster": true}
 // guard protects the user's Redis from the user's --script (issue 14):
 // on a Redis ratelab did not start, the scripts' calls run as a temporary
 // ACL user that may touch only this run's keys and run no dangerous
-// command (engine.Guard), unless --trust-script. viaLimiter says whether
+// command (server.Guard), unless --trust-script. viaLimiter says whether
 // the command sends the scripts' calls through the limiter (run, verify);
 // capacity and bench pipeline them on their own connections, so there the
 // guard is a refusal unless --trust-script. It returns the Redis the
 // command must use from then on (rd, or rd seen through the guard, so that
 // pipelined calls are guarded too) and a func that removes the ACL user.
-func (t *targetFlags) guard(ctx context.Context, rd *engine.Redis, runID string, viaLimiter bool, stderr io.Writer) (*engine.Redis, func(), error) {
+func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string, viaLimiter bool, stderr io.Writer) (*server.Redis, func(), error) {
 	nothing := func() {}
 	if !t.hasScript() || rd == nil || ownRedis[rd.Info.Mode] {
 		return rd, nothing, nil
@@ -34,8 +34,8 @@ func (t *targetFlags) guard(ctx context.Context, rd *engine.Redis, runID string,
 	if !viaLimiter {
 		return nil, nothing, usagef("--script: on your own Redis a script could touch keys that are not ratelab's (FLUSHALL, other keys), and this command cannot guard it; run it against a throwaway Redis (--redis exec) or pass --trust-script")
 	}
-	g, err := engine.NewGuard(ctx, rd, engine.KeyPrefix+runID+":")
-	if errors.Is(err, engine.ErrNoGuard) {
+	g, err := server.NewGuard(ctx, rd, server.KeyPrefix+runID+":")
+	if errors.Is(err, server.ErrNoGuard) {
 		return nil, nothing, usagef("--script: %v; run it against a throwaway Redis (--redis exec) or pass --trust-script", err)
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // redisFlags are the flags every command that talks to Redis shares.
@@ -28,19 +29,19 @@ func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
-func (f *redisFlags) open(c *cobra.Command) (*engine.Redis, error) {
+func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
 	}
 	o := engine.Options{Timeout: f.timeout, Image: f.image}
 	if f.image != "" && f.spec != "container" && f.spec != "auto" {
-		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", engine.RedactURL(f.spec))
+		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
 	}
 	if f.ca != "" {
-		if !engine.IsTLS(f.spec) {
-			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", engine.RedactURL(f.spec))
+		if !server.IsTLS(f.spec) {
+			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", server.RedactURL(f.spec))
 		}
-		pool, err := engine.LoadCA(f.ca)
+		pool, err := server.LoadCA(f.ca)
 		if err != nil {
 			return nil, usagef("--redis-ca: %w", err)
 		}
@@ -48,7 +49,7 @@ func (f *redisFlags) open(c *cobra.Command) (*engine.Redis, error) {
 	}
 	rd, err := engine.OpenWith(c.Context(), f.spec, o)
 	if err != nil {
-		return nil, usagef("--redis %s: %w", engine.RedactURL(f.spec), err)
+		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
 	}
 	return rd, nil
 }

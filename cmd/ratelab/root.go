@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/internal/version"
 )
 
 // Exit codes (contract).
@@ -69,6 +71,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Example:       helpText("root", "example"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(),
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)

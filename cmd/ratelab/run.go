@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -29,7 +28,7 @@ type runFlags struct {
 	cost       int64
 	clock      string
 	out        string
-	format     string
+	format     formatFlag
 	seed       int64
 	timeout    time.Duration
 	onError    string
@@ -69,7 +68,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.StringVar(&f.clock, "clock", string(harness.VirtualClock), "virtual, redis or client")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty")
 	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
-	fl.StringVar(&f.format, "format", "table", "what to print on stdout: "+strings.Join(reports.Formats, ", "))
+	f.format.add(c)
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the scenarios' random choices")
 	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it counts as failed")
 	fl.StringVar(&f.onError, "on-error", string(harness.FailClosed), "what a failed call counts as: fail-closed (denied) or fail-open (allowed, unmetered)")
@@ -107,8 +106,8 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	case changed("cost") && f.cost < 1:
 		return cfg, usagef("--cost: must be >= 1, got %d", f.cost)
 	}
-	if !slices.Contains(reports.Formats, f.format) {
-		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	if _, err := f.format.get(); err != nil {
+		return cfg, err
 	}
 	return cfg, flagError(cfg.Validate(), targetFlagOf)
 }
@@ -121,7 +120,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
@@ -143,5 +142,5 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
-		func(w io.Writer) error { return reports.Write(w, f.format, res) })
+		f.format.render(res))
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/spf13/cobra"
 )
 
@@ -19,7 +19,7 @@ import (
 // measures; a directory it created is removed again when Redis cannot be
 // opened, so an unreachable Redis leaves no empty results directory. The
 // caller closes the Redis.
-func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (*engine.Redis, string, error) {
+func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (*server.Redis, string, error) {
 	dir, err := outputDir(out, runID, force)
 	if err != nil {
 		return nil, "", err
@@ -103,7 +103,7 @@ func makeOut(dir string) error {
 
 // openRedis opens the Redis of rf and says which one on stderr. The caller
 // closes it.
-func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*engine.Redis, error) {
+func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*server.Redis, error) {
 	rd, err := rf.open(c)
 	if err != nil {
 		return nil, err
@@ -133,10 +133,10 @@ func publish(stdout, stderr io.Writer, cmd, out string, durationMS int64, runErr
 }
 
 // rerender reads a results directory written by one command (read), writes
-// its files again (writeDir) and prints it in format (write): `ratelab
-// report DIR`. An unreadable results.json is a usage error (exit 2).
-func rerender[T any](stdout io.Writer, dir, format string, read func(path string) (T, error),
-	writeDir func(dir string, r T) error, write func(w io.Writer, format string, r T) error) error {
+// its files again (writeDir) and prints it in --format: `ratelab report
+// DIR`. An unreadable results.json is a usage error (exit 2).
+func rerender[T any](stdout io.Writer, dir string, format *formatFlag, read func(path string) (T, error),
+	writeDir func(dir string, r T) error) error {
 	res, err := read(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return usageError{err}
@@ -144,7 +144,7 @@ func rerender[T any](stdout io.Writer, dir, format string, read func(path string
 	if err := writeDir(dir, res); err != nil {
 		return err
 	}
-	return write(stdout, format, res)
+	return format.render(res)(stdout)
 }
 
 // flagError turns a library error about a field (field.Error) into a usage

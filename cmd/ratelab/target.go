@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,7 +16,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
@@ -170,7 +172,11 @@ var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed"
 func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
 	for i, s := range t.specs {
-		out[i] = harness.Target{Name: s.Name, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+		var digest string
+		if s.Source != "" {
+			digest = sha256Hex(s.Source)
+		}
+		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
@@ -178,6 +184,24 @@ func (t *targetFlags) targets() []harness.Target {
 		}}
 	}
 	return out
+}
+
+// digest is the hex SHA-256 of each loaded script, in order, joined by
+// "," (verify has one); empty for a built-in or --http target.
+func (t *targetFlags) digest() string {
+	var ds []string
+	for _, s := range t.specs {
+		if s.Source != "" {
+			ds = append(ds, sha256Hex(s.Source))
+		}
+	}
+	return strings.Join(ds, ",")
+}
+
+// sha256Hex is the hex SHA-256 of s.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // usesRedis reports whether verify's target runs in Redis (all but --http).
@@ -195,7 +219,7 @@ func (t *targetFlags) scriptName() string {
 // after load, through targets.Spec.Build (several limits: bucketed-hash
 // enforcing them all, a script or an endpoint; else refused). Precision
 // reaches bucketed-hash only. Errors are usage errors naming the flag.
-func (t *targetFlags) limiter(rd *engine.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
+func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
 	if len(t.specs) != 1 {
 		return nil, fmt.Errorf("no target loaded")
 	}

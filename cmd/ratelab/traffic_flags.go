@@ -4,13 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -63,8 +61,9 @@ func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
 		return cfg, usagef("--limit: required with traffic (cost units per window per key)")
 	case f.window == 0:
 		return cfg, usagef("--window: required with traffic")
-	case !slices.Contains(reports.Formats, f.format):
-		return cfg, usagef("--format: unknown format %q (want %s)", f.format, strings.Join(reports.Formats, ", "))
+	}
+	if _, err := f.format.get(); err != nil {
+		return cfg, err
 	}
 	return cfg, flagError(cfg.Validate(), nil)
 }
@@ -85,7 +84,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	} else if cfg.Size = st.Size(); cfg.Size == 0 {
 		return usagef("--traffic: %s: %w", f.traffic.path, scenarios.ErrEmptyTraffic)
 	}
-	cfg.RunID = engine.NewRunID()
+	cfg.RunID = server.NewRunID()
 	out, err := outputDir(f.out, cfg.RunID, f.force)
 	if err != nil {
 		return err
@@ -115,5 +114,5 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
-		func(w io.Writer) error { return reports.Write(w, f.format, res) })
+		f.format.render(res))
 }

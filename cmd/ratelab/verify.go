@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -31,7 +31,7 @@ type verifyFlags struct {
 	clients     int
 	realTimeMax time.Duration
 	seed        int64
-	format      string
+	format      formatFlag
 	out         string
 	force       bool
 	timeout     time.Duration
@@ -116,7 +116,7 @@ checked (inconclusive).`,
 	fl.Float64Var(&f.minFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
 	fl.BoolVar(&f.checkIso, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random trials")
-	fl.StringVar(&f.format, "format", "table", "table or json")
+	f.format.add(c, reports.VerifyFormats...)
 	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
 	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty")
@@ -139,7 +139,7 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	}
 	cfg := verify.Config{Skew: f.skew, Clients: f.clients,
 		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
-		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage}
+		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage, TargetSHA256: f.target.digest()}
 	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, err
@@ -172,8 +172,8 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	case f.clients == 0:
 		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
-	if !slices.Contains(reports.VerifyFormats, f.format) {
-		return cfg, usagef("--format: unknown format %q (want table or json)", f.format)
+	if _, err := f.format.get(); err != nil {
+		return cfg, err
 	}
 	return cfg, nil
 }
@@ -188,7 +188,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	var rd *engine.Redis // none for --http
+	var rd *server.Redis // none for --http
 	if f.target.usesRedis() {
 		if rd, err = f.redis.open(c); err != nil {
 			return err
@@ -196,7 +196,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		defer rd.Close()
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = engine.NewRunID()
+		cfg.RunID = server.NewRunID()
 	}
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {
@@ -214,12 +214,12 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		defer cfg.Log.Close()
 	}
 	cfg.Progress = stderr
+	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
 	if err != nil && f.out != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
-		partial := &measure.VerifyReport{Target: lim.Name(), LimitDesc: lim.Describe(), Limit: cfg.Primary().Count,
-			WindowMS: cfg.Primary().Window.Milliseconds(), Incomplete: true, Error: err.Error()}
-		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.WriteVerify(w, "json", partial) })
+		partial := verify.Incomplete(rd, lim, cfg, started, err)
+		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
 	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {
@@ -228,14 +228,14 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return usagef("%w", err)
 	}
 	if f.out != "" {
-		if err := writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.WriteVerify(w, "json", rep) }); err != nil {
+		if err := writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
 			return err
 		}
 		if err := writeOutFile(filepath.Join(f.out, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
 			return err
 		}
 	}
-	if err := reports.WriteVerify(stdout, f.format, rep); err != nil {
+	if err := f.format.render(rep)(stdout); err != nil {
 		return err
 	}
 	switch rep.Verdict {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,12 +42,11 @@ return 0`), 0o644); err != nil {
 	if c.Get(ctx, "users:1").Val() != "alice" {
 		t.Errorf("the user's key is gone")
 	}
-	var rep struct {
-		Incomplete bool   `json:"incomplete"`
-		Error      string `json:"error"`
-	}
-	b, err := os.ReadFile(filepath.Join(out, "verify.json"))
-	if err != nil || json.Unmarshal(b, &rep) != nil || !rep.Incomplete || rep.Error == "" {
+	// marked incomplete, with the header that reproduces it
+	rep, err := measure.ReadVerify(filepath.Join(out, "verify.json"))
+	if err != nil || rep.Complete || rep.Error == "" || rep.SchemaVersion != measure.SchemaVersion || rep.RunID == "" ||
+		rep.Repro.Seed != 1 || len(rep.Repro.TargetSHA256) != 64 || rep.Redis.Version == "" {
+		b, _ := os.ReadFile(filepath.Join(out, "verify.json"))
 		t.Errorf("verify.json of a stopped verify: %v %s", err, b)
 	}
 	// the directory now holds results: not again without --force

@@ -26,7 +26,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -256,28 +256,27 @@ func (cfg Config) withDefaults() Config {
 // replies are counted in the row's Errors, not as decisions. A deny path
 // whose hot key is never denied is an error naming "limit". progress, when
 // not nil, gets one line per run.
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
+func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
 	invalid := cfg.Validate()
 	cfg = cfg.withDefaults()
 	sess := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = sess.RunID
 	res := &measure.BenchResults{
-		Tool: "ratelab", Command: "bench",
+		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: harness.LimitSpecs(cfg.Limit),
+			TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.BenchRunConfig{
 			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: sess.Started,
-		Results:   []measure.BenchRow{},
+		Results: []measure.BenchRow{},
 	}
 	err := func() error {
 		if invalid != nil {
 			return invalid
 		}
-		nodes, _, err := engine.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
+		nodes, _, err := server.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
 		if err != nil {
 			return err
 		}

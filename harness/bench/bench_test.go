@@ -15,7 +15,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/bench"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -198,7 +198,7 @@ func TestRun(t *testing.T) {
 	if d := res.Results[1]; d.Path != measure.PathDeny || d.Allowed != 200 || d.Denied != 3800 {
 		t.Errorf("deny path: %s allowed %d denied %d", d.Path, d.Allowed, d.Denied)
 	}
-	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 }
@@ -291,7 +291,7 @@ func TestRunDenyPathMustDeny(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("found after %s: want it from the warm-up", d)
 	}
-	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 	var fe *field.Error

@@ -12,7 +12,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -259,7 +259,7 @@ func (wk *worker) loop(ctx context.Context) error {
 func (wk *worker) exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
 	_, err := pipe.Exec(ctx)
 	for reload := 0; ; reload++ {
-		if err != nil && !engine.IsRedisError(err) {
+		if err != nil && !server.IsRedisError(err) {
 			return err
 		}
 		var again []*redis.Cmd

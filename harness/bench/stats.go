@@ -11,7 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -54,7 +54,7 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 	if err != nil {
 		return s, err
 	}
-	f := engine.InfoFields(info)
+	f := server.InfoFields(info)
 	for _, kv := range strings.Split(f["cmdstat_evalsha"], ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		n, _ := strconv.ParseInt(v, 10, 64)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -47,20 +47,19 @@ const minCalibrationKeys = 1000
 // flushed. The results are never nil: on error they hold what was
 // measured, marked incomplete. progress (nil: none) gets a line per cell.
 // Run is not safe to call twice at once on the same RunID.
-func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) (*measure.CapacityResults, error) {
+func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) (*measure.CapacityResults, error) {
 	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = s.RunID
+	limits := harness.LimitSpecs(cfg.Limits...)
 	res := &measure.CapacityResults{
-		Tool: "ratelab", Command: "capacity",
+		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.CapacityRunConfig{
 			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: counts(cfg.Limits), Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.window().Milliseconds(), PrecisionMS: cfg.Limits[0].Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
-		Redis:     rd.Info,
-		StartedAt: s.Started,
-		Results:   []measure.CapacityRow{},
+		Results: []measure.CapacityRow{},
 	}
 	err := cfg.Validate()
 	if err == nil {
@@ -74,7 +73,7 @@ func Run(ctx context.Context, rd *engine.Redis, cfg Config, progress io.Writer) 
 // keys at the end.
 func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measure.CapacityResults, progress io.Writer) (err error) {
 	c := s.Redis.Client
-	nodes, db, err := engine.Nodes(ctx, c)
+	nodes, db, err := server.Nodes(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -100,7 +99,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	if info, err := c.Info(ctx, "replication").Result(); err == nil {
-		if n := engine.InfoFields(info)["connected_slaves"]; n != "" && n != "0" {
+		if n := server.InfoFields(info)["connected_slaves"]; n != "" && n != "0" {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s replica(s) attached: the replication backlog may grow with the fills", n))
 		}
 	}
@@ -203,7 +202,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		}
 	}
 
-	keys, err := engine.ScanKeys(ctx, m.c, keyPrefix)
+	keys, err := server.ScanKeys(ctx, m.c, keyPrefix)
 	if err != nil {
 		return row, err
 	}
@@ -213,7 +212,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
 	}
 	sort.Strings(keys)
-	total, err := engine.MemoryUsage(ctx, m.c, keys)
+	total, err := server.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
 		return row, err
 	}
@@ -269,7 +268,7 @@ func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Du
 	if err != nil {
 		return 0, err
 	}
-	mu, err := engine.MemoryUsage(ctx, m.c, keys)
+	mu, err := server.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
 		return 0, err
 	}
@@ -279,11 +278,11 @@ func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Du
 
 // drop deletes the keys under prefix and waits for the server to settle.
 func (m *meter) drop(ctx context.Context, prefix string) error {
-	keys, err := engine.ScanKeys(ctx, m.c, prefix)
+	keys, err := server.ScanKeys(ctx, m.c, prefix)
 	if err != nil {
 		return err
 	}
-	if err := engine.DeleteKeys(ctx, m.c, keys); err != nil {
+	if err := server.DeleteKeys(ctx, m.c, keys); err != nil {
 		return err
 	}
 	return m.settle(ctx)

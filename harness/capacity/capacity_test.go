@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness/capacity"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -143,7 +143,7 @@ func TestRun(t *testing.T) {
 	if res.Server.ZsetMaxListpackEntries != 128 {
 		t.Errorf("zset-max-listpack-entries %d", res.Server.ZsetMaxListpackEntries)
 	}
-	if keys, _ := engine.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
+	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
 	}
 	if v := srv.Client().Get(ctx, foreign).Val(); v != "not ratelab's" {

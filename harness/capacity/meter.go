@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -71,7 +71,7 @@ func (m *meter) snapshotNode(ctx context.Context, node *redis.Client) (memSnapsh
 	if err != nil && mem.Err() != nil {
 		return memSnapshot{}, err
 	}
-	f := engine.InfoFields(mem.Val())
+	f := server.InfoFields(mem.Val())
 	used, err := strconv.ParseInt(f["used_memory"], 10, 64)
 	if err != nil {
 		return memSnapshot{}, fmt.Errorf("INFO memory has no used_memory")
@@ -151,11 +151,11 @@ func (m *meter) settledNode(ctx context.Context, node *redis.Client) (bool, stri
 	if err != nil {
 		return false, "", fmt.Errorf("MEMORY STATS: %w", err)
 	}
-	if f := engine.InfoFields(mem.Val()); f["lazyfree_pending_objects"] != "" && f["lazyfree_pending_objects"] != "0" {
+	if f := server.InfoFields(mem.Val()); f["lazyfree_pending_objects"] != "" && f["lazyfree_pending_objects"] != "0" {
 		return false, "lazyfree pending", nil
 	}
 	var keys, expires int64
-	if ks := engine.InfoFields(keyspace.Val())["db"+strconv.Itoa(m.db)]; ks != "" {
+	if ks := server.InfoFields(keyspace.Val())["db"+strconv.Itoa(m.db)]; ks != "" {
 		for _, kv := range strings.Split(ks, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			n, _ := strconv.ParseInt(v, 10, 64)
@@ -226,7 +226,7 @@ func replyMap(v any) map[string]any {
 func nodeMemory(ctx context.Context, nodes []*redis.Client, before, after []memSnapshot, prefix string) ([]measure.NodeMemory, error) {
 	out := make([]measure.NodeMemory, len(nodes))
 	for i, node := range nodes {
-		keys, err := engine.ScanKeys(ctx, node, prefix)
+		keys, err := server.ScanKeys(ctx, node, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", node.Options().Addr, err)
 		}

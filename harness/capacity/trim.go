@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -38,7 +38,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*me
 	if _, tr.Encoding, tr.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
 		return nil, err
 	}
-	if mu, err = engine.MemoryUsage(ctx, m.c, keys); err != nil {
+	if mu, err = server.MemoryUsage(ctx, m.c, keys); err != nil {
 		return nil, err
 	}
 	tr.MemoryBytes = mu / int64(len(keys))
@@ -51,7 +51,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*me
 	if _, tr.FreshEncoding, _, err = describeKey(ctx, m.c, fkeys[0]); err != nil {
 		return nil, err
 	}
-	if mu, err = engine.MemoryUsage(ctx, m.c, fkeys); err != nil {
+	if mu, err = server.MemoryUsage(ctx, m.c, fkeys); err != nil {
 		return nil, err
 	}
 	tr.FreshMemoryBytes = mu / int64(len(fkeys))

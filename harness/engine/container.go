@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
@@ -104,7 +105,7 @@ func DockerHealthy(ctx context.Context, timeout time.Duration) (err error) {
 // removes the container; so does a failed start.
 //
 // It waits up to timeout for the container; its client dials with dial.
-func startContainer(ctx context.Context, image string, timeout, dial time.Duration) (*Redis, error) {
+func startContainer(ctx context.Context, image string, timeout, dial time.Duration) (*server.Redis, error) {
 	disableRyuk()
 	if err := DockerHealthy(ctx, min(timeout, 5*time.Second)); err != nil {
 		return nil, fmt.Errorf("%w: --redis container needs a Docker engine: %v", ErrNoRedis, err)
@@ -157,11 +158,19 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		endpoint = net.JoinHostPort("127.0.0.1", p)
 	}
 	c := redis.NewClient(&redis.Options{Addr: endpoint, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "container", Addr: endpoint}, stop: stop, containerID: ctr.GetContainerID()}
-	if err := r.ready(sctx, timeout); err != nil {
+	var r *server.Redis
+	id := ctr.GetContainerID()
+	r = server.New(c, measure.RedisInfo{Mode: "container", Addr: endpoint}, func() error {
+		containerIDs.Delete(r)
+		return stop()
+	})
+	containerIDs.Store(r, id)
+	version, err := server.WaitReady(sctx, c, timeout)
+	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("Redis container from %s at %s did not answer: %w", image, endpoint, err)
 	}
+	r.Info.Version = version
 	return r, nil
 }
 
@@ -394,9 +403,17 @@ func lddPaths(out string) []string {
 	return paths
 }
 
-// ContainerID is the ID of the container ratelab started for "container";
-// empty for the other kinds of Redis.
-func (r *Redis) ContainerID() string { return r.containerID }
+// containerIDs maps the *server.Redis of each container ratelab started
+// and has not closed yet to the container's ID.
+var containerIDs sync.Map
+
+// ContainerID is the ID of the container ratelab started for r ("container")
+// while r is open; empty for the other kinds of Redis and after Close.
+func ContainerID(r *server.Redis) string {
+	id, _ := containerIDs.Load(r)
+	s, _ := id.(string)
+	return s
+}
 
 // Containers returns the IDs of the containers ratelab started (label
 // ContainerLabel) that still exist, running or not: none after every Close.

@@ -1,11 +1,12 @@
-// Package engine gets ratelab a Redis wherever it is: a throwaway
-// redis-server (exec), a container (testcontainers-go), a throwaway local
-// Cluster, or the user's own server or Cluster by redis://, rediss:// (TLS,
-// ACL users) or redis+cluster:// URL. It also holds what ratelab does to a
-// Redis outside the algorithms: SCAN and UNLINK of its own keys (only
-// under KeyPrefix), MEMORY USAGE, the leftovers of killed runs, the ACL
-// check and the server clock offset.
+// Package engine provisions a Redis for ratelab: a throwaway redis-server
+// (exec), a container (testcontainers-go), a throwaway local Cluster, and
+// the image `make redis-image` builds. OpenWith also takes the user's own
+// server or Cluster by URL and hands those to server.OpenURL. Every kind
+// comes back as a *server.Redis, which is what the harness and the
+// studies take.
 //
-// A Redis given by URL is the user's: engine never flushes it and touches
-// only keys under "ratelab:<run id>:".
+// engine is the only package of ratelab that imports Docker's client
+// (testcontainers-go, moby, OpenTelemetry through them): only cmd/ratelab
+// and the tests' helper (internal/redistest) import it. A Go program that
+// brings its own Redis imports harness/server (go-redis only) instead.
 package engine

@@ -15,33 +15,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultConnectTimeout bounds how long Open waits for a Redis to answer.
-const DefaultConnectTimeout = 3 * time.Second
+// DefaultConnectTimeout bounds how long Open waits for the user's Redis to
+// answer (server.DefaultConnectTimeout).
+const DefaultConnectTimeout = server.DefaultConnectTimeout
 
 // StartTimeout is the least time Open gives a server it starts itself
 // (exec, container, cluster) to come up, whatever the connect timeout: a
 // cluster forms in about a second, a container in one or two.
 const StartTimeout = 20 * time.Second
-
-// Redis is a connected Redis server or cluster: a throwaway one ratelab
-// started, or the user's. Close stops what ratelab started; it never
-// touches data it did not write.
-type Redis struct {
-	// Client is safe for concurrent use: a *redis.Client for one server, a
-	// *redis.ClusterClient for a Redis Cluster.
-	Client redis.UniversalClient
-	Info   measure.RedisInfo
-	// stop stops what ratelab started (processes, a container, temporary
-	// files); nil for the user's server.
-	stop        func() error
-	stopOnce    sync.Once
-	stopErr     error
-	containerID string
-}
 
 // ErrNoRedis is wrapped by Open when no way to get a Redis was found.
 var ErrNoRedis = errors.New("no Redis available")
@@ -56,12 +42,12 @@ type Options struct {
 	// RATELAB_REDIS_IMAGE environment variable, else DefaultImage.
 	Image string
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
-	// (see LoadCA); nil means the system pool.
+	// (see server.LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
 }
 
 // Open is OpenWith(ctx, spec, Options{Timeout: timeout}).
-func Open(ctx context.Context, spec string, timeout time.Duration) (*Redis, error) {
+func Open(ctx context.Context, spec string, timeout time.Duration) (*server.Redis, error) {
 	return OpenWith(ctx, spec, Options{Timeout: timeout})
 }
 
@@ -81,12 +67,12 @@ func Open(ctx context.Context, spec string, timeout time.Duration) (*Redis, erro
 //     rediss+cluster://... (or go-redis's own redis://host:port?addr=host:port
 //     form): the user's Redis Cluster, reached through any of the seeds.
 //
-// The user's servers are checked for the permissions ratelab needs
-// (CheckAccess) before OpenWith returns. Errors name what failed (the
+// URLs are server.OpenURL's: the user's servers are checked for the
+// permissions ratelab needs (server.CheckAccess) before OpenWith returns. Errors name what failed (the
 // address, authentication, the TLS handshake, the missing permission) in
 // one line, within o.Timeout for the user's servers.
-func OpenWith(ctx context.Context, spec string, o Options) (*Redis, error) {
-	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
+func OpenWith(ctx context.Context, spec string, o Options) (*server.Redis, error) {
+	server.QuietLogs()
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultConnectTimeout
 	}
@@ -109,153 +95,16 @@ func OpenWith(ctx context.Context, spec string, o Options) (*Redis, error) {
 		return startContainer(ctx, o.image(), start, o.Timeout)
 	case spec == "cluster":
 		return startCluster(ctx, start, o.Timeout)
-	case isClusterURL(spec):
-		return openClusterURL(ctx, spec, o)
-	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
-		return openURL(ctx, spec, o)
+	case server.IsURL(spec):
+		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
 	}
 	return nil, fmt.Errorf("unknown Redis %q: want auto, exec, container, cluster, a redis:// or rediss:// URL, "+
-		"or a redis+cluster://host:port,host:port URL", RedactURL(spec))
-}
-
-var quietOnce sync.Once
-
-// quietLogger discards go-redis's own log lines ("failed to dial after 5
-// attempts"): Open reports what failed in its error, in one line.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
-// IsTLS reports whether spec is a URL that uses TLS (rediss:// or rediss+cluster://).
-func IsTLS(spec string) bool {
-	return strings.HasPrefix(spec, "rediss://") || strings.HasPrefix(spec, "rediss+cluster://")
-}
-
-func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	r, err := dialURL(ctx, spec, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
-		r.Client.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
-// dialURL connects to the server of a redis:// or rediss:// URL and waits
-// for it to answer, within o.Timeout; it writes nothing. An address that
-// refuses connections (or does not resolve) fails at once.
-func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	opt, err := redis.ParseURL(spec)
-	if err != nil {
-		return nil, fmt.Errorf("bad Redis URL %q: %w", RedactURL(spec), err)
-	}
-	opt.DialTimeout = o.Timeout
-	opt.ReadTimeout = o.Timeout
-	opt.WriteTimeout = o.Timeout
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true // a per-call deadline (--timeout) bounds each command
-	if opt.TLSConfig != nil && o.RootCAs != nil {
-		opt.TLSConfig.RootCAs = o.RootCAs
-	}
-	if err := dialOnce(ctx, opt, o.Timeout); err != nil {
-		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
-	}
-	c := redis.NewClient(opt)
-	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr}}
-	if err := r.ready(ctx, o.Timeout); err != nil {
-		c.Close()
-		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
-	}
-	return r, nil
-}
-
-// dialOnce PINGs the server of opt once, without go-redis's dial retries,
-// and returns the error only when the address cannot be dialled at all
-// (connection refused, no such host, no route): ready would wait out the
-// whole timeout on those, as it does for a server that is starting.
-func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) error {
-	po := *opt
-	po.DialerRetries = 1
-	po.PoolSize = 1
-	c := redis.NewClient(&po)
-	defer c.Close()
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := c.Ping(pctx).Err()
-	if isDialError(err) {
-		return err
-	}
-	return nil
-}
-
-// isDialError reports an error of dialling: refused, unresolvable, unreachable.
-func isDialError(err error) bool {
-	if err == nil {
-		return false
-	}
-	var dns *net.DNSError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
-		errors.Is(err, syscall.ENETUNREACH) || errors.As(err, &dns) {
-		return true
-	}
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
-}
-
-// checkAccessWithin runs CheckAccess bounded by timeout.
-func (r *Redis) checkAccessWithin(ctx context.Context, timeout time.Duration) error {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return CheckAccess(cctx, r.Client)
-}
-
-// connError turns a failure to connect into a one-line error naming what
-// failed: authentication, the TLS handshake, or reaching the address.
-func connError(addr, user string, tls bool, err error) error {
-	s := err.Error()
-	who := "the default user"
-	if user != "" {
-		who = fmt.Sprintf("user %q", user)
-	}
-	switch {
-	case strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
-		strings.Contains(s, "invalid password") || strings.Contains(s, "invalid username-password"):
-		return fmt.Errorf("authentication as %s failed at %s: %s", who, addr, oneLine(s))
-	case strings.Contains(s, "NOPERM"):
-		step := "a command"
-		if i := strings.Index(s, "run the '"); i >= 0 {
-			if j := strings.IndexByte(s[i+9:], '\''); j > 0 {
-				step = strings.ToUpper(strings.ReplaceAll(s[i+9:i+9+j], "|", " "))
-			}
-		}
-		return fmt.Errorf("at %s: %w", addr, accessError(step, err))
-	case isTLSError(err):
-		hint := ""
-		var he x509.HostnameError
-		var ua x509.UnknownAuthorityError
-		switch {
-		case errors.As(err, &he):
-			hint = " (the server's certificate does not name the host in the URL: connect by a name it lists)"
-		case errors.As(err, &ua):
-			hint = " (pass --redis-ca FILE with the CA that signed the server's certificate)"
-		}
-		return fmt.Errorf("TLS handshake with %s failed: %s%s", addr, oneLine(s), hint)
-	case !tls && (errors.Is(err, syscall.ECONNRESET) || strings.Contains(s, "EOF")):
-		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))
-	}
-	return fmt.Errorf("cannot reach Redis at %s: %s", addr, oneLine(s))
-}
-
-// oneLine keeps an error message on one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+		"or a redis+cluster://host:port,host:port URL", server.RedactURL(spec))
 }
 
 // startExec starts a throwaway redis-server (see OpenWith "exec"): it waits
 // up to timeout for it to answer; its client dials with dial.
-func startExec(ctx context.Context, timeout, dial time.Duration) (*Redis, error) {
+func startExec(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: redis-server is not on PATH (Debian: apt-get install redis-server)", ErrNoRedis)
@@ -268,8 +117,7 @@ func startExec(ctx context.Context, timeout, dial time.Duration) (*Redis, error)
 		}
 		p, err := spawnRedis(ctx, bin, port, timeout, dial, nil)
 		if err == nil {
-			r := &Redis{Client: p.client, Info: measure.RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, stop: p.stop}
-			return r, nil
+			return server.New(p.client, measure.RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, p.stop), nil
 		}
 		lastErr = err
 	}
@@ -315,8 +163,8 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Du
 		}
 	}()
 	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	r := &Redis{Client: p.client}
-	if err := r.ready(ctx, timeout); err != nil {
+	version, err := server.WaitReady(ctx, p.client, timeout)
+	if err != nil {
 		_ = p.stop()
 		p.logMu.Lock()
 		log := strings.TrimSpace(p.logTail.String())
@@ -326,7 +174,7 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Du
 		}
 		return nil, fmt.Errorf("redis-server on %s did not answer: %w", p.addr, err)
 	}
-	p.version = r.Info.Version
+	p.version = version
 	return p, nil
 }
 
@@ -350,66 +198,6 @@ func (p *process) stop() error {
 	return err
 }
 
-// ready waits for PING and reads the server version.
-func (r *Redis) ready(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		pctx, cancel := context.WithDeadline(ctx, deadline)
-		err = r.Client.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			break
-		}
-		if !isTransient(err) || time.Now().Add(20*time.Millisecond).After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	ictx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	info, err := r.Client.Info(ictx, "server").Result()
-	if err != nil {
-		return err
-	}
-	if v := InfoFields(info)["redis_version"]; v != "" {
-		r.Info.Version = v
-	}
-	return nil
-}
-
-// isTransient reports errors worth retrying while a server starts.
-func isTransient(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "LOADING") || strings.Contains(s, "EOF") ||
-		strings.Contains(s, "CLUSTERDOWN")
-}
-
-// Owned reports whether ratelab started this server (and may do anything to it).
-func (r *Redis) Owned() bool { return r.stop != nil }
-
-// Close closes the client and stops what ratelab started: the redis-server
-// processes, the container, their temporary files. Safe to call twice and
-// from several goroutines; it does not depend on any context, so it also
-// cleans up after Ctrl-C.
-func (r *Redis) Close() error {
-	err := r.Client.Close()
-	if errors.Is(err, redis.ErrClosed) {
-		err = nil
-	}
-	if r.stop != nil {
-		r.stopOnce.Do(func() { r.stopErr = r.stop() })
-		if r.stopErr != nil {
-			err = r.stopErr
-		}
-	}
-	return err
-}
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -419,31 +207,15 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// RedactURL hides a password in a Redis URL for messages (redis+cluster://
-// URLs with several hosts too).
-func RedactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndex(rest, "@")
-	if slash := strings.IndexByte(rest, '/'); slash >= 0 && slash < at {
-		at = -1
-	}
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
-}
-
 // envOr returns the environment variable name, or def when it is unset or empty.
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
 	return def
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

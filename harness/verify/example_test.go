@@ -18,7 +18,7 @@ import (
 // under a second; Config.RealTime would add the wall-clock families.
 func ExampleRun() {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH
+	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL (no Docker)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -21,13 +22,7 @@ import (
 // limit_req zones, both 20 r/s: /strict (no burst) and /burst (burst=5 nodelay).
 func startNginx(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatal("nginx is not installed (make test installs Debian's nginx package)")
-		}
-	}
+	bin := testenv.Tool(t, "nginx", "nginx", "/usr/sbin/nginx")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ok.txt"), []byte("ok\n"), 0o644); err != nil {
 		t.Fatal(err)

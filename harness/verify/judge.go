@@ -145,7 +145,7 @@ func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l limit.Limit
 				Accepted: sum, Limit: l.Count, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
 				Decisions: evidence(set, tr.mode == "real"),
 				Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
-					sum, (hi - lo).String(), l.Window, float64(sum)/float64(l.Count), l.Count)}
+					sum, (hi - lo).String(), limit.FormatWindow(l.Window), float64(sum)/float64(l.Count), l.Count)}
 			if named {
 				tr.failure.WindowMS = l.Window.Milliseconds()
 				tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)

@@ -15,9 +15,9 @@ const sensitivityNote = "sensitivity only (pass --skew to make it part of the ve
 // summarize builds the report from the judged trials: one FamilyResult per
 // family in scenarios.Families order (a trial run on both clocks counts
 // once, with both judgements), the totals, the counter-example and the
-// verdict. DurationMS is left to the caller.
+// verdict. The Header's end (duration, complete) is left to the caller.
 func (s *study) summarize(p plan, res results) *measure.VerifyReport {
-	rep := &measure.VerifyReport{Target: s.lim.Name(), LimitDesc: s.lim.Describe(), Limit: s.limit.Count,
+	rep := &measure.VerifyReport{Header: s.header, Target: s.lim.Name(), LimitDesc: s.lim.Describe(), Limit: s.limit.Count,
 		WindowMS: s.limit.Window.Milliseconds(), Verdict: measure.Holds, Clock: s.clockName(p)}
 	if len(s.limits) > 1 {
 		for _, l := range s.limits {

@@ -24,7 +24,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -92,8 +92,12 @@ type Config struct {
 	Clients int
 	// Seed seeds the random trials: the same seed gives the same trials.
 	Seed int64
+	// TargetSHA256 is the hex SHA-256 of the user's script under test,
+	// recorded in the report's Header to tie a verdict to the script; empty
+	// for a built-in algorithm or an HTTP endpoint. Not checked.
+	TargetSHA256 string
 	// RunID names the verification's keys "ratelab:<RunID>:verify:..."
-	// (removed at the end); empty picks a fresh one (engine.NewRunID).
+	// (removed at the end); empty picks a fresh one (server.NewRunID).
 	RunID string
 	// Timeout ("timeout") bounds each decision call; zero means
 	// DefaultTimeout (500 ms). MaxOutage ("max_outage") stops the
@@ -218,14 +222,14 @@ func (c Config) skewDelta() time.Duration {
 // counted in the report. The keys are removed at the end, also after ctx
 // is cancelled. Concurrent calls are safe when their RunIDs differ (an
 // empty RunID is a fresh one).
-func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
+func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
-		limit: cfg.Primary(), limits: cfg.Limits}
+		limit: cfg.Primary(), limits: cfg.Limits, header: header(s, cfg)}
 	if a, ok := lim.(AbsoluteExpirer); ok {
 		st.absolute = a.AbsoluteExpiries()
 	}
@@ -242,10 +246,10 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	_, err := lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
-	if err != nil && rd != nil && engine.IsTimeout(err) {
+	if err != nil && rd != nil && server.IsTimeout(err) {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
-		if killed, kerr := engine.KillBusyScript(ctx, rd.Client); killed {
-			return nil, fmt.Errorf("%w (%s)", engine.ErrScriptKilled, cfg.Timeout)
+		if killed, kerr := server.KillBusyScript(ctx, rd.Client); killed {
+			return nil, fmt.Errorf("%w (%s)", server.ErrScriptKilled, cfg.Timeout)
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}
@@ -259,8 +263,31 @@ func Run(ctx context.Context, rd *engine.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	rep := st.summarize(p, res)
-	rep.DurationMS, _, _ = s.End(nil)
+	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
+}
+
+// Incomplete is the report of a verification of lim that Run stopped with
+// err before a verdict (started is when Run was called; rd is nil for a
+// target without Redis): the target, the limit and the Header, with
+// Complete false and err's text, and nothing measured. For writing
+// verify.json also when there is no verdict.
+func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
+	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
+	s.Started = started.UTC()
+	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
+		Limit: cfg.Primary().Count, WindowMS: cfg.Primary().Window.Milliseconds()}
+	rep.DurationMS, rep.Complete, rep.Error = s.End(err)
+	return rep
+}
+
+// header is the Header of a verification of cfg (with its defaults) in s:
+// what reproduces its trials (seed, clients, skew, every limit, the
+// script's digest).
+func header(s *harness.Session, cfg Config) measure.Header {
+	return s.Header("verify", measure.Repro{Seed: cfg.Seed, Clients: cfg.Clients,
+		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: harness.LimitSpecs(cfg.Limits...),
+		TargetSHA256: cfg.TargetSHA256})
 }
 
 // study is one verification under way: the target, what it can take, the
@@ -278,6 +305,8 @@ type study struct {
 	// rdb holds the target's keys; nil for a target without Redis keys.
 	rdb    redis.UniversalClient
 	prefix string
+	// header is the report's Header (Run fills its end).
+	header measure.Header
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
@@ -94,7 +94,7 @@ func TestVerifyBuiltins(t *testing.T) {
 						t.Errorf("counter-example sums to %d (says %d) over %dµs (window %v)", sum, ce.Accepted, ce.EndUS-ce.StartUS, w)
 					}
 				}
-				if keys, _ := engine.ScanKeys(ctx, srv.Client(), engine.KeyPrefix); len(keys) != 0 {
+				if keys, _ := server.ScanKeys(ctx, srv.Client(), server.KeyPrefix); len(keys) != 0 {
 					t.Errorf("keys left behind: %v", keys[:min(len(keys), 5)])
 				}
 			})
@@ -249,7 +249,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 func TestVerifySeedScripts(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "shared", "seed-scripts")
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("the seed scripts are not beside the checkout (%v)", err)
+		t.Skipf("the seed scripts (third-party, never copied into the repository) are read from ../shared/seed-scripts beside the checkout, absent here: %v", err)
 	}
 	cases := []struct {
 		file        string

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/measure"
 	"golang.org/x/term"
 )
@@ -34,7 +33,7 @@ type Demo struct {
 	width int
 
 	mu       sync.Mutex
-	plan     *harness.DemoPlan
+	plan     *measure.DemoPlan
 	status   [][]int8 // [algorithm][seq]: 0 not yet, 1 accepted, 2 denied, 3 error
 	accepted [][]measure.Event
 	segs     [][2]int // [first, end) arrival index of each burst
@@ -66,12 +65,12 @@ func NewDemo(w io.Writer, tty bool, width int) *Demo {
 }
 
 // Planned implements harness.DemoObserver.
-func (l *Demo) Planned(p harness.DemoPlan) {
+func (l *Demo) Planned(p measure.DemoPlan) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.plan = &p
 	l.planned = time.Now()
-	n := len(p.Schedule.Arrivals)
+	n := len(p.Arrivals)
 	l.status = make([][]int8, len(p.Algorithms))
 	l.accepted = make([][]measure.Event, len(p.Algorithms))
 	for i := range l.status {
@@ -80,7 +79,7 @@ func (l *Demo) Planned(p harness.DemoPlan) {
 	// bursts: split where the boundary is crossed
 	start := 0
 	for i := 1; i <= n; i++ {
-		if i == n || (p.Schedule.Arrivals[i-1].At < 0) != (p.Schedule.Arrivals[i].At < 0) {
+		if i == n || (p.Arrivals[i-1].At < 0) != (p.Arrivals[i].At < 0) {
 			l.segs = append(l.segs, [2]int{start, i})
 			start = i
 		}
@@ -89,15 +88,15 @@ func (l *Demo) Planned(p harness.DemoPlan) {
 	if !l.tty {
 		bursts := make([]string, len(l.segs))
 		for i, s := range l.segs {
-			bursts[i] = signed(p.Schedule.Arrivals[s[0]].At)
+			bursts[i] = signed(p.Arrivals[s[0]].At)
 		}
 		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s; parked until the window boundary at %s (Redis clock); bursts of %d at %s from it\n",
-			len(p.Algorithms), p.Limit, p.Boundary.Format("15:04:05.000"), l.segs[0][1]-l.segs[0][0], strings.Join(bursts, " and "))
+			len(p.Algorithms), rate(&p), p.Boundary.Format("15:04:05.000"), l.segs[0][1]-l.segs[0][0], strings.Join(bursts, " and "))
 	}
 }
 
 // Decided implements harness.DemoObserver.
-func (l *Demo) Decided(d harness.DemoDecision) {
+func (l *Demo) Decided(d measure.DemoDecision) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.plan == nil || d.Algorithm >= len(l.status) || d.Seq >= len(l.status[d.Algorithm]) {
@@ -181,11 +180,11 @@ func (l *Demo) plainLines(final bool) {
 			continue
 		}
 		l.printed[si] = true
-		fmt.Fprintf(l.w, "burst at %s:\n", signed(p.Schedule.Arrivals[seg[0]].At))
+		fmt.Fprintf(l.w, "burst at %s:\n", signed(p.Arrivals[seg[0]].At))
 		for a, name := range p.Algorithms {
 			acc, den := l.segCounts(a, seg)
 			fmt.Fprintf(l.w, "  %-*s accepted %d, denied %d; in the last %s: %d/%d\n",
-				l.labelWidth(), name, acc, den, p.Limit.Window, l.trailing(a), p.Limit.Count)
+				l.labelWidth(), name, acc, den, p.Window, l.trailing(a), p.Limit)
 		}
 	}
 	if final {
@@ -208,7 +207,7 @@ func (l *Demo) segDone(seg [2]int) bool {
 }
 
 func (l *Demo) segCounts(a int, seg [2]int) (acc, den int64) {
-	arr := l.plan.Schedule.Arrivals
+	arr := l.plan.Arrivals
 	for i := seg[0]; i < seg[1]; i++ {
 		switch l.status[a][i] {
 		case 1:
@@ -226,7 +225,7 @@ func (l *Demo) trailing(a int) int64 {
 	end := l.last
 	var sum int64
 	for _, e := range l.accepted[a] {
-		if e.At > end-l.plan.Limit.Window && e.At <= end {
+		if e.At > end-l.plan.Window && e.At <= end {
 			sum += e.Cost
 		}
 	}
@@ -245,7 +244,7 @@ func (l *Demo) drawFrame(final bool) {
 	p := l.plan
 	var lines []string
 	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · window boundary at %s on the Redis clock",
-		len(p.Algorithms), p.Limit, p.Boundary.Format("15:04:05.000")))
+		len(p.Algorithms), rate(p), p.Boundary.Format("15:04:05.000")))
 	wait := time.Until(p.FirstLocal)
 	switch {
 	case wait > 0 && !final:
@@ -275,7 +274,7 @@ func (l *Demo) drawFrame(final bool) {
 // selects the Unicode marks and colours, else ASCII.
 func (l *Demo) timeline(tty bool) []string {
 	p := l.plan
-	arr := p.Schedule.Arrivals
+	arr := p.Arrivals
 	lw := l.labelWidth()
 	longest := 0
 	for _, s := range l.segs {
@@ -310,7 +309,7 @@ func (l *Demo) timeline(tty bool) []string {
 			head += " " + bound
 		}
 	}
-	head += fmt.Sprintf("  in last %s", p.Limit.Window)
+	head += fmt.Sprintf("  in last %s", p.Window)
 	out := []string{head}
 	for a, name := range p.Algorithms {
 		line := fmt.Sprintf("%-*s", lw, name)
@@ -345,9 +344,9 @@ func (l *Demo) timeline(tty bool) []string {
 			}
 		}
 		n := l.trailing(a)
-		count := fmt.Sprintf("%d/%d", n, p.Limit.Count)
-		if n > p.Limit.Count {
-			count = colour("1;31", count) + fmt.Sprintf(" %.2fx the limit", float64(n)/float64(p.Limit.Count))
+		count := fmt.Sprintf("%d/%d", n, p.Limit)
+		if n > p.Limit {
+			count = colour("1;31", count) + fmt.Sprintf(" %.2fx the limit", float64(n)/float64(p.Limit))
 		}
 		out = append(out, line+"  "+count)
 	}
@@ -416,3 +415,6 @@ func Wrap(s string, width int) string {
 	b.WriteByte('\n')
 	return b.String()
 }
+
+// rate is the plan's limit as the algorithms write it: "50 per 10s".
+func rate(p *measure.DemoPlan) string { return fmt.Sprintf("%d per %s", p.Limit, p.Window) }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 )
@@ -29,7 +30,7 @@ import (
 // Cluster is a local 3-master Redis Cluster started for a test package
 // (engine.Open "cluster"). Its data is the tests' own.
 type Cluster struct {
-	*engine.Redis
+	*server.Redis
 }
 
 // StartCluster starts a local Redis Cluster from redis-server on PATH. Like
@@ -207,10 +208,10 @@ func (s *TLSServer) Close() {
 }
 
 // SetACLUser creates (or resets) ACL user on c with password, allowed on
-// keys under engine.KeyPrefix and only the given commands (ACL SETUSER
+// keys under server.KeyPrefix and only the given commands (ACL SETUSER
 // spelling: "evalsha", "memory|usage").
 func SetACLUser(ctx context.Context, c redis.UniversalClient, user, password string, commands []string) error {
-	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + engine.KeyPrefix + "*", "-@all"}
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + password, "~" + server.KeyPrefix + "*", "-@all"}
 	for _, cmd := range commands {
 		args = append(args, "+"+cmd)
 	}

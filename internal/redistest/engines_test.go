@@ -2,7 +2,7 @@ package redistest_test
 
 // The engines ratelab runs on, each tested for real: a local 3-master Redis
 // Cluster, a Redis container (testcontainers-go), a TLS-only redis-server and
-// an ACL user limited to engine.ACLCommands. One cluster and one TLS server
+// an ACL user limited to server.ACLCommands. One cluster and one TLS server
 // for the package (TestMain), one container (TestContainer).
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
@@ -62,7 +63,7 @@ type verdictRow struct {
 	Ratio, Fidelity                                                           float64
 }
 
-func verdicts(t *testing.T, rd *engine.Redis, cfg harness.Config) map[string]verdictRow {
+func verdicts(t *testing.T, rd *server.Redis, cfg harness.Config) map[string]verdictRow {
 	t.Helper()
 	res, err := harness.Run(ctx, rd, cfg, nil, nil)
 	if err != nil {
@@ -114,9 +115,9 @@ func TestClusterSameVerdicts(t *testing.T) {
 		t.Fatalf("cluster info: %+v", cluster.Info)
 	}
 	t.Run("run", func(t *testing.T) {
-		cfg := harness.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + engine.NewRunID()}
+		cfg := harness.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + server.NewRunID()}
 		one := verdicts(t, srv.Redis, cfg)
-		cfg.RunID = "same-" + engine.NewRunID()
+		cfg.RunID = "same-" + server.NewRunID()
 		sameVerdicts(t, "cluster", one, verdicts(t, cluster.Redis, cfg))
 		if r := one["fixed-window/boundary-burst"]; r.MaxInWindow != 100 || r.Ratio != 2 {
 			t.Errorf("fixed-window boundary burst on one node: %+v, want 100 in one window (2x)", r)
@@ -130,7 +131,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 				l.Window = 500 * time.Millisecond
 			}
 			var reps [2]*measure.VerifyReport
-			for i, rd := range []*engine.Redis{srv.Redis, cluster.Redis} {
+			for i, rd := range []*server.Redis{srv.Redis, cluster.Redis} {
 				lim, err := algorithms.New(name, rd.Client, l)
 				if err != nil {
 					t.Fatal(err)
@@ -164,7 +165,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 		// a window of an hour: no key expires (TTL = window) before it is counted
 		l := limit.Limit{Count: 5, Window: time.Hour}
 		sched := scenarios.Schedule{Scenario: "spread", Params: scenarios.Params{Limit: l.Count, Window: l.Window}, Arrivals: arr}
-		prefix := engine.KeyPrefix + "spread-" + engine.NewRunID() + ":"
+		prefix := server.KeyPrefix + "spread-" + server.NewRunID() + ":"
 		var jobs []harness.Job
 		for _, name := range algorithms.Names() {
 			lim, err := algorithms.New(name, cluster.Client(), l)
@@ -174,8 +175,8 @@ func TestClusterSameVerdicts(t *testing.T) {
 			jobs = append(jobs, harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + name + ":"})
 		}
 		t.Cleanup(func() {
-			keys, _ := engine.ScanKeys(ctx, cluster.Client(), prefix)
-			_ = engine.DeleteKeys(ctx, cluster.Client(), keys)
+			keys, _ := server.ScanKeys(ctx, cluster.Client(), prefix)
+			_ = server.DeleteKeys(ctx, cluster.Client(), keys)
 		})
 		r := &harness.Runner{Redis: cluster.Client(), Clock: harness.VirtualClock}
 		rows, err := r.Run(ctx, jobs)
@@ -188,7 +189,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			}
 		}
 		for _, name := range algorithms.Names() {
-			nodes, err := engine.KeysByNode(ctx, cluster.Client(), prefix+name+":")
+			nodes, err := server.KeysByNode(ctx, cluster.Client(), prefix+name+":")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +206,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			t.Logf("%s: keys per master %v", name, counts)
 		}
 		// every key lives on the master that owns its slot (CLUSTER KEYSLOT)
-		keys, err := engine.ScanKeys(ctx, cluster.Client(), prefix)
+		keys, err := server.ScanKeys(ctx, cluster.Client(), prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func TestClusterURLErrors(t *testing.T) {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		nodes, err := engine.KeysByNode(ctx, rd.Client, "none:")
+		nodes, err := server.KeysByNode(ctx, rd.Client, "none:")
 		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != engine.ClusterMasters {
 			t.Errorf("%s: owned %v mode %s, %d masters (%v)", spec, rd.Owned(), rd.Info.Mode, len(nodes), err)
 		}
@@ -298,11 +299,11 @@ func TestTLS(t *testing.T) {
 	if r := got["sliding-log/boundary-burst"]; r.MaxInWindow != 50 {
 		t.Errorf("sliding-log over TLS: %+v", r)
 	}
-	ca, err := engine.LoadCA(tlsSrv.Certs.CAFile)
+	ca, err := server.LoadCA(tlsSrv.Certs.CAFile)
 	if err != nil || !ca.Equal(tlsSrv.Certs.Pool) {
 		t.Errorf("LoadCA: %v", err)
 	}
-	if _, err := engine.LoadCA(tlsSrv.Certs.KeyFile); err == nil {
+	if _, err := server.LoadCA(tlsSrv.Certs.KeyFile); err == nil {
 		t.Error("LoadCA of a key file: no error")
 	}
 
@@ -348,7 +349,7 @@ func aclWorkload(c *redis.Client) error {
 	if err := c.Info(ctx, "server").Err(); err != nil {
 		return err
 	}
-	rd := &engine.Redis{Client: c, Info: measure.RedisInfo{Mode: "url"}}
+	rd := &server.Redis{Client: c, Info: measure.RedisInfo{Mode: "url"}}
 	for _, clock := range []harness.ClockMode{harness.VirtualClock, harness.RedisClock} {
 		cfg := harness.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
 		if clock != harness.VirtualClock {
@@ -379,28 +380,28 @@ func aclWorkload(c *redis.Client) error {
 		}
 	}
 	// nothing left behind: the run's own cleanup worked
-	if n, err := srv.Client().Keys(ctx, engine.KeyPrefix+"*").Result(); err != nil || len(n) > 0 {
+	if n, err := srv.Client().Keys(ctx, server.KeyPrefix+"*").Result(); err != nil || len(n) > 0 {
 		return fmt.Errorf("keys left behind: %v %v", n, err)
 	}
 	return nil
 }
 
-// An ACL user with exactly engine.ACLCommands on ~ratelab:* can run ratelab;
+// An ACL user with exactly server.ACLCommands on ~ratelab:* can run ratelab;
 // a wrong password and a missing permission are one-line errors.
 func TestACL(t *testing.T) {
 	const user, pass = "ratelab", "s3cret"
-	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, engine.ACLCommands); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, server.ACLCommands); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Client().Do(ctx, "ACL", "DELUSER", user)
 	url := "redis://" + user + ":" + pass + "@" + srv.Info.Addr
 	rd, err := engine.Open(ctx, url, 2*time.Second)
 	if err != nil {
-		t.Fatalf("the ACL user with %v: %v", engine.ACLCommands, err)
+		t.Fatalf("the ACL user with %v: %v", server.ACLCommands, err)
 	}
 	defer rd.Close()
 	if err := aclWorkload(rd.Client.(*redis.Client)); err != nil {
-		t.Fatalf("the ACL user with engine.ACLCommands: %v", err)
+		t.Fatalf("the ACL user with server.ACLCommands: %v", err)
 	}
 
 	start := time.Now()
@@ -414,7 +415,7 @@ func TestACL(t *testing.T) {
 	}
 
 	for _, missing := range []string{"zadd", "evalsha", "memory|usage"} {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(engine.ACLCommands, missing)); err != nil {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, missing)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := engine.Open(ctx, url, time.Second)
@@ -423,7 +424,7 @@ func TestACL(t *testing.T) {
 			t.Errorf("without +%s: %v, want one line with %q", missing, err, want)
 		}
 	}
-	// a Redis Cluster: the same user on every node, plus engine.ACLClusterCommands
+	// a Redis Cluster: the same user on every node, plus server.ACLClusterCommands
 	setOnCluster := func(commands []string) {
 		err := cluster.Client().ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 			return redistest.SetACLUser(ctx, n, user, pass, commands)
@@ -436,7 +437,7 @@ func TestACL(t *testing.T) {
 		return n.Do(ctx, "ACL", "DELUSER", user).Err()
 	})
 	curl := "redis+cluster://" + user + ":" + pass + "@" + cluster.Info.Addr
-	setOnCluster(append(slices.Clone(engine.ACLCommands), engine.ACLClusterCommands...))
+	setOnCluster(append(slices.Clone(server.ACLCommands), server.ACLClusterCommands...))
 	crd, err := engine.Open(ctx, curl, 2*time.Second)
 	if err != nil {
 		t.Fatalf("the ACL user on the cluster: %v", err)
@@ -448,7 +449,7 @@ func TestACL(t *testing.T) {
 			t.Errorf("the ACL user on the cluster: %v, %s %d errors", err, r.Algorithm, r.Errors)
 		}
 	}
-	setOnCluster(engine.ACLCommands)
+	setOnCluster(server.ACLCommands)
 	if _, err := engine.Open(ctx, curl, time.Second); err == nil || !strings.Contains(err.Error(), "may not run CLUSTER INFO") ||
 		!strings.Contains(err.Error(), "+cluster|slots +cluster|info besides") {
 		t.Errorf("the ACL user without the cluster commands: %v", err)
@@ -463,7 +464,7 @@ func TestACL(t *testing.T) {
 	}
 }
 
-// The measurement behind engine.ACLCommands: with any one command removed,
+// The measurement behind server.ACLCommands: with any one command removed,
 // run or verify fails (and with all of them, TestACL, they work).
 func TestACLMinimal(t *testing.T) {
 	const user, pass = "ratelab-min", "pw"
@@ -471,8 +472,8 @@ func TestACLMinimal(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Info.Addr, Username: user, Password: pass, MaxRetries: -1})
 	defer c.Close()
 	var needed, unneeded []string
-	for _, cmd := range engine.ACLCommands {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(engine.ACLCommands, cmd)); err != nil {
+	for _, cmd := range server.ACLCommands {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, cmd)); err != nil {
 			t.Fatal(err)
 		}
 		srv.Client().ScriptFlush(ctx) // EVAL is only needed for scripts not yet cached
@@ -487,9 +488,9 @@ func TestACLMinimal(t *testing.T) {
 	}
 	t.Logf("needed: %v", needed)
 	if len(unneeded) > 0 {
-		t.Errorf("ratelab works without %v: drop them from engine.ACLCommands", unneeded)
+		t.Errorf("ratelab works without %v: drop them from server.ACLCommands", unneeded)
 	}
-	if !slices.Equal(needed, engine.ACLCommands) {
+	if !slices.Equal(needed, server.ACLCommands) {
 		t.Errorf("needed %v", needed)
 	}
 }
@@ -513,7 +514,7 @@ func TestContainer(t *testing.T) {
 	if rd.Info.Mode != "container" || !rd.Owned() {
 		t.Errorf("info %+v owned %v", rd.Info, rd.Owned())
 	}
-	id := rd.ContainerID()
+	id := engine.ContainerID(rd)
 	ids, err := engine.Containers(ctx, os.Getpid())
 	if err != nil || id == "" || !slices.Contains(ids, id) {
 		t.Fatalf("container %q not among this process's containers %v (%v)", id, ids, err)

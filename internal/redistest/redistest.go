@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/redis/go-redis/v9"
 )
 
 // Server is a redis-server started for a test package. Its data is the
 // tests' own: Flush may be called freely.
 type Server struct {
-	*engine.Redis
+	*server.Redis
 	seq atomic.Int64
 }
 

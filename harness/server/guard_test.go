@@ -1,9 +1,11 @@
-package engine
+package server_test
 
 import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // issue 14 item 3: under the guard, a script can neither flush the server
@@ -17,7 +19,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := "ratelab:20261123T090000-abcd:"
-	g, err := NewGuard(ctx, rd, prefix)
+	g, err := server.NewGuard(ctx, rd, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		switch {
 		case !tc.refused && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.refused && !IsGuardRefusal(err):
+		case tc.refused && !server.IsGuardRefusal(err):
 			t.Errorf("%s: got %v, want the guard's refusal", tc.name, err)
 		}
 	}

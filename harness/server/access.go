@@ -1,54 +1,18 @@
-package engine
+package server
 
 import (
 	"context"
 	"crypto/sha1"
-	"crypto/tls"
-	"crypto/x509"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/limit"
 )
-
-// LoadCA reads a PEM file of CA certificates to trust for rediss:// URLs
-// (Options.RootCAs). Errors: the file cannot be read, or holds no PEM
-// certificate.
-func LoadCA(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", file)
-	}
-	return pool, nil
-}
-
-// isTLSError reports whether err comes from a TLS handshake or certificate check.
-func isTLSError(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var he x509.HostnameError
-	var ua x509.UnknownAuthorityError
-	var ci x509.CertificateInvalidError
-	var rh tls.RecordHeaderError
-	var ae tls.AlertError
-	if errors.As(err, &cv) || errors.As(err, &he) || errors.As(err, &ua) || errors.As(err, &ci) ||
-		errors.As(err, &rh) || errors.As(err, &ae) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "tls: ") || strings.Contains(s, "x509: ")
-}
 
 // ACLCommands are the commands ratelab's run and verify send, in the
 // spelling of ACL SETUSER: the connection's own (PING, INFO for the
@@ -77,12 +41,24 @@ var ACLClusterCommands = []string{"cluster|slots", "cluster|info"}
 // probeScript is what CheckAccess runs to check EVAL and EVALSHA.
 const probeScript = "return 0"
 
+// accessProbe calls, from a script, every command the algorithms' scripts
+// call (see access_probe.lua).
+//
+//go:embed access_probe.lua
+var accessProbeSrc string
+
+var accessProbe = redis.NewScript(accessProbeSrc)
+
 // CheckAccess checks that the connection's user may run what ratelab's run
 // and verify send (ACLCommands) on keys under KeyPrefix: it calls each one
 // directly on a few probe keys "ratelab:access-check:<id>:{p}:..." (deleted
-// afterwards), then makes a decision of every algorithm, allowed and
-// denied, on the injected and on the server's clock. The error names the
-// first command refused: `user may not run ZADD: NOPERM ...`.
+// afterwards), then runs a probe script (EVALSHA) that calls, from a
+// script, every command the algorithms' scripts call (TIME, their key
+// commands, PEXPIRE): an ACL applies inside scripts too. It imports no
+// algorithm. The error names the first command refused, with the grant
+// that fixes it: `the Redis user may not run ZADD (NOPERM ...): grant +zadd
+// (ratelab needs ...)`; a command refused only inside a script is named
+// "ZADD in a script".
 func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 	base := KeyPrefix + "access-check:" + NewRunID() + ":{p}:"
 	str, zset, hash := base+"s", base+"z", base+"h"
@@ -126,19 +102,14 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 			return accessError(s.name, err)
 		}
 	}
-	// the algorithms themselves: allowed, denied, and after their keys' window
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // any whole second
-	for _, name := range algorithms.Names() {
-		lim, err := algorithms.New(name, c, limit.Limit{Count: 1, Window: time.Second})
-		if err != nil {
-			return err
-		}
-		key := base + name
-		for _, clk := range []algorithms.Clock{algorithms.At(at), algorithms.At(at), algorithms.At(at.Add(3 * time.Second)), algorithms.ServerTime()} {
-			if _, err := lim.Allow(ctx, key, 1, clk); err != nil {
-				return accessError(name+" decision", err)
-			}
-		}
+	// what the algorithms' scripts call, from a script: EVALSHA (EVAL when
+	// not cached yet), TIME, their key commands and PEXPIRE
+	res, err := accessProbe.Run(ctx, c, []string{str, zset, hash}).StringSlice()
+	if err != nil {
+		return accessError("EVALSHA", err)
+	}
+	if len(res) == 2 {
+		return accessError(res[0]+" in a script", errors.New(res[1]))
 	}
 	return nil
 }
@@ -161,8 +132,8 @@ func accessError(step string, err error) error {
 		grant := "+" + strings.ToLower(strings.ReplaceAll(step, " ", "|"))
 		all := "+" + strings.Join(ACLCommands, " +")
 		switch {
-		case strings.HasSuffix(step, " decision"):
-			grant = "the commands its script calls"
+		case strings.HasSuffix(step, " in a script"):
+			grant = "+" + strings.ToLower(strings.TrimSuffix(step, " in a script"))
 		case strings.HasPrefix(step, "CLUSTER"):
 			all = "+" + strings.Join(ACLClusterCommands, " +") + " besides those of a single server"
 		}

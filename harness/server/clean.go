@@ -1,4 +1,4 @@
-package engine
+package server
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/measure"
 )
 
 // A run registers itself in the Redis it writes to with two keys under its
@@ -302,48 +301,4 @@ func procIdentity(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(boot)) + " " + ns + " " + strconv.Itoa(pid) + " " + f[19]
-}
-
-// OpenReadOnly connects to the user's Redis (a redis://, rediss://,
-// redis+cluster:// or rediss+cluster:// URL) like OpenWith, but without
-// CheckAccess, which writes: nothing is written, so a read-only replica or
-// a Redis out of memory can still be listed. Errors name the address and
-// what failed, within o.Timeout; other specs are refused.
-func OpenReadOnly(ctx context.Context, spec string, o Options) (*Redis, error) {
-	quietOnce.Do(func() { redis.SetLogger(quietLogger{}) })
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultConnectTimeout
-	}
-	switch {
-	case isClusterURL(spec):
-		return dialClusterURL(ctx, spec, o)
-	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
-		return dialURL(ctx, spec, o)
-	}
-	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
-}
-
-// dialClusterURL is openClusterURL without CheckAccess.
-func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	opt, err := ClusterOptions(spec)
-	if err != nil {
-		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
-	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true
-	if opt.TLSConfig != nil && o.RootCAs != nil {
-		opt.TLSConfig.RootCAs = o.RootCAs
-	}
-	seeds := strings.Join(opt.Addrs, ",")
-	if err := probeSeeds(ctx, opt, o.Timeout); err != nil {
-		return nil, err
-	}
-	c := redis.NewClusterClient(opt)
-	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds}}
-	if err := r.clusterReady(ctx, o.Timeout); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
-	}
-	return r, nil
 }

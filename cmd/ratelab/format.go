@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/reports"
+)
+
+// formatFlag is a command's --format: how its results go to stdout. Every
+// command declares it with add, checks it with get before any work, and
+// prints with render (reports.Render), so the check is made once, here.
+type formatFlag struct {
+	value   string
+	allowed []reports.Format
+}
+
+// add declares --format on c (default table), taking allowed (every
+// reports.Format when none).
+func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
+	if len(allowed) == 0 {
+		allowed = reports.Formats
+	}
+	f.allowed = allowed
+	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+}
+
+// get returns --format, or a usage error naming the flag when the command
+// does not take it (`--format: unknown format "csv" (want table or json)`).
+func (f *formatFlag) get() (reports.Format, error) {
+	v, err := reports.ParseFormat(f.value, f.allowed...)
+	return v, flagError(err, nil)
+}
+
+// render returns the writer of results in --format, for publish.
+func (f *formatFlag) render(results any) func(io.Writer) error {
+	return func(w io.Writer) error { return reports.Render(w, reports.Format(f.value), results) }
+}

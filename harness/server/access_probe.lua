@@ -1,0 +1,31 @@
+-- access_probe.lua: CheckAccess's stand-in for the algorithms' scripts. It
+-- calls every command they call (an ACL applies inside scripts too) on its
+-- own probe keys, with redis.pcall so that a refusal is returned, not raised.
+--
+-- KEYS[1] a STRING, KEYS[2] a ZSET, KEYS[3] a HASH (one hash slot: "{p}")
+-- ARGV    none
+-- reply   {} when every call passed, else {command, error} of the first refused
+local calls = {
+  {'TIME'},
+  {'GET', KEYS[1]},
+  {'INCRBY', KEYS[1], 1},
+  {'PEXPIRE', KEYS[1], 60000},
+  {'ZADD', KEYS[2], 1, 'm'},
+  {'ZCARD', KEYS[2]},
+  {'ZRANGE', KEYS[2], 0, 0, 'WITHSCORES'},
+  {'ZREMRANGEBYSCORE', KEYS[2], 0, 0},
+  {'PEXPIRE', KEYS[2], 60000},
+  {'HSET', KEYS[3], 'f', 1},
+  {'HINCRBY', KEYS[3], 'f', 1},
+  {'HGET', KEYS[3], 'f'},
+  {'HMGET', KEYS[3], 'f'},
+  {'HDEL', KEYS[3], 'f'},
+  {'PEXPIRE', KEYS[3], 60000},
+}
+for _, c in ipairs(calls) do
+  local r = redis.pcall(unpack(c))
+  if type(r) == 'table' and r.err then
+    return {c[1], r.err}
+  end
+end
+return {}

@@ -1,0 +1,475 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ratelab/ratelab/measure"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options tune OpenURL and OpenReadOnly. The zero value means the defaults.
+type Options struct {
+	// Timeout bounds how long OpenURL waits for the user's Redis to answer
+	// and pass the permission check; zero means DefaultConnectTimeout.
+	Timeout time.Duration
+	// RootCAs are the certificate authorities trusted for rediss:// URLs
+	// (see LoadCA); nil means the system pool.
+	RootCAs *x509.CertPool
+}
+
+// IsURL reports whether spec is a URL OpenURL takes: redis://, rediss://,
+// redis+cluster:// or rediss+cluster://.
+func IsURL(spec string) bool {
+	return isClusterURL(spec) || strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://")
+}
+
+// OpenURL connects to the user's Redis named by a URL:
+//   - redis://[user:password@]host:port[/db] or rediss://... (TLS): a
+//     server (Info.Mode "url");
+//   - redis+cluster://[user:password@]host:port[,host:port...] or
+//     rediss+cluster://... (or go-redis's own redis://host:port?addr=host:port
+//     form): a Redis Cluster, reached through any of the seeds
+//     (Info.Mode "cluster-url").
+//
+// The server is checked for the permissions ratelab needs (CheckAccess)
+// before OpenURL returns. Errors name what failed (the address,
+// authentication, the TLS handshake, the missing permission) in one line,
+// within o.Timeout. The Redis is not Owned: Close only closes the client.
+func OpenURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	QuietLogs()
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultConnectTimeout
+	}
+	switch {
+	case isClusterURL(spec):
+		return openClusterURL(ctx, spec, o)
+	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
+		return openURL(ctx, spec, o)
+	}
+	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+}
+
+// OpenReadOnly connects to the user's Redis (a redis://, rediss://,
+// redis+cluster:// or rediss+cluster:// URL) like OpenURL, but without
+// CheckAccess, which writes: nothing is written, so a read-only replica or
+// a Redis out of memory can still be listed. Errors name the address and
+// what failed, within o.Timeout; other specs are refused.
+func OpenReadOnly(ctx context.Context, spec string, o Options) (*Redis, error) {
+	QuietLogs()
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultConnectTimeout
+	}
+	switch {
+	case isClusterURL(spec):
+		return dialClusterURL(ctx, spec, o)
+	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
+		return dialURL(ctx, spec, o)
+	}
+	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+}
+
+// dialClusterURL is openClusterURL without CheckAccess.
+func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	opt, err := ClusterOptions(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true
+	if opt.TLSConfig != nil && o.RootCAs != nil {
+		opt.TLSConfig.RootCAs = o.RootCAs
+	}
+	seeds := strings.Join(opt.Addrs, ",")
+	if err := probeSeeds(ctx, opt, o.Timeout); err != nil {
+		return nil, err
+	}
+	c := redis.NewClusterClient(opt)
+	version, err := ClusterReady(ctx, c, o.Timeout)
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
+	}
+	return r, nil
+}
+
+// IsTLS reports whether spec is a URL that uses TLS (rediss:// or rediss+cluster://).
+func IsTLS(spec string) bool {
+	return strings.HasPrefix(spec, "rediss://") || strings.HasPrefix(spec, "rediss+cluster://")
+}
+
+func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	r, err := dialURL(ctx, spec, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
+		r.Client.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// dialURL connects to the server of a redis:// or rediss:// URL and waits
+// for it to answer, within o.Timeout; it writes nothing. An address that
+// refuses connections (or does not resolve) fails at once.
+func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	opt, err := redis.ParseURL(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bad Redis URL %q: %w", RedactURL(spec), err)
+	}
+	opt.DialTimeout = o.Timeout
+	opt.ReadTimeout = o.Timeout
+	opt.WriteTimeout = o.Timeout
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true // a per-call deadline (--timeout) bounds each command
+	if opt.TLSConfig != nil && o.RootCAs != nil {
+		opt.TLSConfig.RootCAs = o.RootCAs
+	}
+	if err := dialOnce(ctx, opt, o.Timeout); err != nil {
+		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+	}
+	c := redis.NewClient(opt)
+	version, err := WaitReady(ctx, c, o.Timeout)
+	if err != nil {
+		c.Close()
+		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+	}
+	return &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr, Version: version}}, nil
+}
+
+// dialOnce PINGs the server of opt once, without go-redis's dial retries,
+// and returns the error only when the address cannot be dialled at all
+// (connection refused, no such host, no route): ready would wait out the
+// whole timeout on those, as it does for a server that is starting.
+func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) error {
+	po := *opt
+	po.DialerRetries = 1
+	po.PoolSize = 1
+	c := redis.NewClient(&po)
+	defer c.Close()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := c.Ping(pctx).Err()
+	if isDialError(err) {
+		return err
+	}
+	return nil
+}
+
+// isDialError reports an error of dialling: refused, unresolvable, unreachable.
+func isDialError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.As(err, &dns) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
+}
+
+// checkAccessWithin runs CheckAccess bounded by timeout.
+func (r *Redis) checkAccessWithin(ctx context.Context, timeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return CheckAccess(cctx, r.Client)
+}
+
+// connError turns a failure to connect into a one-line error naming what
+// failed: authentication, the TLS handshake, or reaching the address.
+func connError(addr, user string, tls bool, err error) error {
+	s := err.Error()
+	who := "the default user"
+	if user != "" {
+		who = fmt.Sprintf("user %q", user)
+	}
+	switch {
+	case strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
+		strings.Contains(s, "invalid password") || strings.Contains(s, "invalid username-password"):
+		return fmt.Errorf("authentication as %s failed at %s: %s", who, addr, oneLine(s))
+	case strings.Contains(s, "NOPERM"):
+		step := "a command"
+		if i := strings.Index(s, "run the '"); i >= 0 {
+			if j := strings.IndexByte(s[i+9:], '\''); j > 0 {
+				step = strings.ToUpper(strings.ReplaceAll(s[i+9:i+9+j], "|", " "))
+			}
+		}
+		return fmt.Errorf("at %s: %w", addr, accessError(step, err))
+	case isTLSError(err):
+		hint := ""
+		var he x509.HostnameError
+		var ua x509.UnknownAuthorityError
+		switch {
+		case errors.As(err, &he):
+			hint = " (the server's certificate does not name the host in the URL: connect by a name it lists)"
+		case errors.As(err, &ua):
+			hint = " (pass --redis-ca FILE with the CA that signed the server's certificate)"
+		}
+		return fmt.Errorf("TLS handshake with %s failed: %s%s", addr, oneLine(s), hint)
+	case !tls && (errors.Is(err, syscall.ECONNRESET) || strings.Contains(s, "EOF")):
+		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))
+	}
+	return fmt.Errorf("cannot reach Redis at %s: %s", addr, oneLine(s))
+}
+
+// RedactURL hides a password in a Redis URL for messages (redis+cluster://
+// URLs with several hosts too).
+func RedactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	at := strings.LastIndex(rest, "@")
+	if slash := strings.IndexByte(rest, '/'); slash >= 0 && slash < at {
+		at = -1
+	}
+	if at < 0 {
+		return s
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// LoadCA reads a PEM file of CA certificates to trust for rediss:// URLs
+// (Options.RootCAs). Errors: the file cannot be read, or holds no PEM
+// certificate.
+func LoadCA(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// isTLSError reports whether err comes from a TLS handshake or certificate check.
+func isTLSError(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var he x509.HostnameError
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	var ae tls.AlertError
+	if errors.As(err, &cv) || errors.As(err, &he) || errors.As(err, &ua) || errors.As(err, &ci) ||
+		errors.As(err, &rh) || errors.As(err, &ae) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "tls: ") || strings.Contains(s, "x509: ")
+}
+
+// ClusterReady checks, within timeout, that every master of the cluster
+// answers PING and that it reports cluster_state:ok, and returns the
+// version of Redis it runs. Errors: a master that does not answer (named
+// by address), no master serving slots, a cluster_state other than ok.
+func ClusterReady(ctx context.Context, cc *redis.ClusterClient, timeout time.Duration) (version string, err error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cc.ReloadState(cctx)
+	var mu sync.Mutex
+	var masters []string
+	err = cc.ForEachMaster(cctx, func(ctx context.Context, node *redis.Client) error {
+		if err := node.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("%s: %w", node.Options().Addr, err)
+		}
+		mu.Lock()
+		masters = append(masters, node.Options().Addr)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(masters) == 0 {
+		return "", fmt.Errorf("the cluster has no master serving slots")
+	}
+	info, err := cc.ClusterInfo(cctx).Result()
+	if err != nil {
+		return "", err
+	}
+	if st := InfoFields(info)["cluster_state"]; st != "ok" {
+		return "", fmt.Errorf("cluster_state is %s, not ok (slots unassigned or a master down)", st)
+	}
+	sinfo, err := cc.Info(cctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	return InfoFields(sinfo)["redis_version"], nil
+}
+
+// isClusterURL reports whether spec names a Redis Cluster: the
+// redis+cluster:// and rediss+cluster:// schemes, or go-redis's cluster URL
+// (redis://host:port?addr=host:port...).
+func isClusterURL(spec string) bool {
+	if strings.HasPrefix(spec, "redis+cluster://") || strings.HasPrefix(spec, "rediss+cluster://") {
+		return true
+	}
+	if !strings.HasPrefix(spec, "redis://") && !strings.HasPrefix(spec, "rediss://") {
+		return false
+	}
+	u, err := url.Parse(spec)
+	return err == nil && u.Query().Has("addr")
+}
+
+// ClusterOptions parses a cluster URL: redis+cluster://[user:password@]
+// host:port[,host:port...][?option=value...] (rediss+cluster:// for TLS),
+// where the hosts are seeds (any node of the cluster; more seeds survive a
+// node being down), or go-redis's own form
+// redis://[user:password@]host:port?addr=host:port&addr=host:port. Options
+// are go-redis's cluster URL options (dial_timeout, read_timeout, ...).
+func ClusterOptions(spec string) (*redis.ClusterOptions, error) {
+	scheme, rest, ok := strings.Cut(spec, "://")
+	if !ok {
+		return nil, fmt.Errorf("not a URL")
+	}
+	if base, isCluster := strings.CutSuffix(scheme, "+cluster"); isCluster {
+		// userinfo@hosts[/path][?query]
+		end := len(rest)
+		if i := strings.IndexAny(rest, "/?"); i >= 0 {
+			end = i
+		}
+		authority, tail := rest[:end], rest[end:]
+		userinfo := ""
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			userinfo, authority = authority[:at+1], authority[at+1:]
+		}
+		var hosts []string
+		for _, h := range strings.Split(authority, ",") {
+			if h = strings.TrimSpace(h); h == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(h); err != nil {
+				return nil, fmt.Errorf("seed %q: want host:port", h)
+			}
+			hosts = append(hosts, h)
+		}
+		if len(hosts) == 0 {
+			return nil, fmt.Errorf("no seed address: want %s://host:port[,host:port...]", scheme)
+		}
+		path, query, _ := strings.Cut(tail, "?")
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hosts[1:] {
+			q.Add("addr", h)
+		}
+		spec = base + "://" + userinfo + hosts[0] + path
+		if len(q) > 0 {
+			spec += "?" + q.Encode()
+		}
+	}
+	return redis.ParseClusterURL(spec)
+}
+
+// openClusterURL connects to the user's Redis Cluster through its seeds.
+func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
+	opt, err := ClusterOptions(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
+	}
+	opt.DialTimeout = o.Timeout
+	opt.ReadTimeout = o.Timeout
+	opt.WriteTimeout = o.Timeout
+	opt.MaxRetries = -1
+	opt.ContextTimeoutEnabled = true // a per-call deadline (--timeout) bounds each command
+	if opt.TLSConfig != nil && o.RootCAs != nil {
+		opt.TLSConfig.RootCAs = o.RootCAs
+	}
+	seeds := strings.Join(opt.Addrs, ",")
+	if err := probeSeeds(ctx, opt, o.Timeout); err != nil {
+		return nil, err
+	}
+	c := redis.NewClusterClient(opt)
+	version, err := ClusterReady(ctx, c, o.Timeout)
+	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
+	if err != nil {
+		c.Close()
+		if strings.Contains(err.Error(), "NOPERM") {
+			return nil, fmt.Errorf("%w (a Redis Cluster also needs +%s)", connError(seeds, opt.Username, opt.TLSConfig != nil, err),
+				strings.Join(ACLClusterCommands, " +"))
+		}
+		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
+	}
+	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// probeSeeds connects to every seed at once (one PING each, within
+// timeout) and returns nil when any answers, else the failure of each in
+// one line: unreachable, authentication, TLS, or not a cluster node.
+func probeSeeds(ctx context.Context, opt *redis.ClusterOptions, timeout time.Duration) error {
+	errs := make([]error, len(opt.Addrs))
+	var wg sync.WaitGroup
+	for i, addr := range opt.Addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{
+				Addr: addr, Username: opt.Username, Password: opt.Password, TLSConfig: opt.TLSConfig,
+				Protocol: opt.Protocol, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+				MaxRetries: -1, DialerRetries: 1,
+			})
+			defer c.Close()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			err := c.Ping(pctx).Err()
+			if err == nil {
+				err = c.ClusterInfo(pctx).Err()
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), "cluster support disabled") {
+					errs[i] = fmt.Errorf("%s is not a Redis Cluster node (cluster support disabled): use redis://%s for a single server", addr, addr)
+				} else {
+					errs[i] = connError(addr, opt.Username, opt.TLSConfig != nil, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var msgs []string
+	same := true
+	for i, err := range errs {
+		if err == nil {
+			return nil
+		}
+		msgs = append(msgs, err.Error())
+		if strings.ReplaceAll(msgs[i], opt.Addrs[i], "") != strings.ReplaceAll(msgs[0], opt.Addrs[0], "") {
+			same = false
+		}
+	}
+	if same && len(msgs) > 1 && !strings.HasPrefix(msgs[0], "cannot reach") {
+		return fmt.Errorf("every Redis Cluster seed (%s) refused: %s", strings.Join(opt.Addrs, ", "), msgs[0])
+	}
+	if len(msgs) == 1 {
+		if m, ok := strings.CutPrefix(msgs[0], "cannot reach Redis at "); ok {
+			return fmt.Errorf("cannot reach Redis Cluster seed %s", m)
+		}
+		return errs[0]
+	}
+	return fmt.Errorf("no Redis Cluster seed answered: %s", strings.Join(msgs, "; "))
+}

@@ -1,0 +1,49 @@
+// Package testenv finds the external programs a few tests drive besides
+// Redis: nginx (verify --http), headless Chromium (report.html) and tmux (the
+// demo in a terminal).
+//
+// Under a plain `go test` a missing program skips the test that needs it, so
+// the rest of the package still runs on a machine without it. `make test`
+// sets RATELAB_REQUIRE_TOOLS=1 (and installs the programs first), and there a
+// missing program fails the test: CI never passes by skipping them.
+//
+// redis-server is not one of these: every test of behaviour needs a real
+// Redis and fails without one (internal/redistest).
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// RequireEnv is the environment variable that turns a missing program from
+// a skip into a failure when it is "1".
+const RequireEnv = "RATELAB_REQUIRE_TOOLS"
+
+// Tool returns the path of the first of names found: a bare name is looked up
+// on PATH, a name with a slash is taken when it is a file there. target is the
+// Makefile target that installs the program ("nginx", "chromium", "tmux"); the
+// message names it. When none is found Tool skips t, or fails it when
+// RATELAB_REQUIRE_TOOLS=1; it returns only with a path.
+func Tool(t testing.TB, target string, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		if strings.Contains(n, "/") {
+			if st, err := os.Stat(n); err == nil && !st.IsDir() {
+				return n
+			}
+			continue
+		}
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	msg := target + " not found (looked for " + strings.Join(names, ", ") + "): `make " + target + "` installs it"
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatal(msg + "; " + RequireEnv + "=1 requires it")
+	}
+	t.Skip(msg + "; skipped (" + RequireEnv + "=1, as in `make test`, makes this a failure)")
+	return ""
+}
