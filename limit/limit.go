@@ -149,6 +149,9 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 	}
 	r, err := time.ParseDuration(rest)
+	if err != nil && rest == s {
+		return 0, err // no days: time's own error
+	}
 	if err != nil {
 		return 0, fmt.Errorf("invalid duration %q", s)
 	}

@@ -72,7 +72,7 @@ func TestParse(t *testing.T) {
 		{in: "1000/7d", want: Limit{Count: 1000, Window: 7 * Day}},
 		{in: "10", err: `"10" is not COUNT/WINDOW (e.g. 10/1s)`},
 		{in: "x/1s", err: `"x/1s": the count "x" is not an integer`},
-		{in: "10/1x", err: `"10/1x": the window: invalid duration "1x"`},
+		{in: "10/1x", err: `"10/1x": the window: time: unknown unit "x" in duration "1x"`}, // time's own error
 		{in: "0/1s", err: `"0/1s": limit: must be >= 1, got 0`},
 		{in: "10/1us", err: `"10/1us": window: must be >= 1ms, got 1µs`},
 	} {

@@ -148,9 +148,10 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
 		limits, fromFile = slices.Clone(ls), true // the --config file's, every one at once
 	}
-	if len(limits) > 0 {
-		limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
+	if len(limits) == 0 {
+		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
 	}
+	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
 	if err := cfg.Validate(); err != nil {
 		return cfg, fieldUsage(c, err, verifyFlagOf)

@@ -51,7 +51,7 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "exactly one of --algorithm, --script or --http"},
 		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one of"},
-		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: none given (it is required)"},
+		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1, got 0 (it is required)"},
 		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be >= 1ms, got 0s (it is required)"},
 		{"unknown algorithm", []string{"verify", "--algorithm", "leaky", "--limit", "5", "--window", "1s"}, `--algorithm: unknown algorithm "leaky"`},
 		{"arg without script", []string{"verify", "--algorithm", "sliding-log", "--arg", "{now_us}", "--limit", "5", "--window", "1s"}, "--arg and --allowed-when go with --script"},
