@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr/vm"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -152,8 +153,8 @@ type scenarioFile struct {
 type field struct {
 	path string
 	line int
-	name string // the var name for vars
-	x    node
+	name string      // the var name for vars
+	prog *vm.Program // nil for a cron request's placeholder
 }
 
 type pattern struct {
@@ -241,17 +242,17 @@ func scalar(n *yaml.Node, path string) (string, error) {
 	return n.Value, nil
 }
 
-// exprField parses n as an expression.
-func exprField(n *yaml.Node, path string) (*field, error) {
+// exprField compiles n as an expression over names.
+func exprField(n *yaml.Node, path string, names []string) (*field, error) {
 	s, err := scalar(n, path)
 	if err != nil {
 		return nil, err
 	}
-	x, err := parseExpr(s)
+	prog, err := compileExpr(s, names)
 	if err != nil {
 		return nil, fileErr(path, n.Line, "%v", err)
 	}
-	return &field{path: path, line: n.Line, x: x}, nil
+	return &field{path: path, line: n.Line, prog: prog}, nil
 }
 
 func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
@@ -334,10 +335,10 @@ func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
 		}
 		for _, name := range order {
 			p := "vars." + name
-			if !validName(name) || name == "L" || name == "W" || name == "client" {
-				return nil, fileErr(p, vals[name].Line, "bad name: want letters, digits and _, not starting with a digit, and not L, W or client")
+			if !validName(name) || name == "L" || name == "W" || name == "client" || contains(reservedNames, name) {
+				return nil, fileErr(p, vals[name].Line, "bad name: want letters, digits and _, not starting with a digit, and not L, W, client or a word of the language (%s)", strings.Join(reservedNames, ", "))
 			}
-			fl, err := exprField(vals[name], p)
+			fl, err := exprField(vals[name], p, f.names(false))
 			if err != nil {
 				return nil, err
 			}
@@ -359,6 +360,22 @@ func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
 		f.patterns = append(f.patterns, pt)
 	}
 	return f, nil
+}
+
+// reservedNames are the words of expr that cannot name a var.
+var reservedNames = []string{"and", "or", "not", "in", "matches", "contains", "startsWith", "endsWith", "let", "true", "false", "nil"}
+
+// names returns the names an expression may use: L, W, the vars parsed so
+// far, and client if withClient (client_offset).
+func (f *scenarioFile) names(withClient bool) []string {
+	names := []string{"L", "W"}
+	if withClient {
+		names = append(names, "client")
+	}
+	for _, v := range f.vars {
+		names = append(names, v.name)
+	}
+	return names
 }
 
 func validName(s string) bool {
@@ -425,7 +442,7 @@ func (f *scenarioFile) parsePattern(n *yaml.Node, path string) (*pattern, error)
 				}
 				req := map[string]*field{}
 				for rk, rv := range rpairs {
-					if req[rk], err = exprField(rv, rp+"."+rk); err != nil {
+					if req[rk], err = exprField(rv, rp+"."+rk, f.names(false)); err != nil {
 						return nil, err
 					}
 				}
@@ -434,7 +451,7 @@ func (f *scenarioFile) parsePattern(n *yaml.Node, path string) (*pattern, error)
 				pt.requests = append(pt.requests, req)
 			}
 		default:
-			fl, err := exprField(v, p)
+			fl, err := exprField(v, p, f.names(k == "client_offset"))
 			if err != nil {
 				return nil, err
 			}
