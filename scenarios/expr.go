@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,8 +74,8 @@ func (v value) typed() any {
 }
 
 // toValue reads a value computed by expr: an integer is a number, a
-// time.Duration a duration, a bool the number 1 or 0. Anything else (a
-// float, a string, nil, an array) is an error.
+// time.Duration a duration, a bool the number 1 or 0. The patcher lets no
+// other value into an expression; one would be an error.
 func toValue(x any) (value, error) {
 	switch x := x.(type) {
 	case int:
@@ -90,15 +89,6 @@ func toValue(x any) (value, error) {
 			return value{1, number}, nil
 		}
 		return value{0, number}, nil
-	case nil:
-		return value{}, errors.New("nil is not a number or a duration")
-	case string:
-		return value{}, fmt.Errorf("the string %q is not a number or a duration", x)
-	case float32, float64:
-		return value{}, fmt.Errorf("the float %v is not a number or a duration (scenario arithmetic is on integers)", x)
-	}
-	if v := reflect.ValueOf(x); v.CanInt() {
-		return value{v.Int(), number}, nil
 	}
 	return value{}, fmt.Errorf("%v (a %T) is not a number or a duration", x, x)
 }
@@ -197,7 +187,7 @@ var exprOptions = func() []expr.Option {
 				return nil, fmt.Errorf("if: the condition must be a number, got the duration %s", c)
 			}
 			return c.n != 0, nil
-		}, new(func(any) bool)),
+		}, new(func(any) any)), // not bool: expr's checker skips the arguments of a call whose type it knows
 		expr.Function(fnPrefix+"min", func(args ...any) (any, error) { return minMax("min", args) }),
 		expr.Function(fnPrefix+"max", func(args ...any) (any, error) { return minMax("max", args) }),
 	}
@@ -241,80 +231,89 @@ func minMax(fn string, args []any) (any, error) {
 }
 
 // exprPatcher rewrites the old grammar's operators and functions into calls
-// of the functions above, turns duration literals (which prepareExpr wrote
-// as duration("1.5s")) into constants, and refuses what is not part of the
-// language: err is set.
-type exprPatcher struct{ err error }
+// of the functions above, turns the duration literals prepareExpr named $0,
+// $1, ... into constants, and refuses what is not part of the language (err
+// is set): the whitelist below.
+type exprPatcher struct {
+	durations []time.Duration
+	err       error
+	errAt     ast.Node // the node err is about
+}
+
+// exprLogic are the operators of expr kept as expr defines them.
+var exprLogic = []string{"&&", "||", "and", "or"}
 
 func (p *exprPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
-	case *ast.BinaryNode:
-		for _, op := range binaryOps {
-			if n.Operator == op {
-				ast.Patch(node, call(fnPrefix+op, n.Left, n.Right))
+	case *ast.IntegerNode, *ast.BoolNode, *ast.ConditionalNode, *ast.VariableDeclaratorNode, *ast.SequenceNode:
+	case *ast.IdentifierNode:
+		if rest, ok := strings.CutPrefix(n.Value, "$"); ok {
+			if k, err := strconv.Atoi(rest); err == nil && k >= 0 && k < len(p.durations) {
+				ast.Patch(node, &ast.ConstantNode{Value: p.durations[k]})
 			}
+		}
+	case *ast.BinaryNode:
+		switch {
+		case contains(binaryOps, n.Operator):
+			ast.Patch(node, call(fnPrefix+n.Operator, n.Left, n.Right))
+		case !contains(exprLogic, n.Operator):
+			p.fail(n, fmt.Sprintf("the operator %s is not part of scenario expressions", n.Operator))
 		}
 	case *ast.UnaryNode:
-		if n.Operator == "-" {
+		switch n.Operator {
+		case "-":
 			ast.Patch(node, call(fnNeg, n.Node))
-		}
-	case *ast.MemberNode:
-		p.fail(n, "member access (x.y, x[i]) is not part of scenario expressions")
-	case *ast.IdentifierNode:
-		if n.Value == "$env" {
-			p.fail(n, "$env is not part of scenario expressions; name the variables")
+		case "!", "not":
+		default:
+			p.fail(n, fmt.Sprintf("the operator %s is not part of scenario expressions", n.Operator))
 		}
 	case *ast.CallNode:
-		id, ok := n.Callee.(*ast.IdentifierNode)
-		if !ok {
-			return // a method call: its member access is refused
+		p.callNode(node, n)
+	case *ast.MemberNode:
+		if p.errAt == n.Property { // W.Hours: say why W.Hours, not why "Hours"
+			p.err = nil
 		}
-		args := n.Arguments
-		switch id.Value {
-		case "if":
-			if len(args) != 3 {
-				p.fail(n, fmt.Sprintf("if takes 3 arguments (condition, then, else), got %d", len(args)))
-				return
-			}
-			ast.Patch(node, &ast.ConditionalNode{Cond: call(fnCond, args[0]), Exp1: args[1], Exp2: args[2]})
-		case "min", "max":
-			if len(args) < 1 {
-				p.fail(n, fmt.Sprintf("%s needs at least 1 argument", id.Value))
-				return
-			}
-			acc := call(fnPrefix+id.Value, args[0])
-			if len(args) > 1 {
-				acc = call(fnPrefix+id.Value, args[0], args[1])
-			}
-			for _, a := range args[min(len(args), 2):] {
-				acc = call(fnPrefix+id.Value, acc, a)
-			}
-			ast.Patch(node, acc)
-		case "duration":
-			if s, ok := onlyString(args); ok {
-				if d, err := time.ParseDuration(s); err == nil {
-					ast.Patch(node, &ast.ConstantNode{Value: d})
-					return
-				}
-			}
-			p.fail(n, "duration takes a Go duration such as 1.5s")
-		default:
-			if !strings.HasPrefix(id.Value, fnPrefix) {
-				p.fail(n, fmt.Sprintf("unknown function %q (known: min, max, if)", id.Value))
-			}
-		}
+		p.fail(n, fmt.Sprintf("%s: member access is not part of scenario expressions", n))
+	case *ast.FloatNode:
+		p.fail(n, fmt.Sprintf("%v: scenario arithmetic is on integers (a duration is written with its unit: 1.5s)", n.Value))
+	default:
+		p.fail(*node, fmt.Sprintf("%s is not part of scenario expressions (integers, durations, names, operators, min, max and if)", *node))
 	}
 }
 
-func onlyString(args []ast.Node) (string, bool) {
-	if len(args) != 1 {
-		return "", false
-	}
-	s, ok := args[0].(*ast.StringNode)
+// callNode patches a call of min, max or if.
+func (p *exprPatcher) callNode(node *ast.Node, n *ast.CallNode) {
+	id, ok := n.Callee.(*ast.IdentifierNode)
 	if !ok {
-		return "", false
+		p.fail(n, fmt.Sprintf("%s is not part of scenario expressions", n.Callee))
+		return
 	}
-	return s.Value, true
+	args := n.Arguments
+	switch id.Value {
+	case "if":
+		if len(args) != 3 {
+			p.fail(n, fmt.Sprintf("if takes 3 arguments (condition, then, else), got %d", len(args)))
+			return
+		}
+		ast.Patch(node, &ast.ConditionalNode{Cond: call(fnCond, args[0]), Exp1: args[1], Exp2: args[2]})
+	case "min", "max":
+		if len(args) < 1 {
+			p.fail(n, fmt.Sprintf("%s needs at least 1 argument", id.Value))
+			return
+		}
+		acc := call(fnPrefix+id.Value, args[0])
+		if len(args) > 1 {
+			acc = call(fnPrefix+id.Value, args[0], args[1])
+		}
+		for _, a := range args[min(len(args), 2):] {
+			acc = call(fnPrefix+id.Value, acc, a)
+		}
+		ast.Patch(node, acc)
+	default:
+		if !strings.HasPrefix(id.Value, fnPrefix) {
+			p.fail(n, fmt.Sprintf("unknown function %q (known: min, max, if)", id.Value))
+		}
+	}
 }
 
 func call(fn string, args ...ast.Node) *ast.CallNode {
@@ -326,7 +325,7 @@ func call(fn string, args ...ast.Node) *ast.CallNode {
 // fail records the first error, at node.
 func (p *exprPatcher) fail(node ast.Node, msg string) {
 	if p.err == nil {
-		p.err = &file.Error{Location: node.Location(), Message: msg}
+		p.err, p.errAt = &file.Error{Location: node.Location(), Message: msg}, node
 	}
 }
 
@@ -335,11 +334,12 @@ func (p *exprPatcher) fail(node ast.Node, msg string) {
 // hostile expression cannot exhaust the stack of expr's recursive parser.
 const maxDepth = 64
 
-// prepared is an expression rewritten for expr's parser: each duration
-// literal of src, such as 1.5s, written as duration("1.5s").
+// prepared is an expression rewritten for expr's parser: its k-th duration
+// literal, such as 1.5s, written as the name $k, whose value is durations[k].
 type prepared struct {
 	src, text string
 	edits     []edit
+	durations []time.Duration
 }
 
 // edit is one rewritten literal: src[from:to] became text[at:end] (bytes).
@@ -408,17 +408,20 @@ func prepareExpr(src string) (prepared, error) {
 			}
 			lit := src[start:i]
 			if _, err := strconv.ParseInt(lit, 10, 64); err != nil {
-				if _, err := time.ParseDuration(lit); err == nil {
+				if d, err := time.ParseDuration(lit); err == nil {
 					at := b.Len()
-					b.WriteString(`duration("` + lit + `")`)
+					b.WriteString("$" + strconv.Itoa(len(p.durations)))
 					p.edits = append(p.edits, edit{start, i, at, b.Len()})
+					p.durations = append(p.durations, d)
 					operand = true
 					continue
 				}
 			}
 			operand = true
-		case isNameByte(c) || c == '$' || c >= 0x80:
-			for i < len(src) && (isNameByte(src[i]) || src[i] == '$' || src[i] >= 0x80) {
+		case c == '$':
+			return p, fmt.Errorf("unexpected $ at column %d", utf8.RuneCountInString(src[:i])+1)
+		case isNameByte(c) || c >= 0x80:
+			for i < len(src) && (isNameByte(src[i]) || src[i] >= 0x80) {
 				i++
 			}
 			switch src[start:i] {
@@ -485,20 +488,11 @@ func compileExpr(src string, names []string) (*vm.Program, error) {
 			env[n] = types.Any
 		}
 	}
-	patcher := &exprPatcher{}
+	patcher := &exprPatcher{durations: p.durations}
 	opts := append([]expr.Option{expr.Env(env), expr.Patch(patcher)}, exprOptions...)
 	prog, err := expr.Compile(p.text, opts...)
 	if patcher.err != nil { // before expr's error: "unknown function" rather than "unknown name"
 		err = patcher.err
-	}
-	if err == nil {
-		switch t := prog.Node().Type(); {
-		case t == nil:
-			err = errors.New("gives nil; want a number or a duration")
-		case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 || t.Kind() == reflect.String ||
-			t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Struct || t.Kind() == reflect.Func:
-			err = fmt.Errorf("gives a %s; want a number or a duration", t)
-		}
 	}
 	if err == nil {
 		return prog, nil
