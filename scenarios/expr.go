@@ -29,13 +29,14 @@ import (
 //     wraps, a division by zero is an error.
 //   - Durations are written as Go durations: 1ms, 1.5s, 10us, 10µs.
 //   - The functions are min(a, ...), max(a, ...) and if(cond, then, else),
-//     which evaluates only the chosen branch.
+//     which evaluates only the chosen branch; a condition is a bool or a
+//     number, non-zero being true.
 //
-// expr's parser, type checker and VM do the rest: the operators of the old
-// grammar are rewritten (exprPatcher) into calls of the functions below, and
-// expr's own &&, ||, !, not, cond ? a : b and let work on these values as
-// expr defines them. expr's builtin functions, member access and the
-// if/else statement are not part of the language.
+// expr's parser, type checker and VM do the rest: the patcher
+// (exprPatcher) rewrites the operators of the old grammar into calls of the
+// functions below, makes the conditions of if, ?:, &&, || and ! accept a
+// number as the old if did, and refuses the rest of expr (fractions,
+// strings, arrays, member access, builtins).
 
 // kind is the dimension of a value: a plain number or a duration.
 type kind int
@@ -159,7 +160,7 @@ func binary(op string, l, r value) (any, error) {
 const (
 	fnPrefix = "scenario "
 	fnNeg    = "scenario neg"
-	fnCond   = "scenario cond"
+	fnCond   = "scenario cond " // + if, &&, ||, ! or ?:
 )
 
 // binaryOps are the operators the patcher rewrites to fnPrefix+op.
@@ -178,18 +179,25 @@ var exprOptions = func() []expr.Option {
 			}
 			return value{-x.n, x.k}.typed(), nil
 		}, new(func(any) any)),
-		expr.Function(fnCond, func(args ...any) (any, error) {
-			c, err := toValue(args[0])
-			if err != nil {
-				return nil, fmt.Errorf("if: the condition: %w", err)
-			}
-			if c.k != number {
-				return nil, fmt.Errorf("if: the condition must be a number, got the duration %s", c)
-			}
-			return c.n != 0, nil
-		}, new(func(any) any)), // not bool: expr's checker skips the arguments of a call whose type it knows
 		expr.Function(fnPrefix+"min", func(args ...any) (any, error) { return minMax("min", args) }),
 		expr.Function(fnPrefix+"max", func(args ...any) (any, error) { return minMax("max", args) }),
+	}
+	// A condition (of if, &&, ||, !, ?:) is a bool, or a number: non-zero is
+	// true. Its function's declared type is any, not bool: expr's checker
+	// skips the arguments of a call whose type it already knows.
+	for _, op := range []string{"if", "&&", "||", "!", "?:"} {
+		opts = append(opts, expr.Function(fnCond+op, func(args ...any) (any, error) {
+			c, err := toValue(args[0])
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("%s: %w", op, err)
+			case c.k != number && op == "if":
+				return nil, fmt.Errorf("if: the condition must be a number, got the duration %s", c)
+			case c.k != number:
+				return nil, fmt.Errorf("%s: want a bool or a number, got the duration %s", op, c)
+			}
+			return c.n != 0, nil
+		}, new(func(any) any)))
 	}
 	for _, op := range binaryOps {
 		opts = append(opts, expr.Function(fnPrefix+op, func(args ...any) (any, error) {
@@ -240,12 +248,11 @@ type exprPatcher struct {
 	errAt     ast.Node // the node err is about
 }
 
-// exprLogic are the operators of expr kept as expr defines them.
-var exprLogic = []string{"&&", "||", "and", "or"}
-
 func (p *exprPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
-	case *ast.IntegerNode, *ast.BoolNode, *ast.ConditionalNode, *ast.VariableDeclaratorNode, *ast.SequenceNode:
+	case *ast.IntegerNode, *ast.BoolNode, *ast.VariableDeclaratorNode, *ast.SequenceNode:
+	case *ast.ConditionalNode: // c ? a : b
+		n.Cond = call(fnCond+"?:", n.Cond)
 	case *ast.IdentifierNode:
 		if rest, ok := strings.CutPrefix(n.Value, "$"); ok {
 			if k, err := strconv.Atoi(rest); err == nil && k >= 0 && k < len(p.durations) {
@@ -253,17 +260,24 @@ func (p *exprPatcher) Visit(node *ast.Node) {
 			}
 		}
 	case *ast.BinaryNode:
-		switch {
-		case contains(binaryOps, n.Operator):
+		switch n.Operator {
+		case "&&", "and":
+			n.Left, n.Right = call(fnCond+"&&", n.Left), call(fnCond+"&&", n.Right)
+		case "||", "or":
+			n.Left, n.Right = call(fnCond+"||", n.Left), call(fnCond+"||", n.Right)
+		default:
+			if !contains(binaryOps, n.Operator) {
+				p.fail(n, fmt.Sprintf("the operator %s is not part of scenario expressions", n.Operator))
+				return
+			}
 			ast.Patch(node, call(fnPrefix+n.Operator, n.Left, n.Right))
-		case !contains(exprLogic, n.Operator):
-			p.fail(n, fmt.Sprintf("the operator %s is not part of scenario expressions", n.Operator))
 		}
 	case *ast.UnaryNode:
 		switch n.Operator {
 		case "-":
 			ast.Patch(node, call(fnNeg, n.Node))
 		case "!", "not":
+			n.Node = call(fnCond+"!", n.Node)
 		default:
 			p.fail(n, fmt.Sprintf("the operator %s is not part of scenario expressions", n.Operator))
 		}
@@ -295,7 +309,7 @@ func (p *exprPatcher) callNode(node *ast.Node, n *ast.CallNode) {
 			p.fail(n, fmt.Sprintf("if takes 3 arguments (condition, then, else), got %d", len(args)))
 			return
 		}
-		ast.Patch(node, &ast.ConditionalNode{Cond: call(fnCond, args[0]), Exp1: args[1], Exp2: args[2]})
+		ast.Patch(node, &ast.ConditionalNode{Cond: call(fnCond+"if", args[0]), Exp1: args[1], Exp2: args[2]})
 	case "min", "max":
 		if len(args) < 1 {
 			p.fail(n, fmt.Sprintf("%s needs at least 1 argument", id.Value))

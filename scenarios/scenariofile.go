@@ -96,13 +96,30 @@ func LoadScenarioFile(path string) (Scenario, error) {
 // cron with start (default 0); cron's requests take offset, count, step and
 // cost.
 //
-// Every number and duration is an expression over L (the limit, a number), W
-// (the window, a duration), vars and (in client_offset) client: integer
-// arithmetic with Go's truncating division (+ - * / %, unary -, parentheses,
-// comparisons giving 1 or 0), durations written as Go durations ("1ms",
-// "1.5s", "10us"), and min(a, ...), max(a, ...), if(cond, then, else).
-// A number and a duration never mix: W/2 is a duration, W/1ms a number,
-// W+1 an error; a bare 0 is accepted where a duration is wanted.
+// Every number and duration is an expression in expr
+// (https://expr-lang.org, the language of templates and reply predicates)
+// over L (the limit, a number), W (the window, a duration), vars and (in
+// client_offset) client, with integer and duration arithmetic:
+//
+//   - numbers are integers (int64, also written 1_000 or 0x10), with Go's
+//     truncating division; durations are written as Go durations ("1ms",
+//     "1.5s", "10us", "10µs"); + - * / % and unary -, parentheses.
+//   - A number and a duration never mix: W/2 is a duration, W/1ms a number,
+//     W*2 a duration, W+1 an error; a bare 0 is accepted where a duration is
+//     wanted. Overflow wraps; a division by zero is an error.
+//   - Comparisons (< <= > >= == !=) take one kind and give a bool, which
+//     counts as 1 or 0 in arithmetic and as a field's number; 1 < L < 100
+//     means 1 < L && L < 100, as in expr.
+//   - A condition, of if(cond, then, else), cond ? then : else, &&, ||, !
+//     (also and, or, not), is a bool or a number (non-zero is true). if and
+//     ?: evaluate only the chosen branch, && and || only what decides.
+//   - min(a, ...) and max(a, ...) of one kind; let x = ...; ... names a value.
+//
+// Nothing else of expr is: no fractions (1.5), strings, arrays, member
+// access, comments (W//2 is an error, not W) or builtin functions. Unknown
+// names and functions and a wrong number of arguments are errors when the
+// file is loaded, in every branch; a kind mismatch or a division by zero
+// when the branch is evaluated.
 //
 // Random draws come from one PCG seeded with Params.Seed + seed, drawn in
 // pattern order (for each client, each arrival: its jitter, or its random
