@@ -101,6 +101,10 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"cron request count", head + "patterns:\n  - kind: cron\n    every: W\n    runs: 1\n    requests:\n      - {count: 0}\n", "patterns[0].requests[0].count: must be >= 1, got 0 (line 9)"},
 		{"too many arrivals", head + "patterns:\n  - kind: burst\n    at: 0\n    count: 1000000\n    clients: 1000\n", "more than 10000000 arrivals"},
 		{"bad var name", head + "vars:\n  L: 2\npatterns: [{kind: burst, at: 0, count: 1}]\n", "vars.L: bad name"},
+		{"var named as an operator", head + "vars:\n  and: 2\npatterns: [{kind: burst, at: 0, count: 1}]\n", "vars.and: bad name"},
+		{"var used before it is set", head + "vars:\n  a: b\n  b: 1\npatterns: [{kind: burst, at: 0, count: 1}]\n", "vars.a: unknown name b at column 1 (known: L, W) (line 5)"},
+		{"client outside client_offset", head + "patterns:\n  - kind: burst\n    at: 0\n    count: client\n", "patterns[0].count: unknown name client"},
+		{"unknown name in an unused branch", head + "patterns:\n  - kind: burst\n    at: 0\n    count: if(L > 5, 1, X)\n", "patterns[0].count: unknown name X at column 14"},
 		{"deep nesting", head + "patterns:\n  - kind: burst\n    at: 0\n    count: " + strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200) + "\n", "nested deeper than 64"},
 	}
 	for _, c := range cases {
@@ -182,6 +186,20 @@ patterns:
 		t.Errorf("arrivals:\n got %v\nwant %v", s.Arrivals, want)
 	}
 	checkInvariants(t, "kinds", Params{Limit: 10, Window: 100 * ms}, s)
+}
+
+// TestScenarioFileExprNames: vars may be named as expr's if, else and the
+// functions, as before expr; a call still calls the function.
+func TestScenarioFileExprNames(t *testing.T) {
+	sc, err := ParseScenario([]byte("name: t\nlimit: 10\nwindow: 1s\nvars:\n  if: 2\n  else: 3\n  min: 4\n  max: W/2\n"+
+		"patterns:\n  - kind: burst\n    at: max\n    count: >-\n      if + else + min\n      + min(if, else)\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sc.Make(Params{})
+	if err != nil || len(s.Arrivals) != 11 || s.Arrivals[0].At != 500*time.Millisecond {
+		t.Errorf("got %d arrivals from %v, %v; want 11 at 500ms", len(s.Arrivals), s.Arrivals[0].At, err)
+	}
 }
 
 func TestExpr(t *testing.T) {
