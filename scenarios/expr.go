@@ -241,7 +241,8 @@ func minMax(fn string, args []any) (any, error) {
 // exprPatcher rewrites the old grammar's operators and functions into calls
 // of the functions above, turns the duration literals prepareExpr named $0,
 // $1, ... into constants, and refuses what is not part of the language (err
-// is set): the whitelist below.
+// is set): the whitelist below. expr walks the tree once, children first,
+// so the nodes it makes are not visited again.
 type exprPatcher struct {
 	durations []time.Duration
 	err       error
@@ -324,9 +325,7 @@ func (p *exprPatcher) callNode(node *ast.Node, n *ast.CallNode) {
 		}
 		ast.Patch(node, acc)
 	default:
-		if !strings.HasPrefix(id.Value, fnPrefix) {
-			p.fail(n, fmt.Sprintf("unknown function %q (known: min, max, if)", id.Value))
-		}
+		p.fail(n, fmt.Sprintf("unknown function %q (known: min, max, if)", id.Value))
 	}
 }
 

@@ -32,9 +32,9 @@ var legacyEnvs = []struct {
 //     compile errors, found in every branch of if and whatever the order of
 //     evaluation: the old language reported them only when it evaluated
 //     them. Such a difference is accepted when the old tree has one.
-//   - What the old parser refused may now be an expression of expr's (1 < 2
-//     < 3, 1_000, a newline between tokens, more than 64 prefix minus signs):
-//     accepted without a comparison.
+//   - What the old parser refused may now be an expression of expr's (1 < L
+//     < 100, 1_000, 0x10, a newline between tokens, &&): accepted without a
+//     comparison.
 func compareLegacy(t *testing.T, src string, env int) (class string) {
 	t.Helper()
 	e := legacyEnvs[env%len(legacyEnvs)]
