@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTemplate$$' -fuzztime $(FUZZTIME) ./algorithms/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseAllowedReply$$' -fuzztime $(FUZZTIME) ./algorithms/
 	$(GO) test -run '^$$' -fuzz '^FuzzAllowedPredicate$$' -fuzztime $(FUZZTIME) ./algorithms/
+	$(GO) test -run '^$$' -fuzz '^FuzzExprLegacy$$' -fuzztime $(FUZZTIME) ./scenarios/
 	$(GO) test -run '^$$' -fuzz '^FuzzTargetFile$$' -fuzztime $(FUZZTIME) ./targets/
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
 	$(GO) test -run '^$$' -fuzz '^FuzzCapacityConfig$$' -fuzztime $(FUZZTIME) ./harness/capacity/

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr/vm"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -95,13 +96,30 @@ func LoadScenarioFile(path string) (Scenario, error) {
 // cron with start (default 0); cron's requests take offset, count, step and
 // cost.
 //
-// Every number and duration is an expression over L (the limit, a number), W
-// (the window, a duration), vars and (in client_offset) client: integer
-// arithmetic with Go's truncating division (+ - * / %, unary -, parentheses,
-// comparisons giving 1 or 0), durations written as Go durations ("1ms",
-// "1.5s", "10us"), and min(a, ...), max(a, ...), if(cond, then, else).
-// A number and a duration never mix: W/2 is a duration, W/1ms a number,
-// W+1 an error; a bare 0 is accepted where a duration is wanted.
+// Every number and duration is an expression in expr
+// (https://expr-lang.org, the language of templates and reply predicates)
+// over L (the limit, a number), W (the window, a duration), vars and (in
+// client_offset) client, with integer and duration arithmetic:
+//
+//   - numbers are integers (int64, also written 1_000 or 0x10), with Go's
+//     truncating division; durations are written as Go durations ("1ms",
+//     "1.5s", "10us", "10µs"); + - * / % and unary -, parentheses.
+//   - A number and a duration never mix: W/2 is a duration, W/1ms a number,
+//     W*2 a duration, W+1 an error; a bare 0 is accepted where a duration is
+//     wanted. Overflow wraps; a division by zero is an error.
+//   - Comparisons (< <= > >= == !=) take one kind and give a bool, which
+//     counts as 1 or 0 in arithmetic and as a field's number; 1 < L < 100
+//     means 1 < L && L < 100, as in expr.
+//   - A condition, of if(cond, then, else), cond ? then : else, &&, ||, !
+//     (also and, or, not), is a bool or a number (non-zero is true). if and
+//     ?: evaluate only the chosen branch, && and || only what decides.
+//   - min(a, ...) and max(a, ...) of one kind; let x = ...; ... names a value.
+//
+// Nothing else of expr is: no fractions (1.5), strings, arrays, member
+// access, comments (W//2 is an error, not W) or builtin functions. Unknown
+// names and functions and a wrong number of arguments are errors when the
+// file is loaded, in every branch; a kind mismatch or a division by zero
+// when the branch is evaluated.
 //
 // Random draws come from one PCG seeded with Params.Seed + seed, drawn in
 // pattern order (for each client, each arrival: its jitter, or its random
@@ -152,8 +170,8 @@ type scenarioFile struct {
 type field struct {
 	path string
 	line int
-	name string // the var name for vars
-	x    node
+	name string      // the var name for vars
+	prog *vm.Program // nil for a cron request's placeholder
 }
 
 type pattern struct {
@@ -241,17 +259,17 @@ func scalar(n *yaml.Node, path string) (string, error) {
 	return n.Value, nil
 }
 
-// exprField parses n as an expression.
-func exprField(n *yaml.Node, path string) (*field, error) {
+// exprField compiles n as an expression over names.
+func exprField(n *yaml.Node, path string, names []string) (*field, error) {
 	s, err := scalar(n, path)
 	if err != nil {
 		return nil, err
 	}
-	x, err := parseExpr(s)
+	prog, err := compileExpr(s, names)
 	if err != nil {
 		return nil, fileErr(path, n.Line, "%v", err)
 	}
-	return &field{path: path, line: n.Line, x: x}, nil
+	return &field{path: path, line: n.Line, prog: prog}, nil
 }
 
 func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
@@ -334,10 +352,10 @@ func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
 		}
 		for _, name := range order {
 			p := "vars." + name
-			if !validName(name) || name == "L" || name == "W" || name == "client" {
-				return nil, fileErr(p, vals[name].Line, "bad name: want letters, digits and _, not starting with a digit, and not L, W or client")
+			if !validName(name) || name == "L" || name == "W" || name == "client" || contains(reservedNames, name) {
+				return nil, fileErr(p, vals[name].Line, "bad name: want letters, digits and _, not starting with a digit, and not L, W, client or a word of the language (%s)", strings.Join(reservedNames, ", "))
 			}
-			fl, err := exprField(vals[name], p)
+			fl, err := exprField(vals[name], p, f.names(false))
 			if err != nil {
 				return nil, err
 			}
@@ -359,6 +377,22 @@ func parseScenarioFile(data []byte, name string) (*scenarioFile, error) {
 		f.patterns = append(f.patterns, pt)
 	}
 	return f, nil
+}
+
+// reservedNames are the words of expr that cannot name a var.
+var reservedNames = []string{"and", "or", "not", "in", "matches", "contains", "startsWith", "endsWith", "let", "true", "false", "nil"}
+
+// names returns the names an expression may use: L, W, the vars parsed so
+// far, and client if withClient (client_offset).
+func (f *scenarioFile) names(withClient bool) []string {
+	names := []string{"L", "W"}
+	if withClient {
+		names = append(names, "client")
+	}
+	for _, v := range f.vars {
+		names = append(names, v.name)
+	}
+	return names
 }
 
 func validName(s string) bool {
@@ -425,7 +459,7 @@ func (f *scenarioFile) parsePattern(n *yaml.Node, path string) (*pattern, error)
 				}
 				req := map[string]*field{}
 				for rk, rv := range rpairs {
-					if req[rk], err = exprField(rv, rp+"."+rk); err != nil {
+					if req[rk], err = exprField(rv, rp+"."+rk, f.names(false)); err != nil {
 						return nil, err
 					}
 				}
@@ -434,7 +468,7 @@ func (f *scenarioFile) parsePattern(n *yaml.Node, path string) (*pattern, error)
 				pt.requests = append(pt.requests, req)
 			}
 		default:
-			fl, err := exprField(v, p)
+			fl, err := exprField(v, p, f.names(k == "client_offset"))
 			if err != nil {
 				return nil, err
 			}

@@ -31,11 +31,11 @@ type requestPlan struct {
 }
 
 // evalAs evaluates fl as the wanted kind; a missing field gives def.
-func evalAs(fl *field, env map[string]value, want kind, def int64) (int64, error) {
-	if fl == nil || fl.x == nil {
+func evalAs(fl *field, env map[string]any, want kind, def int64) (int64, error) {
+	if fl == nil || fl.prog == nil {
 		return def, nil
 	}
-	v, err := fl.x.eval(env)
+	_, v, err := runExpr(fl.prog, env)
 	if err != nil {
 		return 0, fileErr(fl.path, fl.line, "%v", err)
 	}
@@ -59,9 +59,9 @@ func atLeast(fl *field, pt *pattern, v, lo int64) error {
 
 // plan evaluates every field for p (Limit and Window already defaulted).
 func (f *scenarioFile) plan(p Params) (*plan, error) {
-	env := map[string]value{"L": {p.Limit, number}, "W": {int64(p.Window), duration}}
+	env := map[string]any{"L": p.Limit, "W": p.Window}
 	for _, v := range f.vars {
-		x, err := v.x.eval(env)
+		x, _, err := runExpr(v.prog, env)
 		if err != nil {
 			return nil, fileErr(v.path, v.line, "%v", err)
 		}
@@ -135,7 +135,7 @@ func (f *scenarioFile) plan(p Params) (*plan, error) {
 				err = fileErr(pt.fields["clients"].path, pt.fields["clients"].line, "clients %d: more than %d", pp.clients, MaxFileArrivals)
 			}
 			for c := int64(0); err == nil && c < pp.clients; c++ {
-				env["client"] = value{c, number}
+				env["client"] = c
 				pp.offsets = append(pp.offsets, time.Duration(get("client_offset", duration, 0)))
 			}
 			delete(env, "client")
