@@ -25,7 +25,11 @@ type PipeClient interface {
 // fall back to EVAL as Script.Run does: a call refused with NOSCRIPT (the
 // server's script cache was flushed, or a failover) did not run, so Exec
 // loads the scripts of the refused calls (SCRIPT LOAD) and resends only
-// those calls, in their order, at most MaxLoads times per batch.
+// those calls, in their order. It gives up after MaxLoads loads in a row
+// after which none of the resent calls ran: a Redis that flushes often
+// still gets every call through, one that forgets its scripts faster than
+// a round trip is reported. So one Exec of n calls loads at most
+// (n+1)*MaxLoads times.
 //
 // Calls before a flush have run; those after it are resent after them, so
 // calls of one key keep their order within a batch. Between the refusal and
@@ -41,9 +45,10 @@ type ScriptPipe struct {
 	// no other client's command runs between its calls. On a Cluster the
 	// keys of a batch must then hash to one slot.
 	Tx bool
-	// MaxLoads bounds how many times one Exec loads scripts and resends
-	// after NOSCRIPT; zero means DefaultMaxLoads, negative means never
-	// (a NOSCRIPT is then returned at once).
+	// MaxLoads bounds how many times in a row one Exec loads scripts and
+	// resends after NOSCRIPT without any resent call running; zero means
+	// DefaultMaxLoads, negative means never (a NOSCRIPT is then returned
+	// at once).
 	MaxLoads int
 	// Loads counts the times Execs met NOSCRIPT and loaded scripts, over
 	// the ScriptPipe's life (a caller can tell a flush happened).
@@ -70,13 +75,14 @@ func NewScriptPipe(rdb PipeClient) *ScriptPipe {
 // Exec sends calls as EVALSHA in one pipeline and returns one command per
 // call, in the order of calls, each holding its reply or its error reply
 // (a script error, a Lua nil as redis.Nil). Calls refused with NOSCRIPT are
-// resent after their scripts are loaded, up to MaxLoads times.
+// resent after their scripts are loaded (MaxLoads bounds the loads in a row
+// that let none of them run).
 //
 // The error is nil when every call was answered, even with an error reply.
 // Otherwise it is: the failed round trip (network, ctx; the commands carry
 // it too); or, naming the script's SHA1, a SCRIPT LOAD that failed or a
-// NOSCRIPT still answered after MaxLoads loads (those commands keep their
-// NOSCRIPT). Exec reads calls' Keys and Args only while it runs.
+// NOSCRIPT still answered to every resent call after MaxLoads loads in a
+// row (those commands keep their NOSCRIPT). Exec reads calls' Keys and Args only while it runs.
 func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd, error) {
 	if len(calls) == 0 {
 		return nil, nil
@@ -95,6 +101,7 @@ func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd
 	if maxLoads == 0 {
 		maxLoads = DefaultMaxLoads
 	}
+	refused := len(calls) + 1
 	for loads := 0; ; loads++ {
 		p.again = p.again[:0]
 		for i, c := range cmds {
@@ -105,9 +112,13 @@ func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd
 		if len(p.again) == 0 {
 			return cmds, nil
 		}
-		first := calls[p.again[0]].Script
+		if len(p.again) < refused {
+			loads = 0 // some call got through since the last load
+		}
+		refused = len(p.again)
 		if loads >= maxLoads {
-			return cmds, fmt.Errorf("script %s: NOSCRIPT after loading it %d times: %w", first.Hash(), loads, cmds[p.again[0]].Err())
+			first := calls[p.again[0]].Script
+			return cmds, fmt.Errorf("script %s: NOSCRIPT after loading it %d times in a row: %w", first.Hash(), loads, cmds[p.again[0]].Err())
 		}
 		p.Loads++
 		for k, i := range p.again {

@@ -134,10 +134,10 @@ func TestScriptPipeLoadRefused(t *testing.T) {
 		// SCRIPT LOAD is refused (NOPERM): one try, the refusal named
 		{name: "NOPERM", rdb: acl, wantLoads: 1, wantErr: "SCRIPT LOAD after NOSCRIPT: NOPERM"},
 		// loads that never stick: bounded by MaxLoads
-		{name: "in vain", rdb: noLoad{srv.Client()}, maxLoads: 2, wantLoads: 2, wantErr: "NOSCRIPT after loading it 2 times"},
-		{name: "in vain, default", rdb: noLoad{srv.Client()}, wantLoads: algorithms.DefaultMaxLoads, wantErr: "NOSCRIPT after loading it 3 times"},
+		{name: "in vain", rdb: noLoad{srv.Client()}, maxLoads: 2, wantLoads: 2, wantErr: "NOSCRIPT after loading it 2 times in a row"},
+		{name: "in vain, default", rdb: noLoad{srv.Client()}, wantLoads: algorithms.DefaultMaxLoads, wantErr: "NOSCRIPT after loading it 3 times in a row"},
 		// negative MaxLoads: never load
-		{name: "never", rdb: srv.Client(), maxLoads: -1, wantLoads: 0, wantErr: "NOSCRIPT after loading it 0 times"},
+		{name: "never", rdb: srv.Client(), maxLoads: -1, wantLoads: 0, wantErr: "NOSCRIPT after loading it 0 times in a row"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
