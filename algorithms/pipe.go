@@ -167,26 +167,35 @@ func (p *ScriptPipe) command(ctx context.Context, old *redis.Cmd, c ScriptCall) 
 		}
 	}
 	n := 3 + len(c.Keys) + len(args)
-	var a []any
 	if p.reuse && old != nil && len(old.Args()) == n {
-		a = old.Args()
-	} else {
-		a = make([]any, n)
-		a[0] = "evalsha"
+		// strings are boxed again only when they changed: boxing allocates
+		a := old.Args()
+		setString(a, 1, c.Script.Hash())
+		a[2] = len(c.Keys)
+		for i, k := range c.Keys {
+			setString(a, 3+i, k)
+		}
+		copy(a[3+len(c.Keys):], args)
+		return old
 	}
-	a[1], a[2] = c.Script.Hash(), len(c.Keys)
+	a := make([]any, n)
+	a[0], a[1], a[2] = "evalsha", c.Script.Hash(), len(c.Keys)
 	for i, k := range c.Keys {
 		a[3+i] = k
 	}
 	copy(a[3+len(c.Keys):], args)
-	if p.reuse && old != nil && len(old.Args()) == n {
-		return old
-	}
 	cmd := redis.NewCmd(ctx, a...)
 	if len(c.Keys) > 0 {
 		cmd.SetFirstKeyPos(3)
 	}
 	return cmd
+}
+
+// setString sets a[i] to s unless it holds s already.
+func setString(a []any, i int, s string) {
+	if v, ok := a[i].(string); !ok || v != s {
+		a[i] = s
+	}
 }
 
 // send sends cmds in one pipeline (MULTI/EXEC with Tx). Error replies stay

@@ -170,25 +170,43 @@ func TestScriptPipeLoadRefused(t *testing.T) {
 }
 
 // BenchmarkScriptPipe measures one call of a batch of 64 (-benchmem:
-// allocations per call), the script loaded, the commands reused.
+// allocations per call), the script loaded: on the same 64 keys every
+// batch (commands reused as they are), and on keys changing every call
+// (bench's allow path: each new key is boxed into its command).
 func BenchmarkScriptPipe(b *testing.B) {
 	s := counter(b.Name())
 	if err := s.Load(ctx, srv.Client()).Err(); err != nil {
 		b.Fatal(err)
 	}
 	const batch = 64
-	calls := make([]algorithms.ScriptCall, batch)
-	keys := make([]string, batch)
-	for i := range calls {
-		keys[i] = fmt.Sprintf("%s{%02d}", srv.Key(b), i)
-		calls[i] = algorithms.ScriptCall{Script: s, Keys: keys[i : i+1], Args: []any{"1"}}
+	prefix := srv.Key(b)
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s{%04d}", prefix, i)
 	}
-	p := algorithms.NewScriptPipe(srv.Client())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for n := 0; n < b.N; n += batch {
-		if _, err := p.Exec(ctx, calls[:min(batch, b.N-n)]); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		move bool // a new key for every call
+	}{{"same-keys", false}, {"new-keys", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			calls := make([]algorithms.ScriptCall, batch)
+			for i := range calls {
+				calls[i] = algorithms.ScriptCall{Script: s, Keys: []string{keys[i]}, Args: []any{"1"}}
+			}
+			p := algorithms.NewScriptPipe(srv.Client())
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n := 0; n < b.N; n += batch {
+				size := min(batch, b.N-n)
+				if c.move {
+					for i := range calls[:size] {
+						calls[i].Keys[0] = keys[(n+i)%len(keys)]
+					}
+				}
+				if _, err := p.Exec(ctx, calls[:size]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
