@@ -54,10 +54,11 @@ type ScriptPipe struct {
 	// the ScriptPipe's life (a caller can tell a flush happened).
 	Loads int
 
-	rdb   PipeClient
-	reuse bool // the client's commands carry no routing cache
-	cmds  []*redis.Cmd
-	again []int
+	rdb          PipeClient
+	pipe, txPipe redis.Pipeliner
+	reuse        bool // the client's commands carry no routing cache
+	cmds         []*redis.Cmd
+	again        []int
 }
 
 // NewScriptPipe returns a ScriptPipe sending to rdb.
@@ -201,16 +202,22 @@ func setString(a []any, i int, s string) {
 // send sends cmds in one pipeline (MULTI/EXEC with Tx). Error replies stay
 // in their commands; only a failed round trip is returned.
 func (p *ScriptPipe) send(ctx context.Context, cmds []*redis.Cmd) error {
-	var pipe redis.Pipeliner
+	// a Pipeliner is empty again after Exec: one of each kind is kept
+	pipe := &p.pipe
 	if p.Tx {
-		pipe = p.rdb.TxPipeline()
-	} else {
-		pipe = p.rdb.Pipeline()
+		pipe = &p.txPipe
+	}
+	if *pipe == nil {
+		if p.Tx {
+			*pipe = p.rdb.TxPipeline()
+		} else {
+			*pipe = p.rdb.Pipeline()
+		}
 	}
 	for _, c := range cmds {
-		_ = pipe.Process(ctx, c)
+		_ = (*pipe).Process(ctx, c)
 	}
-	_, err := pipe.Exec(ctx)
+	_, err := (*pipe).Exec(ctx)
 	var re redis.Error
 	if err == nil || errors.As(err, &re) {
 		return nil
