@@ -37,8 +37,8 @@ type PipeClient interface {
 //
 // Concurrency: a ScriptPipe is not safe for concurrent use. It reuses its
 // commands and their argument slices from one Exec to the next (on a Client
-// or a Conn, so a batch allocates nothing per call but the replies), and the
-// commands Exec returns are valid until the next Exec. Use one ScriptPipe
+// or a Conn: a call then allocates only its reply and a key that changed),
+// and the commands Exec returns are valid until the next Exec. Use one ScriptPipe
 // per goroutine; any number of them may share one client.
 type ScriptPipe struct {
 	// Tx sends each batch, and each resend, as MULTI/EXEC (TxPipeline):
@@ -66,8 +66,8 @@ func NewScriptPipe(rdb PipeClient) *ScriptPipe {
 	p := &ScriptPipe{rdb: rdb}
 	switch rdb.(type) {
 	case *redis.Client, *redis.Conn:
-		// a Cluster's or a Ring's command caches the slot or shard of
-		// its key: those are built afresh for every call
+		// a Cluster's command caches its key's slot (a Ring's is not
+		// relied on either): those are built afresh for every call
 		p.reuse = true
 	}
 	return p
@@ -83,7 +83,8 @@ func NewScriptPipe(rdb PipeClient) *ScriptPipe {
 // Otherwise it is: the failed round trip (network, ctx; the commands carry
 // it too); or, naming the script's SHA1, a SCRIPT LOAD that failed or a
 // NOSCRIPT still answered to every resent call after MaxLoads loads in a
-// row (those commands keep their NOSCRIPT). Exec reads calls' Keys and Args only while it runs.
+// row (those commands keep their NOSCRIPT). Exec reads calls' Keys and
+// Args only while it runs.
 func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd, error) {
 	if len(calls) == 0 {
 		return nil, nil
