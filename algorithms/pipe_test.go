@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 )
 
@@ -115,7 +115,7 @@ func (c noLoad) ScriptLoad(ctx context.Context, src string) *redis.StringCmd {
 // leaves NOSCRIPT in the calls that never ran.
 func TestScriptPipeLoadRefused(t *testing.T) {
 	s := counter(t.Name())
-	key := engine.KeyPrefix + srv.Key(t) // the ACL user's keys
+	key := server.KeyPrefix + srv.Key(t) // the ACL user's keys
 	if err := redistest.SetACLUser(ctx, srv.Client(), "pipe-noload", "pw", []string{"evalsha", "ping", "multi", "exec"}); err != nil {
 		t.Fatal(err)
 	}
