@@ -42,6 +42,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit, "cost units per window: also the size of each burst")
 	fl.DurationVar(&f.window, "window", harness.DefaultDemoWindow, "window length; the bursts come W/10 before and after the boundary")
