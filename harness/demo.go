@@ -111,10 +111,16 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, nil)
+	guard := func() error { return nil }
 	err := func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live demo
 			return fmt.Errorf("register the demo: %w", err)
 		}
+		ctx, done, err := s.Guard(ctx, demoEstimate(cfg), nil)
+		if err != nil {
+			return err
+		}
+		guard = done
 		sc, err := scenarios.Get(DemoScenario)
 		if err != nil {
 			return err
@@ -161,6 +167,7 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 		}
 		return ctx.Err()
 	}()
+	err = GuardErr(guard, err)
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

@@ -1,13 +1,14 @@
 package harness
 
 import (
-	"context"
 	_ "embed"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
 )
 
 // Key expiry on the virtual clock (Runner.Expiry).
@@ -52,28 +53,28 @@ var (
 
 	expiryBeforeScript = redis.NewScript(expiryBeforeSrc)
 	expiryAfterScript  = redis.NewScript(expiryAfterSrc)
-	expiryScripts      = []*redis.Script{expiryBeforeScript, expiryAfterScript}
 )
 
 // companionKey is the hash that holds the virtual deadlines of the keys of
 // tag key under prefix.
 func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}" }
 
-// expiryBefore queues the expiry of tag key's keys at virtual time vnow.
-func expiryBefore(ctx context.Context, pipe redis.Pipeliner, prefix, key string, vnow time.Time) {
-	pipe.EvalSha(ctx, expiryBeforeScript.Hash(), []string{companionKey(prefix, key)}, strconv.FormatInt(vnow.UnixMicro(), 10))
+// expiryBefore is the call that expires tag key's keys at virtual time vnow.
+func expiryBefore(prefix, key string, vnow time.Time) algorithms.ScriptCall {
+	return algorithms.ScriptCall{Script: expiryBeforeScript, Keys: []string{companionKey(prefix, key)},
+		Args: []any{strconv.FormatInt(vnow.UnixMicro(), 10)}}
 }
 
-// expiryAfter queues the reading of the TTLs the call at vnow left on keys
+// expiryAfter is the call that reads the TTLs the call at vnow left on keys
 // (and, with scan, on every key of the tag); its reply counts the keys the
 // scan found besides keys.
-func expiryAfter(ctx context.Context, pipe redis.Pipeliner, prefix, key string, keys []string, vnow time.Time, scan bool) *redis.Cmd {
+func expiryAfter(prefix, key string, keys []string, vnow time.Time, scan bool) algorithms.ScriptCall {
 	pattern := ""
 	if scan {
 		pattern = globEscape(prefix) + "{" + globEscape(key) + "}*"
 	}
-	return pipe.EvalSha(ctx, expiryAfterScript.Hash(), append([]string{companionKey(prefix, key)}, keys...),
-		strconv.FormatInt(vnow.UnixMicro(), 10), pattern)
+	return algorithms.ScriptCall{Script: expiryAfterScript, Keys: append([]string{companionKey(prefix, key)}, keys...),
+		Args: []any{strconv.FormatInt(vnow.UnixMicro(), 10), pattern}}
 }
 
 // globEscape escapes the glob characters of Redis MATCH patterns.

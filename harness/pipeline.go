@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -43,10 +42,23 @@ func (r *Runner) pipelined(j Job) bool {
 // what key expiry emulation learned.
 type vtJob struct {
 	s      algorithms.Scripted
+	pipe   *algorithms.ScriptPipe // the job's own: not safe for concurrent use
 	anchor time.Time
 	// scan: the limiter writes keys besides its call's Keys, found by a SCAN
 	// after its first decision; every later decision then scans its tag.
 	scan, probed bool
+}
+
+// newVTJob returns the pipelined state of job j. With Expiry its pipe sends
+// each round trip as MULTI/EXEC: nothing runs between a call and its
+// expiry scripts. On a Cluster a transaction cannot span the slots of a
+// batch's keys, and the pipeline's order per node (each key on one node)
+// suffices: a trial's keys see only the trial's own calls.
+func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
+	pipe := algorithms.NewScriptPipe(r.Redis)
+	_, cluster := r.Redis.(*redis.ClusterClient)
+	pipe.Tx = r.Expiry && !cluster
+	return &vtJob{s: j.Limiter.(algorithms.Scripted), pipe: pipe, anchor: anchor}
 }
 
 // runPipelined runs job j's schedule in virtual time, Pipeline calls per
@@ -55,7 +67,7 @@ type vtJob struct {
 func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
 	out := make([]Outcome, len(arr))
-	st := &vtJob{s: j.Limiter.(algorithms.Scripted), anchor: anchor}
+	st := r.newVTJob(j, anchor)
 	depth := max(r.Pipeline, 1)
 	n := 0
 	for n < len(arr) && ctx.Err() == nil {
@@ -96,7 +108,7 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 	start := time.Now()
 	var st *vtJob
 	if r.pipelined(j) {
-		st = &vtJob{s: j.Limiter.(algorithms.Scripted), anchor: jr.Anchor}
+		st = r.newVTJob(j, jr.Anchor)
 	}
 	var last *Outcome
 	for ctx.Err() == nil {
@@ -137,19 +149,23 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 	return jr, err
 }
 
-// pendingCall is one call of a round trip with its commands.
+// pendingCall is one call of a round trip: where it stands in the batch
+// and in the round trip's script calls.
 type pendingCall struct {
-	i         int // index in the batch
-	call      algorithms.ScriptCall
-	vnow      time.Time // true virtual time (keys expire on the server's clock: unskewed)
-	tag       string    // the arrival's key
-	cmd, post *redis.Cmd
+	i    int // index in the batch
+	call algorithms.ScriptCall
+	at   int // index of call in the round trip's calls
+	post int // index of its expiry reading (Expiry), else -1
 }
 
 // sendBatch decides the arrivals of batch (Seq and Arrival set) in one
-// round trip, fills in their answers and records them (Log, Observe).
+// round trip, fills in their answers and records them (Log, Observe). The
+// round trip is the job's ScriptPipe: calls refused with NOSCRIPT (the
+// script cache was flushed) did not run; they are loaded and resent in
+// order.
 func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch []Outcome, h *hdrhistogram.Histogram) {
 	var ps []pendingCall
+	var calls []algorithms.ScriptCall
 	for i := range batch {
 		a := batch[i].Arrival
 		vnow := st.anchor.Add(a.At)
@@ -158,37 +174,34 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 			batch[i].Err = err
 			continue
 		}
-		ps = append(ps, pendingCall{i: i, call: c, vnow: vnow, tag: a.Key})
+		// vnow unskewed: keys expire on the server's true virtual clock
+		p := pendingCall{i: i, call: c, post: -1}
+		if r.Expiry {
+			calls = append(calls, expiryBefore(j.Prefix, a.Key, vnow))
+		}
+		p.at = len(calls)
+		calls = append(calls, c)
+		if r.Expiry {
+			p.post = len(calls)
+			calls = append(calls, expiryAfter(j.Prefix, a.Key, c.Keys, vnow, st.scan || !st.probed))
+		}
+		ps = append(ps, p)
 	}
 	sent := time.Now()
-	err := r.loadScripts(ctx, ps)
-	for attempt := 0; err == nil && len(ps) > 0 && attempt < 3; attempt++ {
-		err = r.roundTrip(ctx, j, st, ps)
-		// calls refused with NOSCRIPT (the script cache was flushed) did not
-		// run: load the scripts again and resend them, in order
-		var again []pendingCall
-		for _, p := range ps {
-			if isNoScript(p.cmd.Err()) || (p.post != nil && isNoScript(p.post.Err())) {
-				again = append(again, p)
-			}
-		}
-		if len(again) == 0 {
-			break
-		}
-		r.scriptsLoaded.Clear()
-		if err = r.loadScripts(ctx, again); err == nil {
-			ps = again
-		}
+	var cmds []*redis.Cmd
+	err := r.loadScripts(ctx, calls)
+	if err == nil && len(calls) > 0 {
+		cmds, err = r.roundTrip(ctx, st, len(ps), calls)
 	}
 	recv := time.Now()
 	per := recv.Sub(sent) / time.Duration(max(len(batch), 1))
 	for _, p := range ps {
 		o := &batch[p.i]
-		if p.cmd == nil { // never sent: the scripts could not be loaded
+		if cmds == nil { // never sent: the scripts could not be loaded
 			o.Err = fmt.Errorf("%s: %w", j.Limiter.Name(), err)
 			continue
 		}
-		v, cerr := p.cmd.Result()
+		v, cerr := cmds[p.at].Result()
 		switch {
 		case cerr != nil && !errors.Is(cerr, redis.Nil):
 			o.Err = fmt.Errorf("%s: %w", j.Limiter.Name(), cerr)
@@ -198,8 +211,8 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 				o.Err = fmt.Errorf("%s: %w", j.Limiter.Name(), o.Err)
 			}
 		}
-		if o.Err == nil && p.post != nil {
-			found, perr := p.post.Int64()
+		if o.Err == nil && p.post >= 0 {
+			found, perr := cmds[p.post].Int64()
 			if perr != nil {
 				o.Err = fmt.Errorf("key expiry emulation: %w", perr)
 			} else if found > 0 {
@@ -228,58 +241,32 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 	r.settle(firstErr) // one round trip: one success or failure of Redis
 }
 
-// roundTrip sends the calls ps (with the expiry emulation around each one
-// when Expiry is set) in one pipeline.
-func (r *Runner) roundTrip(ctx context.Context, j Job, st *vtJob, ps []pendingCall) error {
+// roundTrip sends calls (those of n arrivals, with the expiry emulation
+// around each one when Expiry is set) through the job's pipe, within
+// Timeout per pipelineTimeoutCalls arrivals, and stops a script still busy
+// when that time ran out. Per-call errors are read from each command; the
+// error is a failed round trip (network, timeout) or scripts that could not
+// be loaded again.
+func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algorithms.ScriptCall) ([]*redis.Cmd, error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if r.Timeout > 0 {
-		n := (len(ps) + pipelineTimeoutCalls - 1) / pipelineTimeoutCalls
-		cctx, cancel = context.WithTimeout(ctx, r.Timeout*time.Duration(n))
+		k := (n + pipelineTimeoutCalls - 1) / pipelineTimeoutCalls
+		cctx, cancel = context.WithTimeout(ctx, r.Timeout*time.Duration(k))
 	}
 	defer cancel()
-	pipe := r.Redis.Pipeline()
-	if _, cluster := r.Redis.(*redis.ClusterClient); r.Expiry && !cluster {
-		// nothing runs between a call and its expiry scripts; on a Cluster a
-		// transaction cannot span the slots of a batch's keys, and the
-		// pipeline's order per node (each key on one node) suffices: a
-		// trial's keys see only the trial's own calls
-		pipe = r.Redis.TxPipeline()
-	}
-	for k := range ps {
-		p := &ps[k]
-		if r.Expiry {
-			expiryBefore(cctx, pipe, j.Prefix, p.tag, p.vnow)
-		}
-		p.cmd = pipe.EvalSha(cctx, p.call.Script.Hash(), p.call.Keys, p.call.Args...)
-		if r.Expiry {
-			p.post = expiryAfter(cctx, pipe, j.Prefix, p.tag, p.call.Keys, p.vnow, st.scan || !st.probed)
-		}
-	}
-	_, err := pipe.Exec(cctx)
+	cmds, err := st.pipe.Exec(cctx, calls)
 	if err != nil && r.Timeout > 0 && server.IsTimeout(err) {
 		r.killBusy(ctx)
 	}
-	// per-command errors are read from each command; only a failed round
-	// trip (network, timeout) is returned
-	var re redis.Error
-	if err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re) {
-		return nil
-	}
-	return err
+	return cmds, err
 }
 
-// loadScripts makes sure the server holds every script of ps (and the
-// expiry emulation's scripts), with SCRIPT LOAD of those not yet loaded by
-// this Runner.
-func (r *Runner) loadScripts(ctx context.Context, ps []pendingCall) error {
-	var scripts []*redis.Script
-	if r.Expiry {
-		scripts = append(scripts, expiryScripts...)
-	}
-	for _, p := range ps {
-		scripts = append(scripts, p.call.Script)
-	}
-	for _, s := range scripts {
+// loadScripts makes sure the server holds every script of calls, with
+// SCRIPT LOAD of those not yet loaded by this Runner, so that a run's first
+// round trip meets no NOSCRIPT (a flush later is the pipe's to mend).
+func (r *Runner) loadScripts(ctx context.Context, calls []algorithms.ScriptCall) error {
+	for _, c := range calls {
+		s := c.Script
 		if _, ok := r.scriptsLoaded.Load(s.Hash()); ok {
 			continue
 		}
@@ -289,8 +276,4 @@ func (r *Runner) loadScripts(ctx context.Context, ps []pendingCall) error {
 		r.scriptsLoaded.Store(s.Hash(), true)
 	}
 	return nil
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }

@@ -117,3 +117,52 @@ func TestExpiryOtherKeys(t *testing.T) {
 		t.Errorf("%d per-window keys left after 5 virtual days: %v; want the expired ones removed", len(keys), keys)
 	}
 }
+
+// Issue 18 item 6: pipelined virtual time survives SCRIPT FLUSH between
+// its round trips (sent by Observe, which runs between them): the calls
+// refused with NOSCRIPT are loaded and resent, with and without the expiry
+// emulation's MULTI/EXEC, and the run decides as without flushes.
+func TestPipelineScriptFlush(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: time.Second}
+	sc, err := scenarios.Get("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 3})
+	for _, expiry := range []bool{false, true} {
+		for _, name := range []string{"sliding-log", "fixed-window"} {
+			lim, err := algorithms.New(name, srv.Client(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [2][]bool
+			flushes := 0
+			for k, flush := range []bool{false, true} {
+				r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 16, Expiry: expiry}
+				if flush {
+					r.Observe = func(_ int, o harness.Outcome) {
+						if o.Seq%16 == 15 && srv.Client().ScriptFlush(ctx).Err() == nil {
+							flushes++
+						}
+					}
+				}
+				jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range jrs[0].Outcomes {
+					if o.Err != nil {
+						t.Fatalf("%s expiry %v flush %v: %v", name, expiry, flush, o.Err)
+					}
+					got[k] = append(got[k], o.Decision.Allowed)
+				}
+			}
+			if flushes < 10 {
+				t.Fatalf("%s: only %d SCRIPT FLUSH", name, flushes)
+			}
+			if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) || len(got[0]) != len(sched.Arrivals) {
+				t.Errorf("%s expiry %v: decisions with SCRIPT FLUSH differ from those without", name, expiry)
+			}
+		}
+	}
+}

@@ -181,6 +181,10 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 	if err := s.Start(ctx); err != nil { // clean skips the live replay
 		return nil, fmt.Errorf("register the run: %w", err)
 	}
+	gctx, guard, err := s.Guard(ctx, cfg.estimateBytes(len(cfg.Algorithms)), progress)
+	if err != nil {
+		return nil, err
+	}
 	lim := cfg.Limit
 	var workers []*replayWorker
 	for _, name := range cfg.Algorithms {
@@ -206,8 +210,9 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 		}
 		say(progress, "%s: replaying %s (%s) against %d algorithms, limit %s per key, pipeline %d, virtual clock\n",
 			cfg.Name, cfg.Source, src.stats().Format, len(workers), lim, cfg.Pipeline)
-		return runReplay(ctx, rd, src, workers, cfg, log, progress, counted)
+		return runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
 	}()
+	err = GuardErr(guard, err)
 	info := src.info(cfg)
 	for _, w := range workers {
 		row := w.row(cfg, src.base)

@@ -13,32 +13,26 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// trafficSource turns a TrafficReader's records into replay items: times
-// relative to the traffic's anchor (its first time aligned down to the
-// window), one simulated client per distinct key (numbered by first
-// appearance), costs checked against the limit.
+// trafficSource turns a TrafficReader's records into replay items through
+// the one scenarios.ArrivalStream: times relative to the traffic's anchor
+// (its first time aligned down to the window), one simulated client per
+// distinct key (numbered by first appearance), costs checked against the
+// limit.
 type trafficSource struct {
 	tr     *scenarios.TrafficReader
+	arr    *scenarios.ArrivalStream
 	source string
-	limit  int64
-	cost   int64 // replaces every record's cost when > 0
 	strict bool
-	window time.Duration
-	anchor time.Time // the traffic's t = 0
 	base   time.Time // the virtual instant t = 0 is replayed at
-	first  scenarios.TrafficRecord
-	keys   map[string]clientKey
+	// first is the first arrival, or firstErr a first record above the limit
+	first    scenarios.Arrival
+	firstErr error
 	// overLimit counts records whose cost exceeds the limit; overEx are
 	// the first few.
 	overLimit int64
 	overEx    []measure.LineExample
 	records   atomic.Int64
 	last      time.Duration
-}
-
-type clientKey struct {
-	key string
-	n   int
 }
 
 // openTraffic starts reading traffic and reads its first record, so that a
@@ -52,26 +46,22 @@ func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
 	if err != nil {
 		return nil, bad(err)
 	}
-	first, err := tr.Next()
-	if errors.Is(err, io.EOF) {
-		err = scenarios.ErrNoRecords
-	}
+	arr, err := scenarios.NewArrivalStream(tr, cfg.Limit.Window)
 	if err != nil {
 		return nil, bad(err)
 	}
-	return &trafficSource{tr: tr, source: cfg.Source, limit: cfg.Limit.Count, cost: cfg.Cost, strict: cfg.Traffic.Strict,
-		window: cfg.Limit.Window, anchor: alignDown(first.Time, cfg.Limit.Window), base: alignUp(VirtualEpoch, cfg.Limit.Window),
-		first: first, keys: map[string]clientKey{}}, nil
-}
-
-// alignDown returns t rounded down to a multiple of w since the Unix epoch (UTC).
-func alignDown(t time.Time, w time.Duration) time.Time {
-	ns := t.UnixNano()
-	r := ns % int64(w)
-	if r < 0 {
-		r += int64(w)
+	arr.Cost, arr.Limit = cfg.Cost, cfg.Limit.Count
+	first, err := arr.Next()
+	if errors.Is(err, io.EOF) {
+		err = scenarios.ErrNoRecords
 	}
-	return time.Unix(0, ns-r).UTC()
+	var le *scenarios.LineError
+	if err != nil && (cfg.Traffic.Strict || !errors.As(err, &le)) {
+		return nil, bad(err)
+	}
+	// a first record above the limit (not strict) is skipped by feed
+	return &trafficSource{tr: tr, arr: arr, source: cfg.Source, strict: cfg.Traffic.Strict,
+		base: alignUp(VirtualEpoch, cfg.Limit.Window), first: first, firstErr: err}, nil
 }
 
 func (s *trafficSource) stats() scenarios.TrafficStats { return s.tr.Stats() }
@@ -82,31 +72,31 @@ func (s *trafficSource) stats() scenarios.TrafficStats { return s.tr.Stats() }
 // or a cost above the limit, as a field error "traffic".
 func (s *trafficSource) feed(ctx context.Context, size int, send func([]replayItem) bool) error {
 	batch := make([]replayItem, 0, size)
-	rec := s.first
+	a, err := s.first, s.firstErr
 	seq := 0
 	for {
-		cost := rec.Cost
-		if s.cost > 0 {
-			cost = s.cost
-		}
-		if cost > s.limit {
-			s.overLimit++
-			ex := measure.LineExample{Line: rec.Line, Reason: fmt.Sprintf("cost %d is above the limit %d", cost, s.limit)}
+		var le *scenarios.LineError
+		switch {
+		case errors.Is(err, io.EOF):
+			if len(batch) > 0 {
+				send(batch)
+			}
+			return nil
+		case errors.As(err, &le):
+			// Strict: a malformed line or a cost above the limit; else
+			// only the latter (the reader skips malformed lines)
 			if s.strict {
-				return &field.Error{Name: "traffic", Err: fmt.Errorf("%s: line %d: %s", s.source, ex.Line, ex.Reason)}
+				return &field.Error{Name: "traffic", Err: fmt.Errorf("%s: %w", s.source, err)}
 			}
+			s.overLimit++
 			if len(s.overEx) < scenarios.DefaultMaxExamples {
-				s.overEx = append(s.overEx, ex)
+				s.overEx = append(s.overEx, measure.LineExample{Line: le.Line, Reason: le.Reason})
 			}
-		} else {
-			c, ok := s.keys[rec.Key]
-			if !ok {
-				c = clientKey{key: rec.Key, n: len(s.keys)}
-				s.keys[rec.Key] = c
-			}
-			at := rec.Time.Sub(s.anchor)
-			s.last = at
-			batch = append(batch, replayItem{seq: seq, a: scenarios.Arrival{At: at, Key: c.key, Cost: cost, Client: c.n}})
+		case err != nil:
+			return fmt.Errorf("read %s: %w", s.source, err)
+		default:
+			s.last = a.At
+			batch = append(batch, replayItem{seq: seq, a: a})
 			seq++
 			s.records.Add(1)
 			if len(batch) == size {
@@ -119,23 +109,8 @@ func (s *trafficSource) feed(ctx context.Context, size int, send func([]replayIt
 		if ctx.Err() != nil {
 			return nil
 		}
-		var err error
-		rec, err = s.tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var le *scenarios.LineError
-		if errors.As(err, &le) {
-			return &field.Error{Name: "traffic", Err: fmt.Errorf("%s: %w", s.source, err)}
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", s.source, err)
-		}
+		a, err = s.arr.Next()
 	}
-	if len(batch) > 0 {
-		send(batch)
-	}
-	return nil
 }
 
 // info describes what was read (call once feed returned).
@@ -144,7 +119,7 @@ func (s *trafficSource) info(cfg ReplayConfig) *measure.TrafficInfo {
 	info := &measure.TrafficInfo{
 		Source: s.source, Format: string(st.Format), Gzip: st.Gzip,
 		Lines: st.Lines, Records: s.records.Load(), Malformed: st.Malformed + s.overLimit, OutOfOrder: st.OutOfOrder,
-		Keys: int64(len(s.keys)), Anchor: s.anchor.Format(time.RFC3339Nano),
+		Keys: int64(s.arr.Clients()), Anchor: s.arr.Anchor().Format(time.RFC3339Nano),
 		SpanMS: float64(s.last.Microseconds()) / 1000, Pipeline: cfg.Pipeline,
 	}
 	for _, e := range st.Examples {

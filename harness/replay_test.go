@@ -231,3 +231,50 @@ func TestReplayGzipAccessLog(t *testing.T) {
 		t.Error("results.json lacks per_key or trailing")
 	}
 }
+
+// flushingReader hands out at most 256 bytes per Read and sends SCRIPT
+// FLUSH before each Read after the first few, so the replay's pipelines
+// keep meeting NOSCRIPT.
+type flushingReader struct {
+	r       *strings.Reader
+	reads   int
+	flushes int
+}
+
+func (f *flushingReader) Read(p []byte) (int, error) {
+	if f.reads++; f.reads > 4 && srv.Client().ScriptFlush(ctx).Err() == nil {
+		f.flushes++
+	}
+	return f.r.Read(p[:min(len(p), 256)])
+}
+
+// Issue 18 item 6: replay pipelines through algorithms.ScriptPipe, so a
+// SCRIPT FLUSH while it runs costs no decision: every call refused with
+// NOSCRIPT is loaded and resent, and the replay decides as without flushes.
+func TestReplaySurvivesScriptFlush(t *testing.T) {
+	sc, _ := scenarios.Get("overload")
+	p := sc.Defaults
+	p.Seed = 1
+	csv := scheduleCSV(sc.Build(p))
+	cfg := harness.ReplayConfig{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: "overload"}
+	want, err := harness.Replay(ctx, srv.Redis, strings.NewReader(csv), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := &flushingReader{r: strings.NewReader(csv)}
+	got, err := harness.Replay(ctx, srv.Redis, fr, cfg, nil, nil)
+	if err != nil {
+		t.Fatalf("after %d SCRIPT FLUSH: %v", fr.flushes, err)
+	}
+	if fr.flushes < 10 {
+		t.Fatalf("only %d SCRIPT FLUSH", fr.flushes)
+	}
+	w := rowsByAlgorithm(want)
+	for _, r := range got.Results {
+		if r.Errors != 0 || r.Accepted != w[r.Algorithm].Accepted || r.Offered != w[r.Algorithm].Offered {
+			t.Errorf("%s: %d errors, accepted %d of %d; without flushes %d of %d", r.Algorithm, r.Errors,
+				r.Accepted, r.Offered, w[r.Algorithm].Accepted, w[r.Algorithm].Offered)
+		}
+	}
+	t.Logf("%d SCRIPT FLUSH, %d bytes of traffic", fr.flushes, len(csv))
+}

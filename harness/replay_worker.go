@@ -72,7 +72,7 @@ type touch struct {
 func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time, log *measure.DecisionLog) error {
 	start := time.Now()
 	defer func() { w.dur = time.Since(start) }()
-	pipe := rd.Client.Pipeline()
+	pipe := algorithms.NewScriptPipe(rd.Client)
 	for b := range w.in {
 		if ctx.Err() != nil {
 			continue // drain
@@ -92,8 +92,10 @@ func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time
 	return w.sampleMemory(ctx, rd) // the last reading removes what expired by the end
 }
 
-// batch sends one pipeline of decisions and records their outcomes.
-func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []replayItem, base time.Time, log *measure.DecisionLog) error {
+// batch sends one pipeline of decisions and records their outcomes. Calls
+// refused with NOSCRIPT (a SCRIPT FLUSH during the replay) are loaded and
+// resent by the pipe.
+func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b []replayItem, base time.Time, log *measure.DecisionLog) error {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if w.cfg.Timeout > 0 {
 		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout*time.Duration((w.cfg.Pipeline+63)/64))
@@ -102,6 +104,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []repl
 	calls := make([]algorithms.ScriptCall, len(b))
 	cmds := make([]*redis.Cmd, len(b))
 	errs := make([]error, len(b))
+	send := make([]algorithms.ScriptCall, 0, len(b))
 	for i, it := range b {
 		c, err := w.lim.Call(w.prefix+"{"+it.a.Key+"}", it.a.Cost, algorithms.At(base.Add(it.a.At)))
 		if err != nil {
@@ -109,11 +112,16 @@ func (w *replayWorker) batch(ctx context.Context, pipe redis.Pipeliner, b []repl
 			continue
 		}
 		calls[i] = c
-		cmds[i] = pipe.EvalSha(cctx, c.Script.Hash(), c.Keys, c.Args...)
+		send = append(send, c)
 	}
 	sent := time.Now()
-	_, execErr := pipe.Exec(cctx)
+	replies, execErr := pipe.Exec(cctx, send)
 	recv := time.Now()
+	for i := range b {
+		if errs[i] == nil {
+			cmds[i], replies = replies[0], replies[1:]
+		}
+	}
 	for i, it := range b {
 		for _, k := range calls[i].Keys {
 			w.rkeys[k] = touch{at: it.a.At, real: recv}

@@ -308,10 +308,16 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	res.Config.OnError = string(cfg.OnError)
 	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
 		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
+	guard := func() error { return nil }
 	err = func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live run
 			return fmt.Errorf("register the run: %w", err)
 		}
+		ctx, done, err := s.Guard(ctx, cfg.estimateBytes(list, len(names)), progress)
+		if err != nil {
+			return err
+		}
+		guard = done
 		for _, sc := range list {
 			sname := sc.Name
 			lim, p := cfg.LimitFor(sc)
@@ -352,6 +358,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
+	err = GuardErr(guard, err)
 	if s.Vanished() {
 		// the figures after that point are not the limiter's: say so, loudly
 		note := ErrKeysVanished.Error()

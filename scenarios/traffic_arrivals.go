@@ -15,6 +15,14 @@ import (
 // (the keys are shared with the Arrivals it returns). Not safe for
 // concurrent use.
 type ArrivalStream struct {
+	// Cost, when > 0, replaces every record's cost.
+	Cost int64
+	// Limit, when > 0, is the largest cost of an arrival: Next returns a
+	// record costing more as a *LineError ("cost 3 is above the limit 2")
+	// and gives its key no client number; the stream goes on with the next
+	// record. Zero accepts any cost.
+	Limit int64
+
 	r       *TrafficReader
 	window  time.Duration
 	anchor  time.Time
@@ -37,21 +45,23 @@ func NewArrivalStream(r *TrafficReader, window time.Duration) (*ArrivalStream, e
 }
 
 // Next returns the next arrival in time order, or the reader's error
-// (io.EOF at the end). At is the record's time minus Anchor.
+// (io.EOF at the end), or a record above Limit (a *LineError). At is the
+// record's time minus Anchor.
 func (s *ArrivalStream) Next() (Arrival, error) {
-	a, _, err := s.next()
-	return a, err
-}
-
-// next is Next with the record's line number.
-func (s *ArrivalStream) next() (Arrival, int64, error) {
 	rec, err := s.r.Next()
 	if err != nil {
-		return Arrival{}, 0, err
+		return Arrival{}, err
 	}
 	if !s.started {
 		s.anchor = alignDown(rec.Time, s.window)
 		s.started = true
+	}
+	cost := rec.Cost
+	if s.Cost > 0 {
+		cost = s.Cost
+	}
+	if s.Limit > 0 && cost > s.Limit {
+		return Arrival{}, &LineError{Line: rec.Line, Reason: fmt.Sprintf("cost %d is above the limit %d", cost, s.Limit)}
 	}
 	c, ok := s.clients[rec.Key]
 	if !ok {
@@ -59,7 +69,7 @@ func (s *ArrivalStream) next() (Arrival, int64, error) {
 		s.clients[rec.Key] = c
 	}
 	// c.key is the first copy of the key: equal keys take memory once.
-	return Arrival{At: rec.Time.Sub(s.anchor), Key: c.key, Cost: rec.Cost, Client: c.n}, rec.Line, nil
+	return Arrival{At: rec.Time.Sub(s.anchor), Key: c.key, Cost: cost, Client: c.n}, nil
 }
 
 // Anchor is the time At = 0 stands for: the first record's time aligned
@@ -94,17 +104,15 @@ func ReadTrafficSchedule(r *TrafficReader, name string, p Params) (Schedule, tim
 	if err != nil {
 		return Schedule{}, time.Time{}, err
 	}
+	s.Limit = p.Limit
 	var arr []Arrival
 	for {
-		a, line, err := s.next()
+		a, err := s.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return Schedule{}, time.Time{}, err
-		}
-		if a.Cost > p.Limit {
-			return Schedule{}, time.Time{}, &LineError{Line: line, Reason: fmt.Sprintf("cost %d is above the limit %d", a.Cost, p.Limit)}
 		}
 		arr = append(arr, a)
 	}

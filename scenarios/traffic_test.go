@@ -342,6 +342,53 @@ func TestArrivalStream(t *testing.T) {
 	}
 }
 
+// Issue 18 item 6: replay reads through ArrivalStream. Cost replaces every
+// record's cost; a record above Limit is a *LineError naming its line, its
+// key takes no client number, and the stream goes on.
+func TestArrivalStreamCostLimit(t *testing.T) {
+	src := "timestamp,key,cost\n1714564807.5,b,1\n1714564809,a,3\n1714564811,c,2\n1714564812,a,1\n"
+	cases := []struct {
+		name        string
+		cost, limit int64
+		want        string // arrivals and errors, in order
+	}{
+		// a's 3 is skipped: c is client 1, a client 2
+		{"limit", 0, 2, "{7.5s b 1 0} line 3: cost 3 is above the limit 2 {11s c 2 1} {12s a 1 2} EOF"},
+		// every cost replaced, so none is above the limit
+		{"cost", 2, 2, "{7.5s b 2 0} {9s a 2 1} {11s c 2 2} {12s a 2 1} EOF"},
+		{"cost above", 3, 2, "line 2: cost 3 is above the limit 2 line 3: cost 3 is above the limit 2 line 4: cost 3 is above the limit 2 line 5: cost 3 is above the limit 2 EOF"},
+		{"no limit", 0, 0, "{7.5s b 1 0} {9s a 3 1} {11s c 2 2} {12s a 1 1} EOF"},
+	}
+	for _, c := range cases {
+		r, err := NewTrafficReader(strings.NewReader(src), TrafficOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := NewArrivalStream(r, 10*time.Second)
+		s.Cost, s.Limit = c.cost, c.limit
+		var got []string
+		for {
+			a, err := s.Next()
+			if err == io.EOF {
+				got = append(got, "EOF")
+				break
+			}
+			if err != nil {
+				var le *LineError
+				if !errors.As(err, &le) {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				got = append(got, err.Error())
+				continue
+			}
+			got = append(got, fmt.Sprint(a))
+		}
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", c.name, g, c.want)
+		}
+	}
+}
+
 // TestGeneratedLog: the generator is deterministic, and the reader reads
 // all of it, in order, with the documented keys.
 func TestGeneratedLog(t *testing.T) {

@@ -44,6 +44,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 func (f *benchFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	f.target.addMany(c)
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")

@@ -38,6 +38,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	f.target.addMany(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64SliceVar(&f.counts, "limits", capacity.DefaultCounts, "limits (cost units per window) to fill keys to, comma-separated")

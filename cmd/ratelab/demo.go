@@ -43,6 +43,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
 	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")

@@ -15,6 +15,16 @@ type redisFlags struct {
 	timeout time.Duration
 	image   string
 	ca      string
+	// allowEviction is --allow-eviction (addEviction): write to a Redis
+	// that may evict other keys.
+	allowEviction bool
+}
+
+// addEviction adds --allow-eviction, for the commands that write keys.
+func (f *redisFlags) addEviction(c *cobra.Command) {
+	c.Flags().BoolVar(&f.allowEviction, "allow-eviction", false,
+		"run on a Redis given by URL that may evict keys to make room (maxmemory with an allkeys-* or volatile-* policy): "+
+			"warn instead of refusing (exit 2) when this command may write more than its headroom, and do not stop when it evicts")
 }
 
 func (f *redisFlags) add(c *cobra.Command) {
@@ -33,7 +43,7 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
 	}
-	o := engine.Options{Timeout: f.timeout, Image: f.image}
+	o := engine.Options{Timeout: f.timeout, Image: f.image, AllowEviction: f.allowEviction}
 	if f.image != "" && f.spec != "container" && f.spec != "auto" {
 		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
 	}
@@ -51,5 +61,6 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	if err != nil {
 		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
 	}
+	rd.AllowEviction = f.allowEviction // also on the servers ratelab starts
 	return rd, nil
 }

@@ -57,6 +57,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 func (f *runFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	f.target.addMany(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&f.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")

@@ -87,6 +87,11 @@ Liveness (accepted / ideal under overload) and isolation (a key answered as
 the same limiter answers a fresh key) are always reported; they are part of
 the verdict only with --min-fidelity and --check-isolation.
 
+A Redis given by URL that may evict keys (maxmemory with an allkeys-* or
+volatile-* policy) and has less headroom than the trials may write is
+refused (exit 2); a verification whose Redis evicts a key, or runs low on
+headroom, stops (exit 2). --allow-eviction runs anyway and does not stop.
+
 Exit codes: 0 the property holds in every trial, 1 some window of length W
 held more than L (counter-example printed; also a failed --min-fidelity or
 --check-isolation), 2 usage or environment error, or nothing could be
@@ -105,6 +110,7 @@ checked (inconclusive).`,
 	}
 	fl := c.Flags()
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	f.target.add(c)
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")

@@ -272,6 +272,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		},
 		Results: []measure.BenchRow{},
 	}
+	guard := func() error { return nil }
 	err := func() error {
 		if invalid != nil {
 			return invalid
@@ -284,6 +285,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
 		defer func() { _ = sess.RemoveKeys(ctx, "") }()
+		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
+		if err != nil {
+			return err
+		}
+		guard = done
 		if cfg.CompareRedisBenchmark {
 			v, err := exec.Command(cfg.RedisBenchmark, "--version").CombinedOutput()
 			if err != nil {
@@ -314,6 +320,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		}
 		return nil
 	}()
+	err = harness.GuardErr(guard, err)
 	res.DurationMS, res.Complete, res.Error = sess.End(err)
 	return res, err
 }

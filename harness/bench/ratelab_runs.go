@@ -12,14 +12,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/measure"
 )
-
-// maxReloads bounds how often one pipeline's calls are reloaded and resent
-// after NOSCRIPT: a Redis that forgets its scripts faster than that is
-// reported, not measured.
-const maxReloads = 3
 
 // benchKey is the key of decision i's key number k: 12 digits, as
 // redis-benchmark's __rand_int__.
@@ -40,8 +35,7 @@ type ratelabRun struct {
 // one server, or a ClusterClient. Its Scripter loads the script again
 // after NOSCRIPT.
 type benchConn interface {
-	redis.Scripter
-	Pipeline() redis.Pipeliner
+	algorithms.PipeClient
 	Ping(ctx context.Context) *redis.StatusCmd
 }
 
@@ -155,36 +149,37 @@ type worker struct {
 	out       *workerResult
 }
 
-// loop is one client's loop. Commands and their argument slices are built
-// once and reused: only the key and the nonce change, in place.
+// loop is one client's loop. Its calls, their argument slices and the
+// pipe's commands are built once and reused: only the key and the nonce
+// change, in place. Calls refused with NOSCRIPT (the server's script cache
+// was flushed) did not run: the pipe loads the script again and resends
+// them (algorithms.ScriptPipe; a Redis that forgets the script faster than
+// a round trip is reported, not measured). Error replies are counted; a
+// broken connection is returned.
 func (wk *worker) loop(ctx context.Context) error {
 	call, keys, cfg := wk.call, wk.keys, wk.cfg
 	p := cfg.Pipeline
-	cmds := make([]*redis.Cmd, p)
-	argv := make([][]any, p)
+	calls := make([]algorithms.ScriptCall, p)
 	nonces := make([][][]byte, p)
-	for i := range cmds {
-		a := make([]any, 0, 4+len(call.Args))
-		a = append(a, "evalsha", call.SHA, "1", keys[0])
+	for i := range calls {
+		args := make([]any, 0, len(call.Args))
 		for j, s := range call.Args {
 			if call.isNonce(j) {
 				buf := []byte(fmt.Sprintf("%03d%09d", wk.id%1000, 0))
 				nonces[i] = append(nonces[i], buf)
-				a = append(a, buf)
+				args = append(args, buf)
 				continue
 			}
-			a = append(a, s)
+			args = append(args, s)
 		}
-		argv[i] = a
-		cmds[i] = redis.NewCmd(ctx, a...)
+		calls[i] = algorithms.ScriptCall{Script: call.Script, Keys: []string{keys[0]}, Args: args}
 	}
 	rng := rand.New(rand.NewPCG(uint64(wk.id)+1, uint64(wk.start.UnixNano())))
-	pipe := wk.conn.Pipeline()
+	pipe := algorithms.NewScriptPipe(wk.conn)
 	deadline := wk.start.Add(cfg.Duration)
 	var counter uint64
 	intervalUS := wk.interval.Microseconds()
 	next := wk.start
-	_, cluster := wk.conn.(*redis.ClusterClient)
 	h := wk.out.hist
 	for {
 		size := p
@@ -211,23 +206,20 @@ func (wk *worker) loop(ctx context.Context) error {
 		}
 		for i := 0; i < size; i++ {
 			if len(keys) > 1 {
-				argv[i][3] = keys[rng.IntN(len(keys))]
-				if cluster {
-					cmds[i] = redis.NewCmd(ctx, argv[i]...) // a Cmd caches its slot
-				}
+				calls[i].Keys[0] = keys[rng.IntN(len(keys))]
 			}
 			for _, buf := range nonces[i] {
 				counter++
 				putDigits(buf[3:], counter)
 			}
-			_ = pipe.Process(ctx, cmds[i])
 		}
 		sent := time.Now()
-		if err := wk.exec(ctx, pipe, cmds[:size]); err != nil {
+		cmds, err := pipe.Exec(ctx, calls[:size])
+		if err != nil {
 			return err
 		}
 		rtt := max(time.Since(sent).Microseconds(), 1)
-		for _, cmd := range cmds[:size] {
+		for _, cmd := range cmds {
 			d, err := decode(call, cmd)
 			switch {
 			case err != nil:
@@ -248,39 +240,6 @@ func (wk *worker) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-	}
-}
-
-// exec sends the queued calls of pipe and waits for their replies. Calls
-// refused with NOSCRIPT did not run (the server's script cache was
-// flushed): the script is loaded again and those calls sent once more, up
-// to maxReloads times. Error replies are left in their Cmd; a broken
-// connection is returned.
-func (wk *worker) exec(ctx context.Context, pipe redis.Pipeliner, cmds []*redis.Cmd) error {
-	_, err := pipe.Exec(ctx)
-	for reload := 0; ; reload++ {
-		if err != nil && !server.IsRedisError(err) {
-			return err
-		}
-		var again []*redis.Cmd
-		for _, cmd := range cmds {
-			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-				again = append(again, cmd)
-			}
-		}
-		if len(again) == 0 {
-			return nil
-		}
-		if reload == maxReloads {
-			return fmt.Errorf("NOSCRIPT after loading the script %d times: %w", maxReloads, again[0].Err())
-		}
-		if err := wk.call.Script.Load(ctx, wk.conn).Err(); err != nil {
-			return fmt.Errorf("SCRIPT LOAD after NOSCRIPT: %w", err)
-		}
-		for _, cmd := range again {
-			_ = pipe.Process(ctx, cmd)
-		}
-		_, err = pipe.Exec(ctx)
 	}
 }
 

@@ -63,7 +63,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	}
 	err := cfg.Validate()
 	if err == nil {
-		err = measureAll(ctx, s, cfg, res, progress)
+		var gctx context.Context
+		var guard func() error
+		if gctx, guard, err = s.Guard(ctx, cfg.estimateBytes(), progress); err == nil {
+			err = harness.GuardErr(guard, measureAll(gctx, s, cfg, res, progress))
+		}
 	}
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err

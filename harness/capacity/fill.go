@@ -51,7 +51,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 				errs[w] = err
 				return
 			}
-			b := &batch{c: m.c, lim: lim, flushed: &flushed}
+			b := newBatch(m.c, lim, &flushed)
 			for i := w; i < n && errs[w] == nil; i += fillWorkers {
 				for _, fc := range plan {
 					call, err := lim.Call(keys[i], fc.Cost, algorithms.At(start.Add(fc.Offset)))
@@ -98,60 +98,37 @@ func scripted(alg string, targets []harness.Target, c redis.UniversalClient, l l
 // batch is the calls of one worker waiting for their pipeline. Not safe
 // for concurrent use.
 type batch struct {
-	c       redis.UniversalClient
+	pipe    *algorithms.ScriptPipe
 	lim     algorithms.Scripted
 	calls   []algorithms.ScriptCall
 	flushed *atomic.Bool // set when a call met NOSCRIPT
 }
 
+// newBatch returns the batch of one worker sending to c.
+func newBatch(c redis.UniversalClient, lim algorithms.Scripted, flushed *atomic.Bool) *batch {
+	return &batch{pipe: algorithms.NewScriptPipe(c), lim: lim, flushed: flushed}
+}
+
 // run sends the queued calls as one pipeline of EVALSHA and checks that
-// every decision was accepted. A pipeline does not fall back to EVAL: calls
-// that found no script (NOSCRIPT, after a SCRIPT FLUSH) did not run, so
-// their scripts are loaded again (SCRIPT LOAD, for the pipelines to come)
-// and those calls, in their order, are sent once more as EVAL of the
-// script's source, which cannot miss the script however often it is
-// flushed. Calls of one key are never reordered but for one case: a call
-// that missed the script runs after later calls of its key that found it
-// (another worker loaded it meanwhile); all calls of a fill are accepted
-// within one window, so the key ends the same.
+// every decision was accepted. Calls that found no script (NOSCRIPT, after
+// a SCRIPT FLUSH) did not run: the ScriptPipe loads their scripts and
+// resends them, in their order. Calls of one key are never reordered but
+// for one case: a call that missed the script runs after later calls of its
+// key that found it (another worker loaded it meanwhile); all calls of a
+// fill are accepted within one window, so the key ends the same.
 func (b *batch) run(ctx context.Context) error {
 	if len(b.calls) == 0 {
 		return nil
 	}
 	calls := b.calls
 	b.calls = b.calls[:0]
-	cmds := make([]*redis.Cmd, len(calls))
-	_, _ = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = p.EvalSha(ctx, c.Script.Hash(), c.Keys, c.Args...)
-		}
-		return nil
-	})
-	var missed []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			missed = append(missed, i)
-		}
-	}
-	if len(missed) > 0 {
+	loads := b.pipe.Loads
+	cmds, err := b.pipe.Exec(ctx, calls)
+	if b.pipe.Loads > loads {
 		b.flushed.Store(true)
-		loaded := map[string]bool{}
-		for _, i := range missed {
-			s := calls[i].Script
-			if loaded[s.Hash()] {
-				continue
-			}
-			if err := s.Load(ctx, b.c).Err(); err != nil {
-				return fmt.Errorf("%s: SCRIPT LOAD after NOSCRIPT: %w", b.lim.Name(), err)
-			}
-			loaded[s.Hash()] = true
-		}
-		_, _ = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range missed {
-				cmds[i] = calls[i].Script.Eval(ctx, p, calls[i].Keys, calls[i].Args...)
-			}
-			return nil
-		})
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.lim.Name(), err)
 	}
 	for i, cmd := range cmds {
 		reply, err := cmd.Result()

@@ -44,6 +44,8 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
 	// (see server.LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
+	// AllowEviction is server.Options.AllowEviction, for URLs.
+	AllowEviction bool
 }
 
 // Open is OpenWith(ctx, spec, Options{Timeout: timeout}).
@@ -96,7 +98,7 @@ func OpenWith(ctx context.Context, spec string, o Options) (*server.Redis, error
 	case spec == "cluster":
 		return startCluster(ctx, start, o.Timeout)
 	case server.IsURL(spec):
-		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
+		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs, AllowEviction: o.AllowEviction})
 	}
 	return nil, fmt.Errorf("unknown Redis %q: want auto, exec, container, cluster, a redis:// or rediss:// URL, "+
 		"or a redis+cluster://host:port,host:port URL", server.RedactURL(spec))

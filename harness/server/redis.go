@@ -23,6 +23,9 @@ type Redis struct {
 	Client redis.UniversalClient
 	// Info says how the server was reached (Mode, Addr) and its version.
 	Info measure.RedisInfo
+	// AllowEviction lets commands write to the user's Redis even when it may
+	// evict keys to make room (see CheckEviction); false refuses then.
+	AllowEviction bool
 	// stop stops what ratelab started (processes, a container, temporary
 	// files); nil for the user's server.
 	stop     func() error

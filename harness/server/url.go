@@ -26,6 +26,9 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
 	// (see LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
+	// AllowEviction opens a server that may evict keys with too little
+	// headroom (see checkOpenEviction) and sets Redis.AllowEviction.
+	AllowEviction bool
 }
 
 // IsURL reports whether spec is a URL OpenURL takes: redis://, rediss://,
@@ -115,7 +118,7 @@ func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
+	if err := r.checkAccessWithin(ctx, o); err != nil {
 		r.Client.Close()
 		return nil, err
 	}
@@ -183,10 +186,14 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
 }
 
-// checkAccessWithin runs CheckAccess bounded by timeout.
-func (r *Redis) checkAccessWithin(ctx context.Context, timeout time.Duration) error {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+// checkAccessWithin runs CheckAccess bounded by o.Timeout, after
+// checkOpenEviction (the access check writes).
+func (r *Redis) checkAccessWithin(ctx context.Context, o Options) error {
+	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	if err := r.checkOpenEviction(cctx, o); err != nil {
+		return err
+	}
 	return CheckAccess(cctx, r.Client)
 }
 
@@ -412,7 +419,7 @@ func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 		}
 		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
 	}
-	if err := r.checkAccessWithin(ctx, o.Timeout); err != nil {
+	if err := r.checkAccessWithin(ctx, o); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -240,11 +240,17 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 			return nil, fmt.Errorf("register the verification: %w", err)
 		}
 	}
+	p := st.plan()
+	ctx, guard, err := s.Guard(ctx, p.estimateBytes(), cfg.Progress)
+	if err != nil {
+		return nil, err
+	}
+	defer guard()
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	_, err := lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
+	_, err = lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
 	if err != nil && rd != nil && server.IsTimeout(err) {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
@@ -255,11 +261,10 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, harness.GuardErr(guard, err)
 	}
-	p := st.plan()
 	res, err := st.runTrials(ctx, p)
-	if err != nil {
+	if err = harness.GuardErr(guard, err); err != nil {
 		return nil, err
 	}
 	rep := st.summarize(p, res)

@@ -1,0 +1,22 @@
+package verify
+
+import "github.com/ratelab/ratelab/harness"
+
+// estimateBytes is the upper bound of bytes the planned trials write to
+// the target's Redis (harness.BytesPerUnit per cost unit): every trial's
+// arrivals once per clock it runs on, twice over (isolation controls and
+// the retries of trials that failed), and the adaptive trials' MaxCalls.
+func (p plan) estimateBytes() int64 {
+	var total int64
+	for _, idx := range [][]int{p.virtual, p.real} {
+		for _, i := range idx {
+			total += 2 * harness.ScheduleBytes(p.trials[i].Schedule.Arrivals)
+		}
+	}
+	for _, i := range p.greedy {
+		if g := p.trials[i].Greedy; g != nil {
+			total += int64(g.MaxCalls) * harness.BytesPerUnit
+		}
+	}
+	return total
+}
