@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 )
 
 var srv *redistest.Server
@@ -30,7 +31,7 @@ var b0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var ctx = context.Background()
 
-func newLimiter(t *testing.T, name string, l algorithms.Limit) algorithms.Limiter {
+func newLimiter(t *testing.T, name string, l limit.Limit) algorithms.Limiter {
 	t.Helper()
 	lim, err := algorithms.New(name, srv.Client(), l)
 	if err != nil {
@@ -92,11 +93,11 @@ func concat(parts ...[]step) []step {
 
 func TestWindowEdges(t *testing.T) {
 	ms, s := time.Millisecond, time.Second
-	w10 := algorithms.Limit{Limit: 3, Window: 10 * s}
+	w10 := limit.Limit{Count: 3, Window: 10 * s}
 	cases := []struct {
 		name  string
 		algo  string
-		limit algorithms.Limit
+		limit limit.Limit
 		steps []step
 	}{
 		{
@@ -124,7 +125,7 @@ func TestWindowEdges(t *testing.T) {
 		{
 			// precision 1s: a block is dropped whole, 9.5 s after units accepted at -0.5s
 			name: "bucketed-hash drops a block early", algo: "bucketed-hash",
-			limit: algorithms.Limit{Limit: 3, Window: 10 * s, Precision: s},
+			limit: limit.Limit{Count: 3, Window: 10 * s, Precision: s},
 			steps: concat(
 				repeat(3, step{at: -500 * ms, cost: 1, allowed: true}),
 				[]step{
@@ -149,7 +150,7 @@ func TestWindowEdges(t *testing.T) {
 		{
 			// Retry-After is exact for weighted costs: wait for as many oldest units as needed
 			name: "sliding-log weighted Retry-After", algo: "sliding-log",
-			limit: algorithms.Limit{Limit: 10, Window: 10 * s},
+			limit: limit.Limit{Count: 10, Window: 10 * s},
 			steps: []step{
 				{at: 0, cost: 5, allowed: true, remain: 5},
 				{at: 2 * s, cost: 5, allowed: true, remain: 0},
@@ -161,7 +162,7 @@ func TestWindowEdges(t *testing.T) {
 		},
 		{
 			name: "fixed-window weighted", algo: "fixed-window",
-			limit: algorithms.Limit{Limit: 10, Window: 10 * s},
+			limit: limit.Limit{Count: 10, Window: 10 * s},
 			steps: []step{
 				{at: 0, cost: 7, allowed: true, remain: 3},
 				{at: s, cost: 4, allowed: false, remain: 3, retry: 9 * s},
@@ -170,7 +171,7 @@ func TestWindowEdges(t *testing.T) {
 		},
 		{
 			name: "bucketed-hash weighted Retry-After", algo: "bucketed-hash",
-			limit: algorithms.Limit{Limit: 10, Window: 10 * s, Precision: s},
+			limit: limit.Limit{Count: 10, Window: 10 * s, Precision: s},
 			steps: []step{
 				{at: 0, cost: 4, allowed: true, remain: 6},
 				{at: 3500 * ms, cost: 6, allowed: true, remain: 0},
@@ -181,7 +182,7 @@ func TestWindowEdges(t *testing.T) {
 		},
 		{
 			name: "reservoir weighted", algo: "reservoir",
-			limit: algorithms.Limit{Limit: 10, Window: 10 * s},
+			limit: limit.Limit{Count: 10, Window: 10 * s},
 			steps: []step{
 				{at: 0, cost: 8, allowed: true, remain: 2},
 				{at: s, cost: 4, allowed: false, remain: 3, retry: s},
@@ -199,9 +200,9 @@ func TestWindowEdges(t *testing.T) {
 // Carlson's multi-limit hash: the 1 s limit and the 60 s limit both hold.
 func TestBucketedHashSeveralLimits(t *testing.T) {
 	lim, err := algorithms.NewBucketedHash(srv.Client(),
-		algorithms.Limit{Limit: 10, Window: time.Second, Precision: 100 * time.Millisecond},
-		algorithms.Limit{Limit: 120, Window: time.Minute, Precision: time.Second},
-		algorithms.Limit{Limit: 240, Window: time.Hour, Precision: time.Minute})
+		limit.Limit{Count: 10, Window: time.Second, Precision: 100 * time.Millisecond},
+		limit.Limit{Count: 120, Window: time.Minute, Precision: time.Second},
+		limit.Limit{Count: 240, Window: time.Hour, Precision: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestBucketedHashSeveralLimits(t *testing.T) {
 			t.Errorf("second %d: %d allowed, want %d", sec, allowedAt[sec], want)
 		}
 	}
-	if got := lim.Describe(); got != "10 per 1s (precision 100ms), 120 per 1m0s (precision 1s), 240 per 1h0m0s (precision 1m0s)" {
+	if got := lim.Describe(); got != "10 per 1s (precision 100ms), 120 per 1m (precision 1s), 240 per 1h (precision 1m)" {
 		t.Errorf("Describe = %q", got)
 	}
 }
@@ -237,7 +238,7 @@ func TestCostOverLimitNeedsNoRedis(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 50 * time.Millisecond, MaxRetries: -1})
 	defer dead.Close()
 	for _, name := range algorithms.Names() {
-		lim, err := algorithms.New(name, dead, algorithms.Limit{Limit: 5, Window: time.Second})
+		lim, err := algorithms.New(name, dead, limit.Limit{Count: 5, Window: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,10 +256,10 @@ func TestCostOverLimitNeedsNoRedis(t *testing.T) {
 }
 
 func TestUnknownAlgorithmAndBadLimit(t *testing.T) {
-	if _, err := algorithms.New("leaky", srv.Client(), algorithms.Limit{Limit: 1, Window: time.Second}); err == nil {
+	if _, err := algorithms.New("leaky", srv.Client(), limit.Limit{Count: 1, Window: time.Second}); err == nil {
 		t.Error("unknown algorithm: no error")
 	}
-	for _, l := range []algorithms.Limit{{Limit: 0, Window: time.Second}, {Limit: 1, Window: 0}, {Limit: 1, Window: time.Second, Precision: 2 * time.Second}} {
+	for _, l := range []limit.Limit{{Count: 0, Window: time.Second}, {Count: 1, Window: 0}, {Count: 1, Window: time.Second, Precision: 2 * time.Second}} {
 		for _, name := range algorithms.Names() {
 			if _, err := algorithms.New(name, srv.Client(), l); err == nil {
 				t.Errorf("%s %+v: no error", name, l)
@@ -273,7 +274,7 @@ func TestServerClockAndTTL(t *testing.T) {
 	for _, name := range algorithms.Names() {
 		t.Run(name, func(t *testing.T) {
 			w := 30 * time.Second
-			lim := newLimiter(t, name, algorithms.Limit{Limit: 5, Window: w})
+			lim := newLimiter(t, name, limit.Limit{Count: 5, Window: w})
 			prefix := srv.Key(t) + ":"
 			for i := 0; i < 7; i++ {
 				d, err := lim.Allow(ctx, prefix+"{u}", 1, algorithms.ServerTime())
@@ -319,8 +320,8 @@ func TestConcurrentClientsOneKey(t *testing.T) {
 				continue // a real-time run could cross a fixed boundary or refill
 			}
 			t.Run(name+"/"+cname, func(t *testing.T) {
-				const limit, goroutines, each = 100, 64, 5
-				lim := newLimiter(t, name, algorithms.Limit{Limit: limit, Window: time.Hour})
+				const count, goroutines, each = 100, 64, 5
+				lim := newLimiter(t, name, limit.Limit{Count: count, Window: time.Hour})
 				key := srv.Key(t)
 				var mu sync.Mutex
 				accepted := 0
@@ -344,8 +345,8 @@ func TestConcurrentClientsOneKey(t *testing.T) {
 					}()
 				}
 				wg.Wait()
-				if accepted != limit {
-					t.Errorf("%d goroutines x %d calls: %d accepted, want exactly %d", goroutines, each, accepted, limit)
+				if accepted != count {
+					t.Errorf("%d goroutines x %d calls: %d accepted, want exactly %d", goroutines, each, accepted, count)
 				}
 			})
 		}
@@ -354,7 +355,7 @@ func TestConcurrentClientsOneKey(t *testing.T) {
 
 // fixed-window's counters share the key's hash tag (one Cluster slot).
 func TestFixedWindowKeysAreHashTagged(t *testing.T) {
-	lim := newLimiter(t, "fixed-window", algorithms.Limit{Limit: 5, Window: 10 * time.Second})
+	lim := newLimiter(t, "fixed-window", limit.Limit{Count: 5, Window: 10 * time.Second})
 	prefix := srv.Key(t) + ":"
 	for _, k := range []string{prefix + "{user}", prefix + "plain"} {
 		if _, err := lim.Allow(ctx, k, 1, algorithms.At(b0)); err != nil {

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // benchLimit is the limit of the benchmarks: 100 per minute, so the allow
 // path's keys never fill within a run and the deny path's hot key stays full.
-var benchLimit = algorithms.Limit{Limit: 100, Window: time.Minute}
+var benchLimit = limit.Limit{Count: 100, Window: time.Minute}
 
 // benchKeys is the allow path's key space.
 const benchKeys = 100_000

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,7 +36,7 @@ var bucketedHashScript = redis.NewScript(bucketedHashSrc)
 // blocks. Keys: the key itself (one HASH).
 type BucketedHash struct {
 	rdb    redis.Scripter
-	limits []Limit
+	limits []limit.Limit
 	args   []any // n, then label, window_us, limit, precision_us per limit
 	min    int64 // the smallest limit: the largest cost that can ever fit
 }
@@ -45,17 +47,20 @@ var _ Scripted = (*BucketedHash)(nil)
 // once (for example 10 per 1s, 120 per 60s and 240 per 1h with 60s
 // precision). A zero Precision becomes Window/10. rdb may be a Client, Ring
 // or ClusterClient.
-func NewBucketedHash(rdb redis.Scripter, limits ...Limit) (*BucketedHash, error) {
+func NewBucketedHash(rdb redis.Scripter, limits ...limit.Limit) (*BucketedHash, error) {
 	if len(limits) == 0 {
 		return nil, fmt.Errorf("bucketed-hash: at least one limit is needed")
 	}
 	b := &BucketedHash{rdb: rdb, args: []any{len(limits)}}
 	for i, l := range limits {
-		if l.Precision == 0 {
-			l.Precision = l.Window / 10
-		}
 		if err := l.Validate(); err != nil {
-			return nil, fmt.Errorf("bucketed-hash: limit %d: %w", i+1, err)
+			if len(limits) > 1 {
+				err = &field.Error{Name: fmt.Sprintf("limits[%d]", i+1), Err: err}
+			}
+			return nil, err
+		}
+		if l.Precision == 0 {
+			l.Precision = l.Window / 10 // under 1 ms for windows under 10 ms: labelled in µs
 		}
 		if l.Precision < time.Microsecond {
 			return nil, fmt.Errorf("bucketed-hash: limit %d: precision must be >= 1µs", i+1)
@@ -65,9 +70,9 @@ func NewBucketedHash(rdb redis.Scripter, limits ...Limit) (*BucketedHash, error)
 		if l.Window%time.Millisecond != 0 || l.Precision%time.Millisecond != 0 {
 			label = strconv.FormatInt(l.Window.Microseconds(), 10) + "us:" + strconv.FormatInt(l.Precision.Microseconds(), 10)
 		}
-		b.args = append(b.args, label, l.Window.Microseconds(), l.Limit, l.Precision.Microseconds())
-		if b.min == 0 || l.Limit < b.min {
-			b.min = l.Limit
+		b.args = append(b.args, label, l.Window.Microseconds(), l.Count, l.Precision.Microseconds())
+		if b.min == 0 || l.Count < b.min {
+			b.min = l.Count
 		}
 	}
 	return b, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // A sliding log of 3 requests per second, decided on an injected clock: the
@@ -18,7 +19,7 @@ import (
 func ExampleLimiter_Allow() {
 	ctx := context.Background()
 	rdb := srv.Client() // the package's throwaway redis-server (TestMain); any redis.Scripter will do
-	lim, err := algorithms.New("sliding-log", rdb, algorithms.Limit{Limit: 3, Window: time.Second})
+	lim, err := algorithms.New("sliding-log", rdb, limit.Limit{Count: 3, Window: time.Second})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,13 +26,13 @@ var fixedWindowScript = redis.NewScript(fixedWindowSrc)
 // "{key}" so every counter of one key lives in one Cluster slot.
 type FixedWindow struct {
 	rdb   redis.Scripter
-	limit Limit
+	limit limit.Limit
 }
 
 var _ Scripted = (*FixedWindow)(nil)
 
 // NewFixedWindow returns a fixed-window limiter on rdb (Client, Ring or ClusterClient).
-func NewFixedWindow(rdb redis.Scripter, l Limit) (*FixedWindow, error) {
+func NewFixedWindow(rdb redis.Scripter, l limit.Limit) (*FixedWindow, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -52,10 +53,10 @@ func (f *FixedWindow) Allow(ctx context.Context, key string, cost int64, at Cloc
 
 // Call implements Scripted.
 func (f *FixedWindow) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(f.Name(), cost, f.limit.Limit); err != nil {
+	if err := checkCost(f.Name(), cost, f.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.limit.Limit, f.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.limit.Count, f.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

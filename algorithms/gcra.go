@@ -8,6 +8,7 @@ import (
 	"time"
 
 	redis_rate "github.com/go-redis/redis_rate/v10"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,7 +46,7 @@ import (
 // the decisions are on virtual time. Memory: one STRING per active key.
 type GCRA struct {
 	rdb    redis.Scripter
-	limit  Limit
+	limit  limit.Limit
 	rl     redis_rate.Limit
 	lim    *redis_rate.Limiter // on Redis TIME
 	vlim   *redis_rate.Limiter // on the injected time (the script rewritten)
@@ -58,12 +59,12 @@ var _ Scripted = (*GCRA)(nil)
 // l.Limit, on rdb (Client, Ring or ClusterClient). When rdb can run TIME it
 // spends up to 3 TIME round trips (at most 1 s) measuring the server's clock
 // offset; failures leave it at zero.
-func NewGCRA(rdb redis.Scripter, l Limit) (*GCRA, error) {
+func NewGCRA(rdb redis.Scripter, l limit.Limit) (*GCRA, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	l.Precision = 0
-	rl := redis_rate.Limit{Rate: int(l.Limit), Burst: int(l.Limit), Period: l.Window}
+	rl := redis_rate.Limit{Rate: int(l.Count), Burst: int(l.Count), Period: l.Window}
 	g := &GCRA{rdb: rdb, limit: l, rl: rl, lim: redis_rate.NewLimiter(rateScripter{rdb}),
 		vlim: redis_rate.NewLimiter(NewVirtualTimeScripter(rateScripter{rdb}))}
 	if t, ok := rdb.(interface {
@@ -82,7 +83,7 @@ func (g *GCRA) Name() string { return "gcra" }
 // Describe states the mapping and the clock, e.g. "rate 50 per 10s, burst
 // 50 (redis_rate GCRA; Redis TIME, ignores injected clocks)".
 func (g *GCRA) Describe() string {
-	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, g.limit.Window, g.rl.Burst)
+	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, limit.FormatWindow(g.limit.Window), g.rl.Burst)
 }
 
 // Capabilities implements Limiter: an injected clock reaches the script
@@ -94,7 +95,7 @@ func (g *GCRA) Capabilities() Capabilities { return builtIn }
 // key as given (redis_rate's "rate:" prefix is not added: ratelab's keys
 // carry their own). The script reads Redis TIME, so DecidedAt is zero.
 func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
+	if err := checkCost(g.Name(), cost, g.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
 	args := []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}
@@ -117,7 +118,7 @@ func (g *GCRA) Decode(c ScriptCall, reply any) (Decision, error) {
 // is redis_rate's (float seconds, rounded to the µs); Remaining is its
 // Remaining. The clock is ignored for the decision (see GCRA).
 func (g *GCRA) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(g.Name(), cost, g.limit.Limit); err != nil {
+	if err := checkCost(g.Name(), cost, g.limit.Count); err != nil {
 		return Decision{}, err
 	}
 	lim, injected := g.lim, false

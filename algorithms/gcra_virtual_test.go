@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 func TestVirtualTimeScripterRedisRate(t *testing.T) {
@@ -116,7 +117,7 @@ func (m *gcraModel) allow(now int64) bool {
 func TestVirtualGCRAFollowsVirtualTime(t *testing.T) {
 	const L = 5
 	W := time.Second
-	g, err := algorithms.NewGCRA(srv.Client(), algorithms.Limit{Limit: L, Window: W})
+	g, err := algorithms.NewGCRA(srv.Client(), limit.Limit{Count: L, Window: W})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/ratelab/ratelab/limit"
 )
 
 // HTTPLimiter treats an HTTP endpoint as a black-box rate limiter: each
@@ -18,14 +20,14 @@ import (
 type HTTPLimiter struct {
 	url    string
 	client *http.Client
-	limit  Limit
+	limit  limit.Limit
 }
 
 var _ Limiter = (*HTTPLimiter)(nil)
 
 // NewHTTPLimiter returns the limiter for url; timeout bounds each request
 // (zero means 5 s).
-func NewHTTPLimiter(rawURL string, l Limit, timeout time.Duration) (*HTTPLimiter, error) {
+func NewHTTPLimiter(rawURL string, l limit.Limit, timeout time.Duration) (*HTTPLimiter, error) {
 	if !strings.HasPrefix(rawURL, "http://") && !strings.HasPrefix(rawURL, "https://") {
 		return nil, fmt.Errorf("not an http:// or https:// URL: %q", rawURL)
 	}

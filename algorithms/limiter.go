@@ -85,41 +85,6 @@ type Decision struct {
 	DecidedAt time.Time
 }
 
-// Limit is one rate limit: at most Limit cost units in any Window.
-type Limit struct {
-	// Limit is the number of cost units allowed per Window. Must be >= 1.
-	Limit int64
-	// Window is the length of the window. Must be >= 1 ms.
-	Window time.Duration
-	// Precision is the sub-window (block) length of bucketed counters
-	// (bucketed-hash). Zero means Window/10 for bucketed-hash; the other
-	// algorithms ignore it.
-	Precision time.Duration
-}
-
-// String renders the limit as "50 per 10s", with the precision when set:
-// "50 per 10s (precision 1s)".
-func (l Limit) String() string {
-	s := fmt.Sprintf("%d per %s", l.Limit, l.Window)
-	if l.Precision > 0 {
-		s += fmt.Sprintf(" (precision %s)", l.Precision)
-	}
-	return s
-}
-
-// Validate checks Limit >= 1, Window >= 1 ms, 0 <= Precision <= Window.
-func (l Limit) Validate() error {
-	switch {
-	case l.Limit < 1:
-		return fmt.Errorf("limit must be >= 1, got %d", l.Limit)
-	case l.Window < time.Millisecond:
-		return fmt.Errorf("window must be >= 1ms, got %s", l.Window)
-	case l.Precision < 0 || l.Precision > l.Window:
-		return fmt.Errorf("precision must be in 0..window (%s), got %s", l.Window, l.Precision)
-	}
-	return nil
-}
-
 func checkCost(name string, cost, limit int64) error {
 	if cost < 1 || cost > limit {
 		return fmt.Errorf("%s: cost %d with limit %d: %w", name, cost, limit, ErrCostExceedsLimit)

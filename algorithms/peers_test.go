@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -17,7 +18,7 @@ import (
 // previous window weighs (10 s - elapsed) / 10 s, one unit per second).
 func TestSlidingCounterEdges(t *testing.T) {
 	s := time.Second
-	l10 := algorithms.Limit{Limit: 10, Window: 10 * s}
+	l10 := limit.Limit{Count: 10, Window: 10 * s}
 	cases := []struct {
 		name  string
 		steps []step
@@ -83,7 +84,7 @@ func TestSlidingCounterEdges(t *testing.T) {
 func TestSlidingCounterOverAdmits(t *testing.T) {
 	const L = 20
 	w := 10 * time.Second
-	lim := newLimiter(t, "sliding-counter", algorithms.Limit{Limit: L, Window: w})
+	lim := newLimiter(t, "sliding-counter", limit.Limit{Count: L, Window: w})
 	key := srv.Key(t)
 	var accepted []measure.Event
 	for at := -time.Millisecond; at < w; at += 100 * time.Millisecond {
@@ -110,7 +111,7 @@ func TestSlidingCounterOverAdmits(t *testing.T) {
 // window after their own (between W and 2W).
 func TestSlidingCounterKeys(t *testing.T) {
 	w := 10 * time.Second
-	lim := newLimiter(t, "sliding-counter", algorithms.Limit{Limit: 5, Window: w})
+	lim := newLimiter(t, "sliding-counter", limit.Limit{Count: 5, Window: w})
 	prefix := srv.Key(t) + ":"
 	for i := 0; i < 3; i++ {
 		if _, err := lim.Allow(ctx, prefix+"plain", 1, algorithms.ServerTime()); err != nil {
@@ -140,7 +141,7 @@ func TestSlidingCounterKeys(t *testing.T) {
 // the time since the burst), on the caller's own key with redis_rate's TTL.
 func TestGCRAIsRedisRate(t *testing.T) {
 	w := 10 * time.Second
-	lim := newLimiter(t, "gcra", algorithms.Limit{Limit: 5, Window: w})
+	lim := newLimiter(t, "gcra", limit.Limit{Count: 5, Window: w})
 	if got, want := lim.Describe(), "rate 5 per 10s, burst 5 (redis_rate GCRA)"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
@@ -187,7 +188,7 @@ func TestGCRAScriptIsTheLibrarys(t *testing.T) {
 	if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	lim := newLimiter(t, "gcra", algorithms.Limit{Limit: 5, Window: time.Second})
+	lim := newLimiter(t, "gcra", limit.Limit{Count: 5, Window: time.Second})
 	if _, err := lim.Allow(ctx, srv.Key(t), 1, algorithms.ServerTime()); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestGCRAScriptIsTheLibrarys(t *testing.T) {
 // clock is an hour later for redis_rate's script, whose TIME answers the
 // injected time; DecidedAt is that time.
 func TestGCRATakesInjectedClock(t *testing.T) {
-	lim := newLimiter(t, "gcra", algorithms.Limit{Limit: 2, Window: time.Hour})
+	lim := newLimiter(t, "gcra", limit.Limit{Count: 2, Window: time.Hour})
 	key := srv.Key(t)
 	for i, c := range []struct {
 		at   time.Duration
@@ -238,7 +239,7 @@ func TestGCRATakesInjectedClock(t *testing.T) {
 // A Scripter that answers with something else than redis_rate's reply gives
 // an error, never a panic in the library's type assertions.
 func TestGCRAOddReply(t *testing.T) {
-	lim, err := algorithms.NewGCRA(oddScripter{srv.Client()}, algorithms.Limit{Limit: 5, Window: time.Second})
+	lim, err := algorithms.NewGCRA(oddScripter{srv.Client()}, limit.Limit{Count: 5, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

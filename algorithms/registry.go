@@ -6,19 +6,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
 // Constructor builds a limiter on rdb for one limit.
-type Constructor func(rdb redis.Scripter, l Limit) (Limiter, error)
+type Constructor func(rdb redis.Scripter, l limit.Limit) (Limiter, error)
 
 var registry = map[string]Constructor{
-	"fixed-window":    func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
-	"sliding-log":     func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
-	"bucketed-hash":   func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
-	"reservoir":       func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewReservoir(rdb, l) },
-	"gcra":            func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewGCRA(rdb, l) },
-	"sliding-counter": func(rdb redis.Scripter, l Limit) (Limiter, error) { return NewSlidingCounter(rdb, l) },
+	"fixed-window":    func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
+	"sliding-log":     func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
+	"bucketed-hash":   func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
+	"reservoir":       func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewReservoir(rdb, l) },
+	"gcra":            func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewGCRA(rdb, l) },
+	"sliding-counter": func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingCounter(rdb, l) },
 }
 
 // order is the order algorithms are listed and compared in.
@@ -29,7 +30,7 @@ func Names() []string { return append([]string(nil), order...) }
 
 // New builds the named algorithm for limit l on rdb. Unknown names return an
 // error listing the known ones.
-func New(name string, rdb redis.Scripter, l Limit) (Limiter, error) {
+func New(name string, rdb redis.Scripter, l limit.Limit) (Limiter, error) {
 	c, ok := registry[name]
 	if !ok {
 		known := Names()

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,14 +29,14 @@ var reservoirScript = redis.NewScript(reservoirSrc)
 // refill to full, after which a missing key means the same thing.
 type Reservoir struct {
 	rdb   redis.Scripter
-	limit Limit
+	limit limit.Limit
 }
 
 var _ Scripted = (*Reservoir)(nil)
 
 // NewReservoir returns a token bucket of capacity l.Limit refilling l.Limit
 // per l.Window. rdb may be a Client, Ring or ClusterClient.
-func NewReservoir(rdb redis.Scripter, l Limit) (*Reservoir, error) {
+func NewReservoir(rdb redis.Scripter, l limit.Limit) (*Reservoir, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func (r *Reservoir) Name() string { return "reservoir" }
 
 // Describe returns the capacity and refill, e.g. "capacity 50, refill 50 per 10s".
 func (r *Reservoir) Describe() string {
-	return "capacity " + itoa(r.limit.Limit) + ", refill " + r.limit.String()
+	return "capacity " + itoa(r.limit.Count) + ", refill " + r.limit.String()
 }
 
 // Allow implements Limiter: the script call of Call, decoded.
@@ -58,10 +59,10 @@ func (r *Reservoir) Allow(ctx context.Context, key string, cost int64, at Clock)
 
 // Call implements Scripted.
 func (r *Reservoir) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(r.Name(), cost, r.limit.Limit); err != nil {
+	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.limit.Limit, r.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.limit.Count, r.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // ScriptLimiter runs a user's Lua rate-limit script as a Limiter, so that
@@ -48,7 +49,7 @@ type ScriptLimiter struct {
 	keys     []Template // never empty: {key} by default
 	args     []Template
 	allowed  ReplyPredicate
-	limit    Limit
+	limit    limit.Limit
 	name     string
 	seq      atomic.Uint64
 	salt     string
@@ -97,7 +98,7 @@ type ScriptConfig struct {
 	// ReplyPredicate means ReplyIs(1).
 	Allowed ReplyPredicate
 	// Limit is what the templates' {limit} and {window_*} stand for.
-	Limit Limit
+	Limit limit.Limit
 }
 
 // NewScript parses the templates of c and returns the limiter. Errors name
@@ -106,11 +107,7 @@ type ScriptConfig struct {
 // does not parse), with the template and its position.
 func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if err := c.Limit.Validate(); err != nil {
-		name := "limit"
-		if strings.HasPrefix(err.Error(), "window") || strings.HasPrefix(err.Error(), "precision") {
-			name = strings.Fields(err.Error())[0]
-		}
-		return nil, &field.Error{Name: name, Err: err}
+		return nil, err // a field error: "limit", "window" or "precision"
 	}
 	s := &ScriptLimiter{rdb: rdb, script: redis.NewScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
 	if s.allowed.isZero() {
@@ -142,7 +139,7 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 // predicate ReplyIs(allowedWhen). name labels it in reports (e.g. the
 // script's file name). l is the limit the templates' {limit} and
 // {window_*} stand for.
-func NewScriptLimiter(rdb redis.Scripter, name, src string, templates []string, allowedWhen int64, l Limit) (*ScriptLimiter, error) {
+func NewScriptLimiter(rdb redis.Scripter, name, src string, templates []string, allowedWhen int64, l limit.Limit) (*ScriptLimiter, error) {
 	return NewScript(rdb, ScriptConfig{Name: name, Source: src, Args: templates, Allowed: ReplyIs(allowedWhen), Limit: l})
 }
 
@@ -316,7 +313,7 @@ func (s *ScriptLimiter) Allow(ctx context.Context, key string, cost int64, at Cl
 
 // values are the placeholders' values of one request.
 func (s *ScriptLimiter) values(key string, cost int64) Values {
-	return Values{Window: s.limit.Window, Limit: s.limit.Limit, Cost: cost, Key: key,
+	return Values{Window: s.limit.Window, Limit: s.limit.Count, Cost: cost, Key: key,
 		RequestID: s.salt + "-" + strconv.FormatUint(s.seq.Add(1), 10)}
 }
 
@@ -335,7 +332,7 @@ func (s *ScriptLimiter) values(key string, cost int64) Values {
 // template that reads the clock when at is ServerTime. Cost outside
 // 1..limit wraps ErrCostExceedsLimit.
 func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(s.name, cost, s.limit.Limit); err != nil {
+	if err := checkCost(s.name, cost, s.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
 	v := s.values(key, cost)
@@ -408,7 +405,7 @@ func hashTag(key string) string {
 // predicate cannot judge is a *ScriptError wrapping ErrReplyShape, showing
 // the reply and the predicate.
 func (s *ScriptLimiter) Decode(c ScriptCall, reply any) (Decision, error) {
-	v := Values{Window: s.limit.Window, Limit: s.limit.Limit, Now: c.DecidedAt, Cost: c.Cost}
+	v := Values{Window: s.limit.Window, Limit: s.limit.Count, Now: c.DecidedAt, Cost: c.Cost}
 	if len(c.Keys) > 0 {
 		v.Key = c.Keys[0]
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // serverTimeLog is a sliding log that reads Redis TIME itself, in the style
@@ -29,7 +30,7 @@ return 1
 // time appended, and its decisions follow the injected time, not the
 // server's.
 func TestScriptLimiterServerTimeOnInjectedClock(t *testing.T) {
-	l := algorithms.Limit{Limit: 2, Window: time.Second}
+	l := limit.Limit{Count: 2, Window: time.Second}
 	lim, err := algorithms.NewScriptLimiter(srv.Client(), "log.lua", serverTimeLog, []string{"{window_us}", "{limit}", "{request_id}"}, 1, l)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestScriptLimiterServerTimeOnInjectedClock(t *testing.T) {
 // reads no clock does not take an injected one; absolute expiries are
 // reported.
 func TestScriptLimiterClockScan(t *testing.T) {
-	l := algorithms.Limit{Limit: 2, Window: time.Second}
+	l := limit.Limit{Count: 2, Window: time.Second}
 	cases := []struct {
 		name, src  string
 		injects    bool
@@ -95,7 +96,7 @@ func TestScriptLimiterClockScan(t *testing.T) {
 // Several keys: KEYS in order, built from {key} and the clock; every key
 // stays under the request's key and in its hash slot.
 func TestScriptLimiterKeys(t *testing.T) {
-	l := algorithms.Limit{Limit: 3, Window: time.Second}
+	l := limit.Limit{Count: 3, Window: time.Second}
 	const echo = "return KEYS"
 	t0 := time.UnixMilli(1_767_225_601_500)
 	lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "echo", Source: echo, Limit: l,
@@ -159,7 +160,7 @@ func mustPredicate(t *testing.T, src string) algorithms.ReplyPredicate {
 // predicate cannot judge is a ScriptError wrapping ErrReplyShape, showing
 // the reply and the predicate.
 func TestScriptLimiterReplies(t *testing.T) {
-	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	l := limit.Limit{Count: 5, Window: time.Second}
 	cases := []struct {
 		src, allowed string
 		want         bool
@@ -198,7 +199,7 @@ func TestScriptLimiterReplies(t *testing.T) {
 // Argument expressions: arithmetic of the placeholders, and a fill error
 // (division by zero) is a ScriptError naming the template.
 func TestScriptLimiterArgs(t *testing.T) {
-	l := algorithms.Limit{Limit: 10, Window: 2 * time.Second}
+	l := limit.Limit{Count: 10, Window: 2 * time.Second}
 	lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "t", Source: "return ARGV", Limit: l,
 		Args: []string{"{limit / window_s}", "{floor(now_s)}", "{key}"}, Allowed: mustPredicate(t, "true")})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,14 +43,14 @@ var slidingCounterScript = redis.NewScript(slidingCounterSrc)
 // small integer STRINGs per active key.
 type SlidingCounter struct {
 	rdb   redis.Scripter
-	limit Limit
+	limit limit.Limit
 }
 
 var _ Scripted = (*SlidingCounter)(nil)
 
 // NewSlidingCounter returns a sliding-window counter limiter on rdb (Client,
 // Ring or ClusterClient).
-func NewSlidingCounter(rdb redis.Scripter, l Limit) (*SlidingCounter, error) {
+func NewSlidingCounter(rdb redis.Scripter, l limit.Limit) (*SlidingCounter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -70,10 +71,10 @@ func (s *SlidingCounter) Allow(ctx context.Context, key string, cost int64, at C
 
 // Call implements Scripted.
 func (s *SlidingCounter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
+	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.limit.Count, s.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ var slidingLogScript = redis.NewScript(slidingLogSrc)
 // for any cost: the time until enough of the oldest entries have left.
 type SlidingLog struct {
 	rdb   redis.Scripter
-	limit Limit
+	limit limit.Limit
 	nonce atomic.Uint64
 	salt  string
 }
@@ -35,7 +36,7 @@ var _ Scripted = (*SlidingLog)(nil)
 
 // NewSlidingLog returns a sliding-window log limiter on rdb. rdb may be a
 // Client, Ring or ClusterClient.
-func NewSlidingLog(rdb redis.Scripter, l Limit) (*SlidingLog, error) {
+func NewSlidingLog(rdb redis.Scripter, l limit.Limit) (*SlidingLog, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,11 +57,11 @@ func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock
 
 // Call implements Scripted.
 func (s *SlidingLog) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(s.Name(), cost, s.limit.Limit); err != nil {
+	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
 	nonce := s.salt + strconv.FormatUint(s.nonce.Add(1), 36)
-	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.limit.Limit, s.limit.Window.Microseconds(), cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.limit.Count, s.limit.Window.Microseconds(), cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -21,7 +22,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 	ctx := context.Background()
 	rd := redistest.Start().Redis // its own server: the looping script blocks it
 	defer rd.Close()
-	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
 	if err != nil {
 		t.Fatal(err)

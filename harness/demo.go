@@ -8,6 +8,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -16,21 +17,22 @@ import (
 // full burst of L just before a window boundary and another just after.
 const DemoScenario = "boundary-burst"
 
-// Demo defaults: boundary-burst's own limit, a 10 s window, and at least
-// one second of countdown before the first burst.
-const (
-	DefaultDemoLimit  int64 = 50
-	DefaultDemoWindow       = 10 * time.Second
-	DefaultDemoLead         = time.Second
-)
+// DefaultDemoLimit is the demo's default limit: boundary-burst's own 50,
+// per 10 s.
+var DefaultDemoLimit = limit.Limit{Count: 50, Window: 10 * time.Second}
+
+// DefaultDemoLead is the demo's default countdown: at least one second
+// before the first burst.
+const DefaultDemoLead = time.Second
 
 // DemoConfig is what `ratelab demo` runs.
 type DemoConfig struct {
 	// Algorithms are registry names; empty means all.
 	Algorithms []string
-	// Limit (cost units per window) and Window; zero means the defaults.
-	Limit  int64
-	Window time.Duration
+	// Limit is the limit shown: Count is also the size of each burst
+	// (1..1000), Window in 100ms..10m (a live show); the zero Limit means
+	// DefaultDemoLimit. Precision reaches bucketed-hash only.
+	Limit limit.Limit
 	// Lead is the shortest countdown before the first burst; zero means
 	// DefaultDemoLead. The demo parks until the first window boundary on
 	// the Redis server's clock that leaves at least Lead before the burst
@@ -41,26 +43,43 @@ type DemoConfig struct {
 }
 
 // Validate checks cfg and returns an error naming the field: algorithms
-// registered; Limit 0 (the default) or 1..1000 (two bursts of Limit requests
-// are sent live); Window 0 (the default) or 100ms..10m (a live show);
-// Lead >= 0.
+// registered; Limit zero (the default) or valid (limit.Limit.Validate)
+// with Count <= 1000 (two bursts of Count requests are sent live) and
+// Window in 100ms..10m (a live show); Lead >= 0.
 func (cfg DemoConfig) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
+	l := cfg.withDefaults().Limit
+	if err := l.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case cfg.Limit < 0:
-		return field.Errorf("limit", "must be >= 1, got %d", cfg.Limit)
-	case cfg.Limit > 1000:
-		return field.Errorf("limit", "at most 1000 for a demo (two bursts of limit requests), got %d", cfg.Limit)
-	case cfg.Window != 0 && cfg.Window < 100*time.Millisecond:
-		return field.Errorf("window", "must be >= 100ms, got %s", cfg.Window)
-	case cfg.Window > 10*time.Minute:
-		return field.Errorf("window", "at most 10m for a live demo, got %s", cfg.Window)
+	case l.Count > 1000:
+		return field.Errorf("limit", "at most 1000 for a demo (two bursts of limit requests), got %d", l.Count)
+	case l.Window < 100*time.Millisecond:
+		return field.Errorf("window", "must be >= 100ms, got %s", limit.FormatWindow(l.Window))
+	case l.Window > 10*time.Minute:
+		return field.Errorf("window", "at most 10m for a live demo, got %s", limit.FormatWindow(l.Window))
 	case cfg.Lead < 0:
 		return field.Errorf("lead", "must be >= 0, got %s", cfg.Lead)
 	}
 	return nil
+}
+
+// withDefaults is cfg with its zero fields set to the defaults: all
+// algorithms, DefaultDemoLimit, DefaultDemoLead.
+func (cfg DemoConfig) withDefaults() DemoConfig {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if cfg.Limit == (limit.Limit{}) {
+		cfg.Limit = DefaultDemoLimit
+	}
+	if cfg.Lead <= 0 {
+		cfg.Lead = DefaultDemoLead
+	}
+	return cfg
 }
 
 // DemoObserver is told what the demo does, as it happens. Decided is called
@@ -79,25 +98,14 @@ type DemoObserver interface {
 // "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
 // A cancelled ctx stops it; the Results then hold what was measured.
 func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserver, log *measure.DecisionLog) (*measure.Results, error) {
-	if len(cfg.Algorithms) == 0 {
-		cfg.Algorithms = algorithms.Names()
-	}
-	if cfg.Limit <= 0 {
-		cfg.Limit = DefaultDemoLimit
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultDemoWindow
-	}
-	if cfg.Lead <= 0 {
-		cfg.Lead = DefaultDemoLead
-	}
+	cfg = cfg.withDefaults()
 	s := NewSession(rd, cfg.RunID, 0)
 	prefix := s.Prefix
 	res := &measure.Results{
-		Header: s.Header("demo", measure.Repro{Limits: []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}}),
+		Header: s.Header("demo", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
-			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
+			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(RedisClock), Prefix: prefix,
 		},
 		Results: []measure.Row{},
@@ -117,9 +125,9 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 		if err != nil {
 			return err
 		}
-		sched := sc.Build(scenarios.Params{Limit: cfg.Limit, Window: cfg.Window})
-		lim := algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}
-		plan := measure.DemoPlan{Algorithms: cfg.Algorithms, Limit: lim.Limit, Window: lim.Window,
+		sched := sc.Build(scenarios.Params{Limit: cfg.Limit.Count, Window: cfg.Limit.Window})
+		lim := cfg.Limit
+		plan := measure.DemoPlan{Algorithms: cfg.Algorithms, Limit: lim.Count, Window: lim.Window,
 			Arrivals: make([]measure.Event, len(sched.Arrivals))}
 		for i, a := range sched.Arrivals {
 			plan.Arrivals[i] = measure.Event{At: a.At, Cost: a.Cost}

@@ -100,14 +100,7 @@ func GuardErr(done func() error, err error) error {
 func (cfg Config) estimateBytes(list []scenarios.Scenario, n int) int64 {
 	var total int64
 	for _, sc := range list {
-		p := sc.Defaults
-		p.Seed = cfg.Seed
-		if cfg.Limit > 0 {
-			p.Limit = cfg.Limit
-		}
-		if cfg.Window > 0 {
-			p.Window = cfg.Window
-		}
+		_, p := cfg.LimitFor(sc)
 		sched, err := sc.Make(p)
 		if err != nil {
 			return -1
@@ -135,7 +128,7 @@ func (cfg ReplayConfig) estimateBytes(n int) int64 {
 	if cfg.Size <= 0 || strings.HasSuffix(cfg.Source, ".gz") {
 		return -1
 	}
-	units := cfg.Limit
+	units := cfg.Limit.Count
 	if cfg.Cost > 0 {
 		units = cfg.Cost
 	}
@@ -149,5 +142,5 @@ func (cfg ReplayConfig) estimateBytes(n int) int64 {
 // demoEstimate is the upper bound of bytes a demo writes: boundary-burst's
 // 2 x Limit decisions per algorithm, doubled for its spare requests.
 func demoEstimate(cfg DemoConfig) int64 {
-	return 4 * cfg.Limit * BytesPerUnit * int64(len(cfg.Algorithms))
+	return 4 * cfg.Limit.Count * BytesPerUnit * int64(len(cfg.Algorithms))
 }

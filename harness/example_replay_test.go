@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Replay a few requests of two clients against two algorithms, one limit
@@ -33,7 +34,7 @@ func ExampleReplay() {
 `)
 	res, err := harness.Replay(ctx, rd, traffic, harness.ReplayConfig{
 		Algorithms: []string{"fixed-window", "sliding-log"},
-		Limit:      3, Window: 10 * time.Second,
+		Limit:      limit.Limit{Count: 3, Window: 10 * time.Second},
 	}, nil, nil)
 	if err != nil {
 		fmt.Println(err)

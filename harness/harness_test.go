@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -97,7 +98,7 @@ func TestRunBoundaryBurstRedisClock(t *testing.T) {
 	start := time.Now()
 	res, err := harness.Run(ctx, srv.Redis, harness.Config{
 		Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"},
-		Clock: harness.RedisClock, Limit: 20, Window: 2 * time.Second,
+		Clock: harness.RedisClock, Limit: limit.Limit{Count: 20, Window: 2 * time.Second},
 	}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestRunBoundaryBurstRedisClock(t *testing.T) {
 
 // Many clients at one instant in real time: the sliding log holds the limit.
 func TestRunnerConcurrentClients(t *testing.T) {
-	lim := algorithms.Limit{Limit: 50, Window: 5 * time.Second}
+	lim := limit.Limit{Count: 50, Window: 5 * time.Second}
 	var arr []scenarios.Arrival
 	for c := 0; c < 16; c++ {
 		for i := 0; i < 10; i++ {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -30,12 +31,12 @@ func TestLoadMillion(t *testing.T) {
 		n = v
 	}
 	const clients, keys = 64, 1000
-	lim := algorithms.Limit{Limit: 100, Window: time.Second}
+	lim := limit.Limit{Count: 100, Window: time.Second}
 	arr := make([]scenarios.Arrival, n)
 	for i := range arr {
 		arr[i] = scenarios.Arrival{At: 0, Key: "k" + strconv.Itoa(i%keys), Cost: 1, Client: i % clients}
 	}
-	sched := scenarios.Schedule{Scenario: "load", Params: scenarios.Params{Limit: lim.Limit, Window: lim.Window}, Arrivals: arr}
+	sched := scenarios.Schedule{Scenario: "load", Params: scenarios.Params{Limit: lim.Count, Window: lim.Window}, Arrivals: arr}
 	path := filepath.Join(t.TempDir(), "decisions.jsonl")
 	f, err := os.Create(path)
 	if err != nil {

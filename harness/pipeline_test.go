@@ -7,18 +7,19 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
 // Pipelined virtual time decides exactly as one call at a time: the same
 // answers, in schedule order, for every built-in algorithm.
 func TestPipelineSameDecisions(t *testing.T) {
-	l := algorithms.Limit{Limit: 20, Window: time.Second}
+	l := limit.Limit{Count: 20, Window: time.Second}
 	sc, err := scenarios.Get("overload")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched := sc.Build(scenarios.Params{Limit: l.Limit, Window: l.Window, Seed: 3})
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 3})
 	for _, name := range algorithms.Names() {
 		lim, err := algorithms.New(name, srv.Client(), l)
 		if err != nil {
@@ -64,7 +65,7 @@ return {1, 0, 0, tonumber(ARGV[1])}`
 		{"3600000", w - time.Millisecond, 2},
 		{"0", 100 * w, 2}, // no TTL: never expires
 	} {
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), "ttl.lua", src, []string{"{now_us}", c.ttl}, 1, algorithms.Limit{Limit: 10, Window: w})
+		lim, err := algorithms.NewScriptLimiter(srv.Client(), "ttl.lua", src, []string{"{now_us}", c.ttl}, 1, limit.Limit{Count: 10, Window: w})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ return {1, 0, 0, tonumber(ARGV[1])}`
 // Keys a script writes besides its KEYS (fixed-window's per-window
 // counters) expire on the virtual clock too.
 func TestExpiryOtherKeys(t *testing.T) {
-	l := algorithms.Limit{Limit: 5, Window: 24 * time.Hour}
+	l := limit.Limit{Count: 5, Window: 24 * time.Hour}
 	lim, err := algorithms.New("fixed-window", srv.Client(), l)
 	if err != nil {
 		t.Fatal(err)
@@ -122,12 +123,12 @@ func TestExpiryOtherKeys(t *testing.T) {
 // refused with NOSCRIPT are loaded and resent, with and without the expiry
 // emulation's MULTI/EXEC, and the run decides as without flushes.
 func TestPipelineScriptFlush(t *testing.T) {
-	l := algorithms.Limit{Limit: 20, Window: time.Second}
+	l := limit.Limit{Count: 20, Window: time.Second}
 	sc, err := scenarios.Get("overload")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched := sc.Build(scenarios.Params{Limit: l.Limit, Window: l.Window, Seed: 3})
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 3})
 	for _, expiry := range []bool{false, true} {
 		for _, name := range []string{"sliding-log", "fixed-window"} {
 			lim, err := algorithms.New(name, srv.Client(), l)

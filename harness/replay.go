@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -24,11 +25,11 @@ import (
 type ReplayConfig struct {
 	// Algorithms are registry names; empty means all.
 	Algorithms []string
-	// Limit (cost units, >= 1) and Window (1ms..MaxRunWindow) are every
-	// key's limit: a traffic file has no defaults, both are required.
-	Limit  int64
-	Window time.Duration
-	// Cost replaces every record's cost when non-zero (1..Limit).
+	// Limit is every key's limit (required: a traffic file has no
+	// defaults): Count >= 1, Window in 1ms..MaxRunWindow; Precision
+	// reaches bucketed-hash only.
+	Limit limit.Limit
+	// Cost replaces every record's cost when non-zero (1..Limit.Count).
 	Cost int64
 	// Traffic says how to read the traffic (format, fields, time unit,
 	// Strict); see scenarios.TrafficOptions.
@@ -66,7 +67,8 @@ const DefaultReplayPipeline = 256
 const MaxReplayPipeline = 10_000
 
 // Validate checks cfg and returns an error naming the field: algorithms
-// registered; Limit >= 1; Window in 1ms..MaxRunWindow; Cost 0 or 1..Limit;
+// registered; Limit valid (limit.Limit.Validate: "limit", "window",
+// "precision") with Window <= MaxRunWindow; Cost 0 or 1..Limit.Count;
 // Pipeline 0..MaxReplayPipeline; OnError fail-closed or fail-open ("" is
 // fail-closed); Timeout and MaxOutage >= 0; the traffic format and time
 // unit known ("" is auto).
@@ -76,15 +78,14 @@ func (cfg ReplayConfig) Validate() error {
 	}
 	formats := []scenarios.TrafficFormat{"", scenarios.FormatAuto, scenarios.FormatCSV, scenarios.FormatJSONL, scenarios.FormatAccessLog}
 	units := []scenarios.TimeUnit{"", scenarios.UnitAuto, scenarios.UnitRFC3339, scenarios.UnitSeconds, scenarios.UnitMillis, scenarios.UnitMicros, scenarios.UnitNanos}
+	if err := cfg.Limit.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case cfg.Limit < 1:
-		return field.Errorf("limit", "required with traffic: >= 1 cost units per window per key, got %d", cfg.Limit)
-	case cfg.Window < time.Millisecond:
-		return field.Errorf("window", "required with traffic: >= 1ms, got %s", cfg.Window)
-	case cfg.Window > MaxRunWindow:
-		return field.Errorf("window", "at most %s (ten years), got %s", MaxRunWindow, cfg.Window)
-	case cfg.Cost < 0 || cfg.Cost > cfg.Limit:
-		return field.Errorf("cost", "must be in 1..%d (the limit), got %d", cfg.Limit, cfg.Cost)
+	case cfg.Limit.Window > MaxRunWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
+	case cfg.Cost < 0 || cfg.Cost > cfg.Limit.Count:
+		return field.Errorf("cost", "must be in 1..%d (the limit), got %d", cfg.Limit.Count, cfg.Cost)
 	case cfg.Pipeline < 0 || cfg.Pipeline > MaxReplayPipeline:
 		return field.Errorf("pipeline", "must be in 1..%d, got %d", MaxReplayPipeline, cfg.Pipeline)
 	case cfg.Timeout < 0:
@@ -167,10 +168,10 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	res := &measure.Results{
-		Header: s.Header("run", measure.Repro{Limits: []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}}),
+		Header: s.Header("run", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{cfg.Name},
-			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
+			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(VirtualClock), Prefix: s.Prefix,
 			TimeoutMS: cfg.Timeout.Milliseconds(), OnError: string(cfg.OnError),
 		},
@@ -184,7 +185,7 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 	if err != nil {
 		return nil, err
 	}
-	lim := algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}
+	lim := cfg.Limit
 	var workers []*replayWorker
 	for _, name := range cfg.Algorithms {
 		l, err := algorithms.New(name, rd.Client, lim)

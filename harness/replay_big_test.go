@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -23,7 +24,7 @@ func TestReplayBig(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(scenarios.GenerateAccessLog(pw, scenarios.GenOptions{Seed: 1})) }()
 	start := time.Now()
-	res, err := harness.Replay(ctx, srv.Redis, pr, harness.ReplayConfig{Limit: 100, Window: time.Minute, Source: "generated 24h access log"},
+	res, err := harness.Replay(ctx, srv.Redis, pr, harness.ReplayConfig{Limit: limit.Limit{Count: 100, Window: time.Minute}, Source: "generated 24h access log"},
 		measure.NewDecisionLog(io.Discard), os.Stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -46,11 +46,11 @@ func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
 	if err != nil {
 		return nil, bad(err)
 	}
-	arr, err := scenarios.NewArrivalStream(tr, cfg.Window)
+	arr, err := scenarios.NewArrivalStream(tr, cfg.Limit.Window)
 	if err != nil {
 		return nil, bad(err)
 	}
-	arr.Cost, arr.Limit = cfg.Cost, cfg.Limit
+	arr.Cost, arr.Limit = cfg.Cost, cfg.Limit.Count
 	first, err := arr.Next()
 	if errors.Is(err, io.EOF) {
 		err = scenarios.ErrNoRecords
@@ -61,7 +61,7 @@ func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
 	}
 	// a first record above the limit (not strict) is skipped by feed
 	return &trafficSource{tr: tr, arr: arr, source: cfg.Source, strict: cfg.Traffic.Strict,
-		base: alignUp(VirtualEpoch, cfg.Window), first: first, firstErr: err}, nil
+		base: alignUp(VirtualEpoch, cfg.Limit.Window), first: first, firstErr: err}, nil
 }
 
 func (s *trafficSource) stats() scenarios.TrafficStats { return s.tr.Stats() }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -42,7 +43,7 @@ func TestReplayDecidesAsTheScenarioRun(t *testing.T) {
 			}
 			var log bytes.Buffer
 			res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(scheduleCSV(sched)),
-				harness.ReplayConfig{Limit: p.Limit, Window: p.Window, Pipeline: 7, Name: name},
+				harness.ReplayConfig{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: name},
 				measure.NewDecisionLog(&log), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +92,7 @@ func TestReplayPerKey(t *testing.T) {
 	}
 	fmt.Fprintf(&b, `{"ts":%q,"user":"light"}`+"\n", t0.Add(3*time.Second).Format(time.RFC3339Nano))
 	res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(b.String()), harness.ReplayConfig{
-		Algorithms: []string{"fixed-window", "sliding-log"}, Limit: 10, Window: 10 * time.Second,
+		Algorithms: []string{"fixed-window", "sliding-log"}, Limit: limit.Limit{Count: 10, Window: 10 * time.Second},
 		Traffic: scenarios.TrafficOptions{TimeField: "ts", KeyField: "user"},
 	}, nil, nil)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestReplayPerKey(t *testing.T) {
 func TestReplayMalformed(t *testing.T) {
 	data := "timestamp,key,cost\n1700000000,a,1\nnot-a-time,a,1\n1700000001,b,5\n1700000002,,1\n1700000003,a,1\n"
 	var progress bytes.Buffer
-	cfg := harness.ReplayConfig{Algorithms: []string{"sliding-log"}, Limit: 3, Window: time.Second, Source: "t.csv"}
+	cfg := harness.ReplayConfig{Algorithms: []string{"sliding-log"}, Limit: limit.Limit{Count: 3, Window: time.Second}, Source: "t.csv"}
 	res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(data), cfg, nil, &progress)
 	if err != nil {
 		t.Fatal(err)
@@ -168,14 +169,14 @@ func TestReplayMalformed(t *testing.T) {
 }
 
 func TestReplayValidate(t *testing.T) {
-	ok := harness.ReplayConfig{Limit: 10, Window: time.Second}
+	ok := harness.ReplayConfig{Limit: limit.Limit{Count: 10, Window: time.Second}}
 	for _, tc := range []struct {
 		field string
 		edit  func(*harness.ReplayConfig)
 	}{
-		{"limit", func(c *harness.ReplayConfig) { c.Limit = 0 }},
-		{"window", func(c *harness.ReplayConfig) { c.Window = 0 }},
-		{"window", func(c *harness.ReplayConfig) { c.Window = 11 * 365 * 24 * time.Hour }},
+		{"limit", func(c *harness.ReplayConfig) { c.Limit.Count = 0 }},
+		{"window", func(c *harness.ReplayConfig) { c.Limit.Window = 0 }},
+		{"window", func(c *harness.ReplayConfig) { c.Limit.Window = 11 * 365 * 24 * time.Hour }},
 		{"cost", func(c *harness.ReplayConfig) { c.Cost = 11 }},
 		{"algorithms", func(c *harness.ReplayConfig) { c.Algorithms = []string{"nope"} }},
 		{"pipeline", func(c *harness.ReplayConfig) { c.Pipeline = -1 }},
@@ -202,7 +203,7 @@ func TestReplayGzipAccessLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	zw.Close()
-	res, err := harness.Replay(ctx, srv.Redis, &z, harness.ReplayConfig{Limit: 20, Window: time.Minute, Source: "access.log.gz"}, nil, nil)
+	res, err := harness.Replay(ctx, srv.Redis, &z, harness.ReplayConfig{Limit: limit.Limit{Count: 20, Window: time.Minute}, Source: "access.log.gz"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestReplaySurvivesScriptFlush(t *testing.T) {
 	p := sc.Defaults
 	p.Seed = 1
 	csv := scheduleCSV(sc.Build(p))
-	cfg := harness.ReplayConfig{Limit: p.Limit, Window: p.Window, Pipeline: 7, Name: "overload"}
+	cfg := harness.ReplayConfig{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: "overload"}
 	want, err := harness.Replay(ctx, srv.Redis, strings.NewReader(csv), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)

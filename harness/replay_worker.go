@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -28,7 +29,7 @@ const (
 type replayWorker struct {
 	name    string
 	lim     algorithms.Scripted
-	limit   algorithms.Limit
+	limit   limit.Limit
 	prefix  string
 	cfg     ReplayConfig
 	in      chan []replayItem
@@ -53,9 +54,9 @@ type replayWorker struct {
 	failingSince time.Time
 }
 
-func newReplayWorker(l algorithms.Scripted, lim algorithms.Limit, prefix string, cfg ReplayConfig) *replayWorker {
+func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg ReplayConfig) *replayWorker {
 	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
-		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Limit, lim.Window), hist: newHist(),
+		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Count, lim.Window), hist: newHist(),
 		rkeys: map[string]touch{}, nextSample: firstMemorySample}
 }
 
@@ -271,10 +272,10 @@ func (w *replayWorker) row(cfg ReplayConfig, _ time.Time) measure.Row {
 	p.PeakMemoryBytes, p.PeakMemoryAtMS, p.MemorySamples = w.peak, float64(w.peakAt.Microseconds())/1000, w.samples
 	row := measure.Row{
 		Algorithm: w.name, Scenario: cfg.Name, LimitDesc: w.lim.Describe(),
-		Limit: w.limit.Limit, WindowMS: w.limit.Window.Milliseconds(), Clock: string(VirtualClock),
+		Limit: w.limit.Count, WindowMS: w.limit.Window.Milliseconds(), Clock: string(VirtualClock),
 		Requests: w.requests, AcceptedRequests: w.acceptedReq, Offered: w.offered, Accepted: w.accepted,
 		MaxInWindow: tot.MaxInWindow, MaxWindowEndMS: float64(tot.MaxWindowEnd.Microseconds()) / 1000,
-		Ratio: float64(tot.MaxInWindow) / float64(w.limit.Limit), Ideal: tot.Ideal, Fidelity: 1,
+		Ratio: float64(tot.MaxInWindow) / float64(w.limit.Count), Ideal: tot.Ideal, Fidelity: 1,
 		Errors: w.errs, FailedOpen: w.failedOpen, FailedClosed: w.failedClosed,
 		DurationMS: w.dur.Milliseconds(), PerKey: &p, Trailing: w.tracker.Trailing(0),
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -30,9 +31,12 @@ type Config struct {
 	// Targets are limiters of the user's (scripts), compared after
 	// Algorithms, each named by its Name in every row and plot.
 	Targets []Target
-	// Limit and Window override every scenario's own when non-zero.
-	Limit  int64
-	Window time.Duration
+	// Limit overrides every scenario's own limit field by field: a Count
+	// (1..MaxRunLimit) replaces the scenario's count, a Window
+	// (1ms..MaxRunWindow) its window; a zero field keeps the scenario's
+	// own. Precision, when set, reaches bucketed-hash (0: Window/10).
+	// Config.LimitFor applies it.
+	Limit limit.Limit
 	// Cost replaces every arrival's cost when non-zero.
 	Cost  int64
 	Clock ClockMode
@@ -92,7 +96,7 @@ func CheckTargets(ts []Target) error {
 
 // NewLimiter builds the limiter named name for l on rdb: the target of that
 // name, else the registered algorithm.
-func NewLimiter(name string, targets []Target, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+func NewLimiter(name string, targets []Target, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 	for _, t := range targets {
 		if t.Name == name {
 			return t.New(rdb, l)
@@ -128,8 +132,10 @@ const (
 // Validate checks cfg and returns an error naming the field: algorithms and
 // scenarios must be registered names; scenario files ("scenario-file")
 // must load, build with the run's limit and window, and not repeat a
-// scenario's name; targets as CheckTargets says; Limit in 0..MaxRunLimit (0: each
-// scenario's own); Window 0 (each scenario's own) or in 1ms..MaxRunWindow;
+// scenario's name; targets as CheckTargets says; Limit.Count in
+// 0..MaxRunLimit (0: each scenario's own); Limit.Window 0 (each
+// scenario's own) or in 1ms..MaxRunWindow; Limit.Precision as
+// limit.Limit.Validate says for every scenario's window;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
 // Clock one of ClockModes ("" means virtual); OnError fail-closed or
 // fail-open ("" means fail-closed); Timeout and MaxOutage >= 0.
@@ -158,17 +164,25 @@ func (cfg Config) Validate() error {
 		return field.Errorf("on-error", "unknown policy %q (want fail-closed or fail-open)", cfg.OnError)
 	case cfg.Clock != "" && !slices.Contains(ClockModes, cfg.Clock):
 		return field.Errorf("clock", "unknown clock %q (want virtual, redis or client)", cfg.Clock)
-	case cfg.Limit < 0:
-		return field.Errorf("limit", "must be >= 1, got %d", cfg.Limit)
-	case cfg.Limit > MaxRunLimit:
+	case cfg.Limit.Count > MaxRunLimit:
 		return field.Errorf("limit", "at most %d in a run (overload alone would send %d requests per algorithm, all held in memory), got %d",
-			MaxRunLimit, 15*MaxRunLimit, cfg.Limit)
-	case cfg.Window < 0 || (cfg.Window > 0 && cfg.Window < time.Millisecond):
-		return field.Errorf("window", "must be >= 1ms, got %s", cfg.Window)
-	case cfg.Window > MaxRunWindow:
-		return field.Errorf("window", "at most %s (ten years), got %s", MaxRunWindow, cfg.Window)
+			MaxRunLimit, 15*MaxRunLimit, cfg.Limit.Count)
+	case cfg.Limit.Window > MaxRunWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
 	case cfg.Cost < 0:
 		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
+	}
+	if o := cfg.Limit; o.Count < 0 || o.Window < 0 {
+		// a negative field overrides nothing: said in limit's one wording
+		if o.Count >= 0 {
+			o.Count = 1
+		}
+		if o.Window >= 0 {
+			o.Window = MaxRunWindow
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
 	}
 	list, _ := cfg.scenarioList(files)
 	seen := map[string]bool{}
@@ -177,31 +191,40 @@ func (cfg Config) Validate() error {
 			return field.Errorf("scenario-file", "scenario %s would run twice (on the same keys); set another name: in the file", sc.Name)
 		}
 		seen[sc.Name] = true
-		limit := sc.Defaults.Limit
-		if cfg.Limit > 0 {
-			limit = cfg.Limit
+		l, _ := cfg.LimitFor(sc)
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
-		if cfg.Cost > limit {
-			return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, limit, sc.Name)
+		if cfg.Cost > l.Count {
+			return field.Errorf("cost", "%d exceeds the limit %d of scenario %s; a request can never cost more than the limit (raise the limit)", cfg.Cost, l.Count, sc.Name)
 		}
 	}
 	for _, sc := range files {
 		if sc.Check == nil {
 			continue
 		}
-		p := sc.Defaults
-		p.Seed = cfg.Seed
-		if cfg.Limit > 0 {
-			p.Limit = cfg.Limit
-		}
-		if cfg.Window > 0 {
-			p.Window = cfg.Window
-		}
+		_, p := cfg.LimitFor(sc)
 		if err := sc.Check(p); err != nil {
 			return field.Errorf("scenario-file", "scenario %s: %w", sc.Name, err)
 		}
 	}
 	return nil
+}
+
+// LimitFor is the limit scenario sc runs at — its own, with the non-zero
+// fields of cfg.Limit over it — and the scenario's parameters with that
+// limit and cfg.Seed: the one place the override is applied, so the
+// schedule (and its anchor), the limiter and the rows read the same window.
+func (cfg Config) LimitFor(sc scenarios.Scenario) (limit.Limit, scenarios.Params) {
+	p := sc.Defaults
+	p.Seed = cfg.Seed
+	if cfg.Limit.Count > 0 {
+		p.Limit = cfg.Limit.Count
+	}
+	if cfg.Limit.Window > 0 {
+		p.Window = cfg.Limit.Window
+	}
+	return limit.Limit{Count: p.Limit, Window: p.Window, Precision: cfg.Limit.Precision}, p
 }
 
 // loadFiles loads cfg.ScenarioFiles; errors are named "scenario-file".
@@ -265,14 +288,14 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	prefix := s.Prefix
 	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
 	var limits []measure.LimitSpec // each scenario's own unless overridden
-	if cfg.Limit > 0 || cfg.Window > 0 {
-		limits = []measure.LimitSpec{{Count: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}}
+	if cfg.Limit != (limit.Limit{}) {
+		limits = LimitSpecs(cfg.Limit)
 	}
 	res = &measure.Results{
 		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: TargetDigests(cfg.Targets)}),
 		Config: measure.RunConfig{
 			Algorithms: names, Scenarios: cfg.Scenarios,
-			Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds(),
+			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clock: string(cfg.Clock), Seed: cfg.Seed, Prefix: prefix,
 		},
 		Results: []measure.Row{},
@@ -297,14 +320,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 		guard = done
 		for _, sc := range list {
 			sname := sc.Name
-			p := sc.Defaults
-			p.Seed = cfg.Seed
-			if cfg.Limit > 0 {
-				p.Limit = cfg.Limit
-			}
-			if cfg.Window > 0 {
-				p.Window = cfg.Window
-			}
+			lim, p := cfg.LimitFor(sc)
 			sched, err := sc.Make(p)
 			if err != nil {
 				return err
@@ -314,7 +330,6 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 					sched.Arrivals[i].Cost = cfg.Cost
 				}
 			}
-			lim := algorithms.Limit{Limit: p.Limit, Window: p.Window}
 			var jobs []Job
 			for _, aname := range names {
 				l, err := NewLimiter(aname, cfg.Targets, rd.Client, lim)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -42,8 +43,8 @@ var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Job is one limiter to run one schedule.
 type Job struct {
 	Limiter algorithms.Limiter
-	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Limit).
-	Limit    algorithms.Limit
+	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Count).
+	Limit    limit.Limit
 	Schedule scenarios.Schedule
 	// Prefix is prepended to every arrival's key, which is hash-tagged:
 	// "<Prefix>{<key>}".

@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -149,10 +149,10 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 }
 
 // LimitSpecs turns limits into the Header's plain form (ms).
-func LimitSpecs(limits ...algorithms.Limit) []measure.LimitSpec {
+func LimitSpecs(limits ...limit.Limit) []measure.LimitSpec {
 	out := make([]measure.LimitSpec, 0, len(limits))
 	for _, l := range limits {
-		out = append(out, measure.LimitSpec{Count: l.Limit, WindowMS: l.Window.Milliseconds(), PrecisionMS: l.Precision.Milliseconds()})
+		out = append(out, measure.LimitSpec{Count: l.Count, WindowMS: l.Window.Milliseconds(), PrecisionMS: l.Precision.Milliseconds()})
 	}
 	return out
 }

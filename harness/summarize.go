@@ -13,7 +13,7 @@ func summarize(jr JobResult, clock ClockMode) measure.Row {
 	l := j.Limit
 	row := measure.Row{
 		Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario, LimitDesc: j.Limiter.Describe(),
-		Limit: l.Limit, WindowMS: l.Window.Milliseconds(), Clock: string(clock),
+		Limit: l.Count, WindowMS: l.Window.Milliseconds(), Clock: string(clock),
 	}
 	if clock == "" {
 		row.Clock = string(VirtualClock)
@@ -53,8 +53,8 @@ func summarize(jr JobResult, clock ClockMode) measure.Row {
 	var end time.Duration
 	row.MaxInWindow, end = measure.MaxInWindow(accepted, l.Window)
 	row.MaxWindowEndMS = float64(end.Microseconds()) / 1000
-	row.Ratio = float64(row.MaxInWindow) / float64(l.Limit)
-	row.Ideal = measure.Ideal(offered, l.Limit, l.Window)
+	row.Ratio = float64(row.MaxInWindow) / float64(l.Count)
+	row.Ideal = measure.Ideal(offered, l.Count, l.Window)
 	row.DurationMS = jr.Duration.Milliseconds()
 	row.Fidelity = 1
 	if row.Ideal > 0 {

@@ -22,6 +22,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -314,17 +315,10 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-// formatWindow formats a window in ms as a short duration: "10s", "1m",
-// "1h", "1m30s", "250ms".
+// formatWindow formats a window in ms as limit.FormatWindow does: "10s",
+// "1m", "1h", "1m30s", "250ms", "1d".
 func formatWindow(ms int64) string {
-	s := (time.Duration(ms) * time.Millisecond).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return limit.FormatWindow(time.Duration(ms) * time.Millisecond)
 }
 
 func noEscape(s string) string { return s }

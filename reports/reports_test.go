@@ -377,7 +377,7 @@ func TestFormatWindow(t *testing.T) {
 		{60000, "1m"},
 		{90000, "1m30s"},
 		{3600000, "1h"},
-		{86400000, "24h"},
+		{86400000, "1d"},
 		{250, "250ms"},
 	} {
 		if got := formatWindow(tc.ms); got != tc.want {

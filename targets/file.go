@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // fileFields are the fields of a target file (docs/config.md).
@@ -154,17 +154,17 @@ func ParseFile(data []byte, path string) (Spec, error) {
 }
 
 // parseLimits reads a list of {limit: N, window: D}.
-func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]algorithms.Limit, error) {
+func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]limit.Limit, error) {
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 		return nil, bad("limits", n.Line, "must be a non-empty list of {limit: N, window: D}")
 	}
-	var out []algorithms.Limit
+	var out []limit.Limit
 	for i, e := range n.Content {
 		name := fmt.Sprintf("limits[%d]", i+1)
 		if e.Kind != yaml.MappingNode {
 			return nil, bad(name, e.Line, "must be {limit: N, window: D}")
 		}
-		var l algorithms.Limit
+		var l limit.Limit
 		for j := 0; j+1 < len(e.Content); j += 2 {
 			k, v := e.Content[j], e.Content[j+1]
 			switch k.Value {
@@ -173,10 +173,10 @@ func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]a
 				if err != nil || x < 1 {
 					return nil, bad(name+".limit", v.Line, "must be an integer >= 1, got %q", v.Value)
 				}
-				l.Limit = x
+				l.Count = x
 			case "window":
-				d, err := time.ParseDuration(v.Value)
-				if err != nil || d < time.Millisecond {
+				d, err := limit.ParseDuration(v.Value)
+				if err != nil || d < limit.MinWindow {
 					return nil, bad(name+".window", v.Line, "must be a duration >= 1ms such as 10s, got %q", v.Value)
 				}
 				l.Window = d
@@ -184,7 +184,7 @@ func parseLimits(n *yaml.Node, bad func(string, int, string, ...any) error) ([]a
 				return nil, bad(name+"."+k.Value, k.Line, "unknown field (known: limit, window)")
 			}
 		}
-		if l.Limit == 0 || l.Window == 0 {
+		if l.Count == 0 || l.Window == 0 {
 			return nil, bad(name, e.Line, "needs both limit and window")
 		}
 		out = append(out, l)

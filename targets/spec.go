@@ -1,10 +1,12 @@
 package targets
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,13 +29,40 @@ type Spec struct {
 	// Allowed judges the script's reply (ReplyIs(1) unless told).
 	Allowed algorithms.ReplyPredicate
 	// Limits are the target file's limits (none on the command line).
-	Limits []algorithms.Limit
+	Limits []limit.Limit
 }
 
-// Build makes the limiter of s for l on rdb (rdb is unused for HTTP). l's
-// Precision reaches bucketed-hash only. Errors are field errors ("http",
-// "keys", "args", "allowed", ...) or the registry's unknown-algorithm error.
-func (s Spec) Build(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+// CheckLimits says whether s can be built for every limit of ls at once:
+// one limit always can; several need a target that enforces them all
+// (bucketed-hash) or that keeps its own (a script, whose templates get the
+// first limit, or an HTTP endpoint). A built-in algorithm of one limit is
+// refused with a field error named "limits" giving the reason. No limit at
+// all is a field error named "limit".
+func (s Spec) CheckLimits(ls []limit.Limit) error {
+	switch {
+	case len(ls) == 0:
+		return field.Errorf("limit", "none given")
+	case len(ls) > 1 && s.Algorithm != "" && s.Algorithm != "bucketed-hash":
+		return field.Errorf("limits", "%s enforces one limit, and %d were given (%s): several at once need bucketed-hash, a script or an HTTP endpoint",
+			s.Algorithm, len(ls), describe(ls))
+	}
+	return nil
+}
+
+// Build makes the limiter of s for the limits ls on rdb (rdb is unused
+// for HTTP): the one code path from limits to a limiter, for the command
+// line and target files alike. One limit builds any target; several build
+// bucketed-hash enforcing them all, or a script (its templates' {limit}
+// and {window_*} are the first) or an HTTP endpoint (judged against all
+// of them), and are refused for the other built-ins (CheckLimits).
+// Precision reaches bucketed-hash only. Errors are field errors ("limit",
+// "limits", "window", "http", "keys", "args", "allowed", ...) or the
+// registry's unknown-algorithm error.
+func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
+	if err := s.CheckLimits(ls); err != nil {
+		return nil, err
+	}
+	l := ls[0]
 	if s.Algorithm != "bucketed-hash" {
 		l.Precision = 0
 	}
@@ -47,6 +76,17 @@ func (s Spec) Build(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter,
 	case s.Script != "":
 		return algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
+	case len(ls) > 1: // bucketed-hash
+		return algorithms.NewBucketedHash(rdb, ls...)
 	}
 	return algorithms.New(s.Algorithm, rdb, l)
+}
+
+// describe joins the limits' String forms: "10 per 1s, 120 per 1m".
+func describe(ls []limit.Limit) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, ", ")
 }

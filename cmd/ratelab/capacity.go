@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,12 +15,15 @@ import (
 
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
-	redis  redisFlags
-	target targetFlags
-	cfg    capacity.Config
-	out    string
-	format formatFlag
-	force  bool
+	redis     redisFlags
+	target    targetFlags
+	cfg       capacity.Config
+	counts    []int64       // --limits, per --window, into cfg.Limits
+	window    time.Duration // --window
+	precision time.Duration // --precision
+	out       string
+	format    formatFlag
+	force     bool
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -37,11 +41,11 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.addEviction(c)
 	f.target.addMany(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64SliceVar(&f.cfg.Limits, "limits", capacity.DefaultLimits, "limits (cost units per window) to fill keys to, comma-separated")
+	fl.Int64SliceVar(&f.counts, "limits", capacity.DefaultCounts, "limits (cost units per window) to fill keys to, comma-separated")
 	fl.IntVar(&f.cfg.Keys, "keys", capacity.DefaultKeys, "N: keys per algorithm and limit for the used_memory delta (scaled down by --budget)")
 	fl.Int64Var(&f.cfg.ActiveKeys, "active-keys", capacity.DefaultActiveKeys, "M: active keys to project the memory for")
-	fl.DurationVar(&f.cfg.Window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
-	fl.DurationVar(&f.cfg.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
+	windowVar(fl, &f.window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
+	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
 	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
@@ -64,6 +68,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	cfg := f.cfg
+	cfg.Limits = capacity.Limits(f.counts, f.window, f.precision)
 	cfg.Targets = f.target.targets()
 	cfg.RunID = server.NewRunID()
 	if err := cfg.Validate(); err != nil {

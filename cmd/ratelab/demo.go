@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/live"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -44,8 +45,8 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.add(c)
 	f.redis.addEviction(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit, "cost units per window: also the size of each burst")
-	fl.DurationVar(&f.window, "window", harness.DefaultDemoWindow, "window length; the bursts come W/10 before and after the boundary")
+	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
+	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
@@ -58,14 +59,14 @@ func (f *demoFlags) check() error {
 	if _, err := f.format.get(); err != nil {
 		return err
 	}
-	if f.limit < 1 { // 0 would mean the default in the library
-		return usagef("--limit: must be >= 1, got %d", f.limit)
+	if f.limit == 0 && f.window == 0 { // the zero Limit would mean the default in the library
+		return usagef("--limit: must be >= 1, got 0")
 	}
 	return flagError(f.config().Validate(), nil)
 }
 
 func (f *demoFlags) config() harness.DemoConfig {
-	return harness.DemoConfig{Algorithms: f.algorithms, Limit: f.limit, Window: f.window, Lead: f.lead}
+	return harness.DemoConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Lead: f.lead}
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {

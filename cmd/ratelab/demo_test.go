@@ -29,7 +29,7 @@ func TestDemoBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"demo", "--window", "10ms"}, "--window: must be >= 100ms, got 10ms"},
-		{[]string{"demo", "--window", "1h"}, "--window: at most 10m for a live demo, got 1h0m0s"},
+		{[]string{"demo", "--window", "1h"}, "--window: at most 10m for a live demo, got 1h"},
 		{[]string{"demo", "--limit", "0"}, "--limit: must be >= 1, got 0"},
 		{[]string{"demo", "--algorithms", "leaky"}, `--algorithms: unknown algorithm "leaky"`},
 		{[]string{"demo", "--format", "csv"}, `--format: unknown format "csv" (want table or json)`},

@@ -32,25 +32,19 @@ func FuzzRunFlags(f *testing.F) {
 			}
 			return
 		}
-		if cfg.Limit < 0 || cfg.Window < 0 || cfg.Cost < 0 {
+		if cfg.Limit.Count < 0 || cfg.Limit.Window < 0 || cfg.Cost < 0 {
 			t.Errorf("accepted %+v", cfg)
 		}
-		if cfg.Limit > 0 && cfg.Cost > cfg.Limit {
-			t.Errorf("cost %d > limit %d accepted", cfg.Cost, cfg.Limit)
+		if cfg.Limit.Count > 0 && cfg.Cost > cfg.Limit.Count {
+			t.Errorf("cost %d > limit %d accepted", cfg.Cost, cfg.Limit.Count)
 		}
-		if cfg.Limit > harness.MaxRunLimit || cfg.Window > harness.MaxRunWindow {
+		if cfg.Limit.Count > harness.MaxRunLimit || cfg.Limit.Window > harness.MaxRunWindow {
 			t.Errorf("size beyond the run's bounds accepted: %+v", cfg)
 		}
-		if cfg.Limit <= 1000 { // build what run would build: no panic at any accepted window
+		if cfg.Limit.Count <= 1000 { // build what run would build: no panic at any accepted window
 			for _, name := range scenarios.Names() {
 				sc, _ := scenarios.Get(name)
-				p := sc.Defaults
-				if cfg.Limit > 0 {
-					p.Limit = cfg.Limit
-				}
-				if cfg.Window > 0 {
-					p.Window = cfg.Window
-				}
+				_, p := cfg.LimitFor(sc)
 				_ = sc.Build(p)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -63,7 +64,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.StringArrayVar(&f.scenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
 	f.traffic.add(c)
 	fl.Int64Var(&f.limit, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
-	fl.DurationVar(&f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m (default: each scenario's own)")
+	windowVar(fl, &f.window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&f.cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar(&f.clock, "clock", string(harness.VirtualClock), "virtual, redis or client")
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty")
@@ -79,7 +80,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
 func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: f.limit, Window: f.window,
+	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: limit.Limit{Count: f.limit, Window: f.window},
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
 	if err := f.target.check(c); err != nil {

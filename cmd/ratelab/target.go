@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -146,7 +147,7 @@ func (t *targetFlags) load() error {
 	}
 	for _, s := range t.specs {
 		if s.Script != "" {
-			if _, err := buildTarget(s, nil, algorithms.Limit{Limit: 1, Window: time.Second}); err != nil {
+			if _, err := buildTarget(s, nil, limit.Limit{Count: 1, Window: time.Second}); err != nil {
 				return err
 			}
 		}
@@ -155,7 +156,7 @@ func (t *targetFlags) load() error {
 }
 
 // fileLimits returns the limits of a --config file; nil when none.
-func (t *targetFlags) fileLimits() []algorithms.Limit {
+func (t *targetFlags) fileLimits() []limit.Limit {
 	for _, s := range t.specs {
 		if len(s.Limits) > 0 {
 			return s.Limits
@@ -175,7 +176,7 @@ func (t *targetFlags) targets() []harness.Target {
 		if s.Source != "" {
 			digest = sha256Hex(s.Source)
 		}
-		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
+		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
@@ -214,10 +215,11 @@ func (t *targetFlags) scriptName() string {
 	return t.specs[0].Script
 }
 
-// limiter builds verify's target for limit l on rd (nil for --http), after
-// load. l.Precision reaches bucketed-hash only. Errors are usage errors
-// naming the flag.
-func (t *targetFlags) limiter(rd *server.Redis, l algorithms.Limit) (algorithms.Limiter, error) {
+// limiter builds verify's target for the limits ls on rd (nil for --http),
+// after load, through targets.Spec.Build (several limits: bucketed-hash
+// enforcing them all, a script or an endpoint; else refused). Precision
+// reaches bucketed-hash only. Errors are usage errors naming the flag.
+func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
 	if len(t.specs) != 1 {
 		return nil, fmt.Errorf("no target loaded")
 	}
@@ -228,16 +230,16 @@ func (t *targetFlags) limiter(rd *server.Redis, l algorithms.Limit) (algorithms.
 	if t.guarded != nil && t.specs[0].Script != "" {
 		rdb = t.guarded
 	}
-	return buildTarget(t.specs[0], rdb, l)
+	return buildTarget(t.specs[0], rdb, ls...)
 }
 
 // targetFlagOf maps the Configs' "targets" field to its flag.
 var targetFlagOf = map[string]string{"targets": "--script"}
 
-// buildTarget builds s for l on rdb (targets.Spec.Build) with errors
-// naming the flag, or the target file and its field.
-func buildTarget(s targets.Spec, rdb redis.Scripter, l algorithms.Limit) (algorithms.Limiter, error) {
-	lim, err := s.Build(rdb, l)
+// buildTarget builds s for the limits ls on rdb (targets.Spec.Build) with
+// errors naming the flag, or the target file and its field.
+func buildTarget(s targets.Spec, rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
+	lim, err := s.Build(rdb, ls...)
 	if err == nil {
 		return lim, nil
 	}

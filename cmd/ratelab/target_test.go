@@ -117,6 +117,19 @@ limits:
 	if code != exitFail || !strings.Contains(stdout, "window-counter.lua — 10 per 1s") || !strings.Contains(stdout, "VIOLATED") {
 		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// several limits in the file build the limiter from all of them (one
+	// builder, as with flags): bucketed-hash gets both (and its 100 ms
+	// blocks let a burst through at the 1 s limit), sliding-log is refused
+	// with the reason rather than built from the first and judged on both
+	two := "limits:\n  - {limit: 5, window: 1s}\n  - {limit: 20, window: 1m}\n"
+	code, stdout, stderr = ratelab(t, "verify", "--config", write("bucketed.yaml", "algorithm: bucketed-hash\n"+two), "--redis", "exec")
+	if code != exitFail || !strings.Contains(stdout, "bucketed-hash — 5 per 1s (precision 100ms), 20 per 1m (precision 6s): VIOLATED") {
+		t.Errorf("bucketed-hash with two limits: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = ratelab(t, "verify", "--config", write("sliding.yaml", "algorithm: sliding-log\n"+two), "--redis", "exec")
+	if code != exitUsage || !strings.Contains(stderr, "sliding-log enforces one limit, and 2 were given (5 per 1s, 20 per 1m)") {
+		t.Errorf("sliding-log with two limits: exit %d, stderr %q; want exit 2 and the reason", code, stderr)
+	}
 	bad := []struct{ name, text, want string }{
 		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, limits) (line 2)"},
 		{"no target", "args: ['{limit}']\n", "give exactly one of script, algorithm or http (line 1)"},

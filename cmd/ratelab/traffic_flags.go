@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -44,7 +45,7 @@ var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-fi
 // replayConfig turns run's flags into a harness.ReplayConfig and checks it.
 func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
 	t := f.traffic
-	cfg := harness.ReplayConfig{Algorithms: f.algorithms, Limit: f.limit, Window: f.window, Cost: f.cost,
+	cfg := harness.ReplayConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Cost: f.cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage,
 		Traffic: scenarios.TrafficOptions{Format: scenarios.TrafficFormat(t.format), KeyField: t.keyField,
@@ -56,6 +57,10 @@ func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
 		return cfg, usagef("--clock: --traffic replays in virtual time only, got %s", f.clock)
 	case t.pipeline < 1:
 		return cfg, usagef("--pipeline: must be >= 1, got %d", t.pipeline)
+	case f.limit == 0: // run's default: each scenario's own, and a traffic file has none
+		return cfg, usagef("--limit: required with traffic (cost units per window per key)")
+	case f.window == 0:
+		return cfg, usagef("--window: required with traffic")
 	}
 	if _, err := f.format.get(); err != nil {
 		return cfg, err

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -112,7 +113,7 @@ checked (inconclusive).`,
 	f.redis.addEviction(c)
 	f.target.add(c)
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
-	fl.DurationVar(&f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m (required)")
+	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&f.skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&f.clients, "clients", 8, "concurrent clients of the concurrency families")
@@ -142,23 +143,30 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := f.target.load(); err != nil {
 		return verify.Config{}, err
 	}
-	cfg := verify.Config{Window: f.window, Precision: f.precision, Skew: f.skew, Clients: f.clients,
+	cfg := verify.Config{Skew: f.skew, Clients: f.clients,
 		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
 		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage, TargetSHA256: f.target.digest()}
 	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, err
 	}
+	fromFile := false
 	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
-		limits = ls // the --config file's, every one at once
+		limits, fromFile = slices.Clone(ls), true // the --config file's, every one at once
 	}
-	if len(limits) > 0 {
-		cfg.Limit, cfg.Window, cfg.Limits = limits[0].Limit, limits[0].Window, limits[1:]
+	if len(limits) == 0 {
+		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
 	}
-	if len(limits) > 1 && f.target.algorithm != "" && f.target.algorithm != "bucketed-hash" {
-		return cfg, usagef("--limit: %s enforces one limit; several at once need bucketed-hash, a --script or --http", f.target.algorithm)
-	}
+	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
+	cfg.Limits = limits
 	if err := cfg.Validate(); err != nil {
+		return cfg, fieldUsage(c, err, verifyFlagOf)
+	}
+	// the one builder's rule (targets.Spec.Build), checked before any Redis
+	if err := f.target.specs[0].CheckLimits(cfg.Limits); err != nil {
+		if fromFile {
+			return cfg, usagef("--config %s: %w", f.target.specs[0].From, err)
+		}
 		return cfg, fieldUsage(c, err, verifyFlagOf)
 	}
 	// zero means the library's default; on the command line the default is
@@ -202,14 +210,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	defer unguard()
-	lim, err := f.target.limiter(rd, cfg.Rate())
+	lim, err := f.target.limiter(rd, cfg.Limits...)
 	if err != nil {
 		return err
-	}
-	if len(cfg.Limits) > 0 && f.target.algorithm == "bucketed-hash" {
-		if lim, err = algorithms.NewBucketedHash(rd.Client, verifyLimits(cfg)...); err != nil {
-			return usagef("--limit: %w", err)
-		}
 	}
 	if f.out != "" {
 		if cfg.Log, err = createDecisionLog(f.out); err != nil {
@@ -252,34 +255,32 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 }
 
-// parseLimits reads --limit: one plain L (per --window), or L/W pairs (and
-// then no --window). An empty list is left to Validate (it is required).
-func parseLimits(vals []string, window time.Duration, windowSet bool) ([]algorithms.Limit, error) {
-	var out []algorithms.Limit
+// parseLimits reads --limit: one plain L (per --window), or L/W pairs
+// (limit.Parse; and then no --window). An empty list is left to Validate
+// (it is required); bad values are left to Validate too, which names the
+// field.
+func parseLimits(vals []string, window time.Duration, windowSet bool) ([]limit.Limit, error) {
+	var out []limit.Limit
 	for _, v := range vals {
-		ls, ws, pair := strings.Cut(v, "/")
-		n, err := strconv.ParseInt(strings.TrimSpace(ls), 10, 64)
-		if err != nil {
-			return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
+		if !strings.Contains(v, "/") && !strings.Contains(v, " per ") {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
+			}
+			if len(vals) > 1 {
+				return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
+			}
+			out = append(out, limit.Limit{Count: n, Window: window})
+			continue
 		}
-		l := algorithms.Limit{Limit: n, Window: window}
-		if pair {
-			if windowSet {
-				return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
-			}
-			if l.Window, err = time.ParseDuration(strings.TrimSpace(ws)); err != nil {
-				return nil, usagef("--limit %s: window: %w", v, err)
-			}
-		} else if len(vals) > 1 {
-			return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
+		if windowSet {
+			return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
+		}
+		l, err := limit.Parse(v)
+		if err != nil {
+			return nil, usagef("--limit: %w", err)
 		}
 		out = append(out, l)
 	}
 	return out, nil
-}
-
-// verifyLimits is every limit of cfg, with its precision.
-func verifyLimits(cfg verify.Config) []algorithms.Limit {
-	out := []algorithms.Limit{cfg.Rate()}
-	return append(out, cfg.Limits...)
 }

@@ -51,8 +51,8 @@ func TestVerifyCommand(t *testing.T) {
 	}{
 		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "exactly one of --algorithm, --script or --http"},
 		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one of"},
-		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1"},
-		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be > 0"},
+		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1, got 0 (it is required)"},
+		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be >= 1ms, got 0s (it is required)"},
 		{"unknown algorithm", []string{"verify", "--algorithm", "leaky", "--limit", "5", "--window", "1s"}, `--algorithm: unknown algorithm "leaky"`},
 		{"arg without script", []string{"verify", "--algorithm", "sliding-log", "--arg", "{now_us}", "--limit", "5", "--window", "1s"}, "--arg and --allowed-when go with --script"},
 		{"missing script", []string{"verify", "--script", filepath.Join(dir, "nope.lua"), "--limit", "5", "--window", "1s"}, "--script: open"},
@@ -60,6 +60,9 @@ func TestVerifyCommand(t *testing.T) {
 		{"not lua", append([]string{"verify", "--script", notLua}, window...), "Error compiling script"},
 		{"wrong reply", append([]string{"verify", "--script", shape}, window...), "script reply has the wrong shape"},
 		{"bad http", []string{"verify", "--http", "ftp://x", "--limit", "5", "--window", "1s"}, "--http: not an http://"},
+		{"two limits for one-limit algorithm", []string{"verify", "--algorithm", "sliding-log", "--limit", "10/1s", "--limit", "120/1m"},
+			"--limit: sliding-log enforces one limit, and 2 were given (10 per 1s, 120 per 1m): several at once need bucketed-hash"},
+		{"bad pair", []string{"verify", "--algorithm", "bucketed-hash", "--limit", "10/1s", "--limit", "0/1m"}, `--limit: "0/1m": limit: must be >= 1, got 0`},
 		{"bad skew", []string{"verify", "--algorithm", "sliding-log", "--limit", "5", "--window", "1s", "--skew", "2s"}, "--skew: must be in 0..window/2"},
 	}
 	for _, c := range bad {

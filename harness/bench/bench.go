@@ -27,6 +27,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -61,7 +62,7 @@ const (
 // DefaultLimit is the limit bench decides against: 100 per minute, so the
 // allow path's keys never fill within a run and the deny path's hot key
 // stays full.
-var DefaultLimit = algorithms.Limit{Limit: 100, Window: time.Minute}
+var DefaultLimit = limit.Limit{Count: 100, Window: time.Minute}
 
 // Config is what `ratelab bench` measures. Start from DefaultConfig: the
 // zero Limit, Clients, Pipeline, Keys and Paths are invalid (Validate);
@@ -77,11 +78,11 @@ type Config struct {
 	Targets []harness.Target
 	// Paths are measure.PathAllow and/or measure.PathDeny, at least one.
 	Paths []string
-	// Limit is the limit every decision is made against: Limit >= 1,
-	// Window in 1ms..harness.MaxRunWindow, Precision in 0..Window. On the
+	// Limit is the limit every decision is made against: valid
+	// (limit.Limit.Validate) with Window <= harness.MaxRunWindow. On the
 	// deny path the hot key must reach it: a deny path that never denies
 	// stops the bench with an error naming "limit".
-	Limit algorithms.Limit
+	Limit limit.Limit
 	// Clients is the number of connections (1..MaxClients), each with one
 	// worker sending pipelines of Pipeline decisions (1..MaxPipeline,
 	// EVALSHA) and waiting for the replies.
@@ -155,15 +156,12 @@ func (cfg Config) Validate() error {
 		}
 	}
 	l := cfg.Limit
+	if err := l.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case l.Limit < 1:
-		return field.Errorf("limit", "must be >= 1, got %d", l.Limit)
-	case l.Window < time.Millisecond:
-		return field.Errorf("window", "must be >= 1ms, got %s", l.Window)
 	case l.Window > harness.MaxRunWindow:
-		return field.Errorf("window", "must be at most %s (ten years), got %s", harness.MaxRunWindow, l.Window)
-	case l.Precision < 0 || l.Precision > l.Window:
-		return field.Errorf("precision", "must be in 0..window (%s), got %s", l.Window, l.Precision)
+		return field.Errorf("window", "must be at most %s (ten years), got %s", limit.FormatWindow(harness.MaxRunWindow), limit.FormatWindow(l.Window))
 	case cfg.Clients < 1 || cfg.Clients > MaxClients:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, cfg.Clients)
 	case cfg.Pipeline < 1:
@@ -267,7 +265,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: harness.LimitSpecs(cfg.Limit),
 			TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.BenchRunConfig{
-			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Limit, WindowMS: cfg.Limit.Window.Milliseconds(),
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,

@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab/harness/bench"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -34,7 +35,7 @@ var ctx = context.Background()
 // The call CallOf describes, replayed by hand, decides exactly as Allow
 // does on a twin key: bench and redis-benchmark send what the limiter sends.
 func TestCallOfReplaysAllow(t *testing.T) {
-	l := algorithms.Limit{Limit: 3, Window: time.Minute}
+	l := limit.Limit{Count: 3, Window: time.Minute}
 	for _, alg := range algorithms.Names() {
 		t.Run(alg, func(t *testing.T) {
 			lim, err := algorithms.New(alg, srv.Client(), l)
@@ -86,7 +87,7 @@ func TestCallOfReplaysAllow(t *testing.T) {
 // A limiter that is not Scripted (an HTTP endpoint) has no script call to
 // replay: refused with an error naming the algorithms field.
 func TestCallOfRefusesUnscripted(t *testing.T) {
-	lim, err := algorithms.NewHTTPLimiter("http://127.0.0.1:1/allow?key={key}", algorithms.Limit{Limit: 3, Window: time.Minute}, time.Second)
+	lim, err := algorithms.NewHTTPLimiter("http://127.0.0.1:1/allow?key={key}", limit.Limit{Count: 3, Window: time.Minute}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestValidate(t *testing.T) {
 		{"unknown algorithm", func(c *bench.Config) { c.Algorithms = []string{"leaky"} }, "algorithms", `unknown algorithm "leaky"`},
 		{"no paths", func(c *bench.Config) { c.Paths = nil }, "paths", "give allow, deny or both"},
 		{"unknown path", func(c *bench.Config) { c.Paths = []string{"sideways"} }, "paths", `unknown path "sideways"`},
-		{"limit zero", func(c *bench.Config) { c.Limit.Limit = 0 }, "limit", "must be >= 1, got 0"},
+		{"limit zero", func(c *bench.Config) { c.Limit.Count = 0 }, "limit", "must be >= 1, got 0"},
 		{"short window", func(c *bench.Config) { c.Limit.Window = time.Microsecond }, "window", "must be >= 1ms"},
 		{"long window", func(c *bench.Config) { c.Limit.Window = 1_000_000 * time.Hour }, "window", "must be at most"},
 		{"clients zero", func(c *bench.Config) { c.Clients = 0 }, "clients", "must be in 1..1000, got 0"},
@@ -165,7 +166,7 @@ func TestRun(t *testing.T) {
 	}
 	cfg := bench.DefaultConfig()
 	cfg.Algorithms, cfg.Clients, cfg.Pipeline, cfg.Requests, cfg.Keys = []string{"sliding-log"}, 4, 4, 2000, 1000
-	cfg.Limit = algorithms.Limit{Limit: 100, Window: time.Minute}
+	cfg.Limit = limit.Limit{Count: 100, Window: time.Minute}
 	cfg.CompareRedisBenchmark, cfg.RedisBenchmark, cfg.Rounds = true, rb, 2
 	res, err := bench.Run(ctx, srv.Redis, cfg, nil)
 	if err != nil {
@@ -277,7 +278,7 @@ func TestRunSurvivesScriptFlush(t *testing.T) {
 func TestRunDenyPathMustDeny(t *testing.T) {
 	cfg := bench.DefaultConfig()
 	cfg.Algorithms, cfg.Paths, cfg.Clients = []string{"fixed-window"}, []string{measure.PathDeny}, 2
-	cfg.Limit.Limit = 1e18
+	cfg.Limit.Count = 1e18
 	cfg.Duration = 400 * time.Millisecond
 	start := time.Now()
 	res, err := bench.Run(ctx, srv.Redis, cfg, nil)

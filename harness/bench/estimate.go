@@ -25,9 +25,9 @@ func (cfg Config) estimateBytes() int64 {
 		}
 		decisions = int64(cfg.Duration.Seconds()*rate) + 1
 	}
-	if cfg.Requests <= 0 && cfg.Limit.Window > 0 && cfg.Limit.Limit > 0 {
+	if cfg.Requests <= 0 && cfg.Limit.Window > 0 && cfg.Limit.Count > 0 {
 		windows := int64(cfg.Duration/max(cfg.Limit.Window, time.Millisecond)) + 2
-		decisions = min(decisions, int64(max(cfg.Keys, 1))*cfg.Limit.Limit*windows)
+		decisions = min(decisions, int64(max(cfg.Keys, 1))*cfg.Limit.Count*windows)
 	}
 	return decisions * harness.BytesPerUnit
 }

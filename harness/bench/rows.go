@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -46,7 +46,7 @@ func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchR
 	}
 	row := measure.BenchRow{
 		Algorithm: alg, Path: path, Clients: cfg.Clients, Pipeline: cfg.Pipeline, Keys: cfg.Keys,
-		Limit: l.Limit, WindowMS: l.Window.Milliseconds(), LimitDesc: lim.Describe(),
+		Limit: l.Count, WindowMS: l.Window.Milliseconds(), LimitDesc: lim.Describe(),
 		RatePerS: cfg.Rate, Corrected: cfg.Rate > 0, Runs: []measure.BenchRun{},
 	}
 	if path == measure.PathDeny {
@@ -171,8 +171,8 @@ func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchR
 // neverDenied is the error of a deny path whose hot key was never denied:
 // the limit is more than the runs can reach, so the path would measure
 // accepted decisions under the name "deny".
-func neverDenied(alg string, l algorithms.Limit, when string, allowed int64) error {
+func neverDenied(alg string, l limit.Limit, when string, allowed int64) error {
 	return field.Errorf("limit", "%s deny path: the hot key was never denied in the %s (%d decisions, all allowed): "+
 		"%d per %s is more than the bench reaches on one key; lower the limit, or bench only the allow path",
-		alg, when, allowed, l.Limit, l.Window)
+		alg, when, allowed, l.Count, l.Window)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -50,15 +51,12 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = s.RunID
-	var limits []measure.LimitSpec
-	for _, l := range cfg.Limits {
-		limits = append(limits, measure.LimitSpec{Count: l, WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds()})
-	}
+	limits := harness.LimitSpecs(cfg.Limits...)
 	res := &measure.CapacityResults{
 		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.CapacityRunConfig{
-			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: cfg.Limits, Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
-			WindowMS: cfg.Window.Milliseconds(), PrecisionMS: cfg.Precision.Milliseconds(),
+			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: counts(cfg.Limits), Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
+			WindowMS: cfg.window().Milliseconds(), PrecisionMS: cfg.Limits[0].Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
 		Results: []measure.CapacityRow{},
@@ -95,13 +93,13 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	res.Server = serverConfig(ctx, c)
 	// a key of ours with a TTL keeps the db's dicts in MEMORY STATS
 	// (an empty db is left out), so settle can see them shrink back
-	if err := c.Set(ctx, prefix+"sentinel", "1", cfg.Window).Err(); err != nil {
+	if err := c.Set(ctx, prefix+"sentinel", "1", cfg.window()).Err(); err != nil {
 		return err
 	}
 	// measured warm: the first fill on a connection allocates more than
 	// its keys (tens of KB of server state that stays), so one
 	// calibration round runs first and is thrown away
-	if _, err := m.calibrate(ctx, prefix+"warm:", minCalibrationKeys, cfg.Window); err != nil {
+	if _, err := m.calibrate(ctx, prefix+"warm:", minCalibrationKeys, cfg.window()); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	if info, err := c.Info(ctx, "replication").Result(); err == nil {
@@ -112,9 +110,10 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	calib := map[int]float64{}
 	cell := 0
 	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
-		for _, limit := range cfg.Limits {
+		for _, l := range cfg.Limits {
+			limit := l.Count
 			cell++
-			row, err := m.measureCell(ctx, cfg, alg, limit, fmt.Sprintf("%sc%d:", prefix, cell), calib)
+			row, err := m.measureCell(ctx, cfg, alg, l, fmt.Sprintf("%sc%d:", prefix, cell), calib)
 			if err != nil {
 				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
 			}
@@ -135,9 +134,18 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	return nil
 }
 
-// measureCell fills N keys of alg to limit and measures them.
-func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit int64, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
-	l := cfg.limit(alg, limit)
+// counts are the Counts of ls, in order (the results' header).
+func counts(ls []limit.Limit) []int64 {
+	out := make([]int64, len(ls))
+	for i, l := range ls {
+		out[i] = l.Count
+	}
+	return out
+}
+
+// measureCell fills N keys of alg to lim and measures them.
+func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim limit.Limit, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
+	l := forAlgorithm(alg, lim)
 	probe, err := harness.NewLimiter(alg, m.targets, m.c, l)
 	if err != nil {
 		return measure.CapacityRow{}, err
@@ -152,13 +160,13 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, limit i
 	n := KeysFor(cfg.Keys, fillSteps(alg, l), cfg.Budget)
 	at0 := alignUp(harness.VirtualEpoch, l.Window)
 	row := measure.CapacityRow{
-		Algorithm: alg, Limit: limit, WindowMS: cfg.Window.Milliseconds(), LimitDesc: probe.Describe(),
+		Algorithm: alg, Limit: l.Count, WindowMS: l.Window.Milliseconds(), LimitDesc: probe.Describe(),
 		Keys: n, KeysWanted: cfg.Keys, Calls: int64(n) * int64(len(plan)), ActiveKeys: cfg.ActiveKeys,
 	}
 	calN := max(n, minCalibrationKeys)
 	overhead, ok := calib[calN]
 	if !ok {
-		if overhead, err = m.calibrate(ctx, prefix+"cal:", calN, cfg.Window); err != nil {
+		if overhead, err = m.calibrate(ctx, prefix+"cal:", calN, cfg.window()); err != nil {
 			return row, fmt.Errorf("calibration: %w", err)
 		}
 		calib[calN] = overhead

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 )
 
 var srv *redistest.Server
@@ -30,21 +30,21 @@ func TestFillPlan(t *testing.T) {
 	cases := []struct {
 		name      string
 		alg       string
-		limit     algorithms.Limit
+		limit     limit.Limit
 		calls     int
 		units     int64
 		lastStart time.Duration // offset of the last call: all within one window
 	}{
 		// one member per unit, spread over the window
-		{"sliding-log 10", "sliding-log", algorithms.Limit{Limit: 10, Window: hour}, 10, 10, 54 * time.Minute},
-		{"sliding-log 129", "sliding-log", algorithms.Limit{Limit: 129, Window: hour}, 129, 129, 128 * (hour / 129)},
+		{"sliding-log 10", "sliding-log", limit.Limit{Count: 10, Window: hour}, 10, 10, 54 * time.Minute},
+		{"sliding-log 129", "sliding-log", limit.Limit{Count: 129, Window: hour}, 129, 129, 128 * (hour / 129)},
 		// one call per block carrying the block's share
-		{"bucketed-hash default precision", "bucketed-hash", algorithms.Limit{Limit: 100, Window: hour}, 10, 100, 54 * time.Minute},
-		{"bucketed-hash fewer units than blocks", "bucketed-hash", algorithms.Limit{Limit: 5, Window: hour}, 5, 5, 54 * time.Minute},
-		{"bucketed-hash 1m precision", "bucketed-hash", algorithms.Limit{Limit: 1000, Window: hour, Precision: time.Minute}, 60, 1000, 59 * time.Minute},
+		{"bucketed-hash default precision", "bucketed-hash", limit.Limit{Count: 100, Window: hour}, 10, 100, 54 * time.Minute},
+		{"bucketed-hash fewer units than blocks", "bucketed-hash", limit.Limit{Count: 5, Window: hour}, 5, 5, 54 * time.Minute},
+		{"bucketed-hash 1m precision", "bucketed-hash", limit.Limit{Count: 1000, Window: hour, Precision: time.Minute}, 60, 1000, 59 * time.Minute},
 		// the counter or bucket ends at the limit with one call
-		{"fixed-window", "fixed-window", algorithms.Limit{Limit: 10000, Window: hour}, 1, 10000, 0},
-		{"reservoir", "reservoir", algorithms.Limit{Limit: 10000, Window: hour}, 1, 10000, 0},
+		{"fixed-window", "fixed-window", limit.Limit{Count: 10000, Window: hour}, 1, 10000, 0},
+		{"reservoir", "reservoir", limit.Limit{Count: 10000, Window: hour}, 1, 10000, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,8 +52,8 @@ func TestFillPlan(t *testing.T) {
 			var units int64
 			for i, call := range plan {
 				units += call.Cost
-				if call.Cost < 1 || call.Cost > c.limit.Limit {
-					t.Errorf("call %d: cost %d outside 1..%d", i, call.Cost, c.limit.Limit)
+				if call.Cost < 1 || call.Cost > c.limit.Count {
+					t.Errorf("call %d: cost %d outside 1..%d", i, call.Cost, c.limit.Count)
 				}
 				if i > 0 && call.Offset <= plan[i-1].Offset {
 					t.Errorf("call %d: offset %v not after %v", i, call.Offset, plan[i-1].Offset)
@@ -96,7 +96,7 @@ func TestRun(t *testing.T) {
 	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
 	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{
 		Algorithms: []string{"sliding-log", "fixed-window"},
-		Limits:     []int64{10, 128, 129},
+		Limits:     capacity.Limits([]int64{10, 128, 129}, capacity.DefaultWindow, 0),
 		Keys:       300,
 		Budget:     20_000,
 	}, nil)
@@ -172,7 +172,7 @@ func TestRunScriptFlush(t *testing.T) {
 	}()
 	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{
 		Algorithms: []string{"sliding-log", "bucketed-hash", "fixed-window", "gcra"},
-		Limits:     []int64{10, 129},
+		Limits:     capacity.Limits([]int64{10, 129}, capacity.DefaultWindow, 0),
 		Keys:       300,
 		Budget:     20_000,
 	}, nil)

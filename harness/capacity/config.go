@@ -7,6 +7,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Defaults (contract: `ratelab capacity` documents them).
@@ -56,13 +57,24 @@ const (
 	MaxBlocks = 10_000
 )
 
-// DefaultLimits are the limits capacity measures by default: both sides of
-// the sorted set's listpack -> skiplist change (128 -> 129 entries).
-var DefaultLimits = []int64{10, 100, 128, 129, 1000, 10000}
+// DefaultCounts are the counts capacity measures by default, per
+// DefaultWindow: both sides of the sorted set's listpack -> skiplist change
+// (128 -> 129 entries).
+var DefaultCounts = []int64{10, 100, 128, 129, 1000, 10000}
+
+// Limits returns one limit per count, all of window w and precision p (0:
+// bucketed-hash's Window/10): the shape Config.Limits takes.
+func Limits(counts []int64, w, p time.Duration) []limit.Limit {
+	out := make([]limit.Limit, len(counts))
+	for i, n := range counts {
+		out[i] = limit.Limit{Count: n, Window: w, Precision: p}
+	}
+	return out
+}
 
 // Config is what `ratelab capacity` measures. The zero Config measures
-// every algorithm at DefaultLimits with the defaults below (Run fills them
-// in, see WithDefaults).
+// every algorithm at DefaultCounts per DefaultWindow with the defaults
+// below (Run fills them in, see WithDefaults).
 type Config struct {
 	// Algorithms are registry names (algorithms.Names); empty means all.
 	Algorithms []string
@@ -71,19 +83,18 @@ type Config struct {
 	// cost 1 spread over the window, see FillPlan), named by their Name.
 	// They must be algorithms.Scripted (fills are pipelined).
 	Targets []harness.Target
-	// Limits are the limits (cost units per window) to fill keys to; empty
-	// means DefaultLimits.
-	Limits []int64
+	// Limits are the limits to fill keys to, in order: each Count in
+	// 1..MaxLimit; all of one Window (MinWindow..MaxWindow: keys get it as
+	// their TTL, so it must outlast the measurement) and one Precision
+	// (bucketed-hash's block length; 0 means Window/10), as one calibration
+	// serves them all (see Limits). Empty means DefaultCounts per
+	// DefaultWindow.
+	Limits []limit.Limit
 	// Keys is N, the keys per algorithm x limit (before the budget scales
 	// it down); 0 means DefaultKeys.
 	Keys int
 	// ActiveKeys is M, the keys the projection is for; 0 means DefaultActiveKeys.
 	ActiveKeys int64
-	// Window is the limits' window; 0 means DefaultWindow. Keys get this
-	// TTL, so it must outlast the measurement.
-	Window time.Duration
-	// Precision is bucketed-hash's block length; 0 means Window/10.
-	Precision time.Duration
 	// Budget caps the script calls per algorithm x limit; 0 means
 	// DefaultBudget.
 	Budget int64
@@ -91,24 +102,21 @@ type Config struct {
 	RunID string
 }
 
-// WithDefaults returns cfg with every zero field but Precision and RunID
-// set to its default (Precision 0 already means Window/10; an empty RunID
-// is picked by the session).
+// WithDefaults returns cfg with every zero field but RunID set to its
+// default (an empty RunID is picked by the session): the one place
+// capacity's defaults are applied.
 func (cfg Config) WithDefaults() Config {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
 	if len(cfg.Limits) == 0 {
-		cfg.Limits = DefaultLimits
+		cfg.Limits = Limits(DefaultCounts, DefaultWindow, 0)
 	}
 	if cfg.Keys == 0 {
 		cfg.Keys = DefaultKeys
 	}
 	if cfg.ActiveKeys == 0 {
 		cfg.ActiveKeys = DefaultActiveKeys
-	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultWindow
 	}
 	if cfg.Budget == 0 {
 		cfg.Budget = DefaultBudget
@@ -121,7 +129,8 @@ func (cfg Config) WithDefaults() Config {
 // field as a *field.Error named "algorithms", "targets" (harness.CheckTargets), "limits", "keys",
 // "active_keys", "window", "precision" or "budget":
 //   - every algorithm is known; empty Algorithms means all;
-//   - at least one limit, each in 1..MaxLimit;
+//   - at least one limit, each Count in 1..MaxLimit, all of one window
+//     and precision;
 //   - Keys in 1..MaxKeys, ActiveKeys in 1..MaxActiveKeys;
 //   - Window in MinWindow..MaxWindow;
 //   - Precision 0 (Window/10) or in 1ms..Window, and, when bucketed-hash
@@ -148,12 +157,19 @@ func (cfg Config) Validate() error {
 		return field.Errorf("limits", "give at least one limit")
 	}
 	for _, l := range cfg.Limits {
-		if l < 1 {
-			return field.Errorf("limits", "every limit must be >= 1, got %d", l)
+		if l.Count < 1 {
+			return field.Errorf("limits", "every limit must be >= 1, got %d", l.Count)
 		}
-		if l > MaxLimit {
-			return field.Errorf("limits", "every limit must be <= %d (2^53), got %d", int64(MaxLimit), l)
+		if l.Count > MaxLimit {
+			return field.Errorf("limits", "every limit must be <= %d (2^53), got %d", int64(MaxLimit), l.Count)
 		}
+		if l.Window != cfg.Limits[0].Window || l.Precision != cfg.Limits[0].Precision {
+			return field.Errorf("limits", "every limit must have the window and precision of the first (one calibration serves them all), got %s and %s", cfg.Limits[0], l)
+		}
+	}
+	window, prec := cfg.Limits[0].Window, cfg.Limits[0].Precision
+	if err := cfg.Limits[0].Validate(); err != nil && window >= MinWindow {
+		return err // the precision: the counts are checked above, the window below
 	}
 	switch {
 	case cfg.Keys < 1:
@@ -164,18 +180,14 @@ func (cfg Config) Validate() error {
 		return field.Errorf("active_keys", "must be >= 1, got %d", cfg.ActiveKeys)
 	case cfg.ActiveKeys > MaxActiveKeys:
 		return field.Errorf("active_keys", "must be <= %d, got %d", int64(MaxActiveKeys), cfg.ActiveKeys)
-	case cfg.Window < MinWindow:
-		return field.Errorf("window", "must be >= 1m (keys must not expire while measured), got %s", cfg.Window)
-	case cfg.Window > MaxWindow:
-		return field.Errorf("window", "must be <= %s (a year), got %s", MaxWindow, cfg.Window)
-	case cfg.Precision < 0 || cfg.Precision > cfg.Window:
-		return field.Errorf("precision", "must be in 0..window (%s), got %s", cfg.Window, cfg.Precision)
-	case cfg.Precision > 0 && cfg.Precision < time.Millisecond:
-		return field.Errorf("precision", "must be >= 1ms, got %s", cfg.Precision)
-	case cfg.Window >= MinWindow && cfg.Precision > 0 && (cfg.Window-1)/cfg.Precision >= MaxBlocks &&
+	case window < MinWindow:
+		return field.Errorf("window", "must be >= 1m (keys must not expire while measured), got %s", limit.FormatWindow(window))
+	case window > MaxWindow:
+		return field.Errorf("window", "must be <= %s (a year), got %s", limit.FormatWindow(MaxWindow), limit.FormatWindow(window))
+	case prec > 0 && (window-1)/prec >= MaxBlocks &&
 		(len(cfg.Algorithms) == 0 || slices.Contains(cfg.Algorithms, "bucketed-hash")):
 		return field.Errorf("precision", "must leave at most %d blocks per window (bucketed-hash steps through them), got %d blocks of %s in %s",
-			MaxBlocks, (cfg.Window-1)/cfg.Precision+1, cfg.Precision, cfg.Window)
+			MaxBlocks, (window-1)/prec+1, limit.FormatWindow(prec), limit.FormatWindow(window))
 	case cfg.Budget < 1:
 		return field.Errorf("budget", "must be >= 1, got %d", cfg.Budget)
 	case cfg.Budget > MaxBudget:
@@ -188,8 +200,8 @@ func (cfg Config) Validate() error {
 	algs = append(slices.Clone(algs), harness.TargetNames(cfg.Targets)...)
 	fewest := int64(min(cfg.Keys, MinKeys))
 	for _, alg := range algs {
-		for _, limit := range cfg.Limits {
-			l := cfg.limit(alg, limit)
+		for _, lim := range cfg.Limits {
+			l := forAlgorithm(alg, lim)
 			steps := fillSteps(alg, l)
 			if steps <= cfg.Budget/fewest {
 				continue
@@ -199,17 +211,20 @@ func (cfg Config) Validate() error {
 					steps, precision(l), fewest, steps*fewest, cfg.Budget)
 			}
 			return field.Errorf("limits", "%d: %s makes %d script calls per key at limit %d, x %d keys at least = %d calls, over the budget of %d: lower the limit or raise the budget",
-				limit, alg, steps, limit, fewest, steps*fewest, cfg.Budget)
+				l.Count, alg, steps, l.Count, fewest, steps*fewest, cfg.Budget)
 		}
 	}
 	return nil
 }
 
-// limit is the algorithms.Limit capacity fills alg to at limit.
-func (cfg Config) limit(alg string, limit int64) algorithms.Limit {
-	l := algorithms.Limit{Limit: limit, Window: cfg.Window}
-	if alg == "bucketed-hash" {
-		l.Precision = cfg.Precision
+// forAlgorithm is l as capacity fills alg to it: the precision reaches
+// bucketed-hash only.
+func forAlgorithm(alg string, l limit.Limit) limit.Limit {
+	if alg != "bucketed-hash" {
+		l.Precision = 0
 	}
 	return l
 }
+
+// window is the one window of cfg.Limits (after WithDefaults).
+func (cfg Config) window() time.Duration { return cfg.Limits[0].Window }

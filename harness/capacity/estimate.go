@@ -15,8 +15,8 @@ import (
 func (cfg Config) estimateBytes() int64 {
 	var cell, cal int64
 	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
-		for _, limit := range cfg.Limits {
-			l := cfg.limit(alg, limit)
+		for _, lim := range cfg.Limits {
+			l := forAlgorithm(alg, lim)
 			n := int64(KeysFor(cfg.Keys, fillSteps(alg, l), cfg.Budget))
 			cell = max(cell, n*PlanCalls(alg, l)*harness.BytesPerUnit)
 			cal = max(cal, max(n, minCalibrationKeys)*harness.BytesPerUnit)

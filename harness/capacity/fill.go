@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // A fill is fillWorkers goroutines, each sending pipelines of fillPipeline
@@ -31,7 +32,7 @@ const flushWarning = "the scripts were flushed during a fill (NOSCRIPT): ratelab
 // EVALSHA described by the algorithm's own Call (its exact keys and
 // arguments) and read by its Decode. Every decision must be accepted. It
 // returns the keys.
-func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, plan []FillCall, prefix string, n int, start time.Time) ([]string, error) {
+func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []FillCall, prefix string, n int, start time.Time) ([]string, error) {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s{%06d}", prefix, i)
@@ -82,7 +83,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l algorithms.Limit, pl
 
 // scripted returns the limiter of alg (a built-in or one of targets) at l,
 // as the algorithms.Scripted every built-in algorithm and script is.
-func scripted(alg string, targets []harness.Target, c redis.UniversalClient, l algorithms.Limit) (algorithms.Scripted, error) {
+func scripted(alg string, targets []harness.Target, c redis.UniversalClient, l limit.Limit) (algorithms.Scripted, error) {
 	lim, err := harness.NewLimiter(alg, targets, c, l)
 	if err != nil {
 		return nil, err

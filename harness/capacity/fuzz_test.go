@@ -6,6 +6,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // No configuration makes Validate or the plan builder panic (issue 14 item
@@ -18,17 +19,17 @@ func FuzzCapacityConfig(f *testing.F) {
 	f.Add(int64(100000), 1, int64(10_000_000), int64(8760*time.Hour), int64(time.Hour), uint8(2))
 	f.Add(int64(3), 5, int64(1), int64(time.Minute), int64(7*time.Second), uint8(2))
 	f.Add(int64(-1), -1, int64(-1), int64(-1), int64(-1), uint8(5))
-	f.Fuzz(func(t *testing.T, limit int64, keys int, budget, window, precision int64, alg uint8) {
+	f.Fuzz(func(t *testing.T, count int64, keys int, budget, window, precision int64, alg uint8) {
 		names := algorithms.Names()
 		name := names[int(alg)%len(names)]
-		l := algorithms.Limit{Limit: limit, Window: time.Duration(window), Precision: time.Duration(precision)}
+		l := limit.Limit{Count: count, Window: time.Duration(window), Precision: time.Duration(precision)}
 		if n := capacity.PlanCalls(name, l); n <= capacity.MaxBudget {
 			if plan := capacity.FillPlan(name, l); int64(len(plan)) != n {
 				t.Fatalf("FillPlan(%s, %+v) has %d calls, PlanCalls %d", name, l, len(plan), n)
 			}
 		}
-		cfg := capacity.Config{Algorithms: []string{name}, Limits: []int64{limit}, Keys: keys, ActiveKeys: 1,
-			Window: l.Window, Precision: l.Precision, Budget: budget}
+		cfg := capacity.Config{Algorithms: []string{name}, Limits: []limit.Limit{l}, Keys: keys, ActiveKeys: 1,
+			Budget: budget}
 		if cfg.Validate() != nil {
 			return
 		}
@@ -47,8 +48,8 @@ func FuzzCapacityConfig(f *testing.F) {
 				t.Fatalf("%s %+v: call %d %+v out of order or range", name, l, i, c)
 			}
 		}
-		if units != limit {
-			t.Fatalf("%s %+v: plan fills %d units, want %d", name, l, units, limit)
+		if units != count {
+			t.Fatalf("%s %+v: plan fills %d units, want %d", name, l, units, count)
 		}
 	})
 }

@@ -3,7 +3,7 @@ package capacity
 import (
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // FillCall is one decision of a fill plan: Cost units at Offset after the
@@ -30,7 +30,7 @@ type FillCall struct {
 // negative precision or one below 1 ns) or when the plan would have more
 // than MaxBudget calls; Config.Validate refuses such configurations first.
 // len(FillPlan(alg, l)) == PlanCalls(alg, l) otherwise.
-func FillPlan(alg string, l algorithms.Limit) []FillCall {
+func FillPlan(alg string, l limit.Limit) []FillCall {
 	n := PlanCalls(alg, l)
 	if n < 1 || n > MaxBudget {
 		return nil
@@ -38,13 +38,13 @@ func FillPlan(alg string, l algorithms.Limit) []FillCall {
 	plan := make([]FillCall, 0, n)
 	switch alg {
 	case "fixed-window", "sliding-counter", "reservoir", "gcra":
-		return append(plan, FillCall{0, l.Limit})
+		return append(plan, FillCall{0, l.Count})
 	case "bucketed-hash":
 		p := precision(l)
 		blocks := blockCount(l)
-		if l.Limit >= blocks {
+		if l.Count >= blocks {
 			// every block gets floor((b+1)L/B) - floor(bL/B) >= 1 units
-			q, r := l.Limit/blocks, l.Limit%blocks
+			q, r := l.Count/blocks, l.Count%blocks
 			upTo := func(b int64) int64 { return b*q + b*r/blocks } // floor(bL/B) without overflow
 			for b := int64(0); b < blocks; b++ {
 				plan = append(plan, FillCall{time.Duration(b) * p, upTo(b+1) - upTo(b)})
@@ -52,14 +52,14 @@ func FillPlan(alg string, l algorithms.Limit) []FillCall {
 			return plan
 		}
 		// fewer units than blocks: unit k (1..L) lands in block ceil(kB/L) - 1
-		q, r := blocks/l.Limit, blocks%l.Limit
-		for k := int64(1); k <= l.Limit; k++ {
-			b := k*q + (k*r+l.Limit-1)/l.Limit - 1
+		q, r := blocks/l.Count, blocks%l.Count
+		for k := int64(1); k <= l.Count; k++ {
+			b := k*q + (k*r+l.Count-1)/l.Count - 1
 			plan = append(plan, FillCall{time.Duration(b) * p, 1})
 		}
 		return plan
 	}
-	step := l.Window / time.Duration(l.Limit)
+	step := l.Window / time.Duration(l.Count)
 	for i := range n {
 		plan = append(plan, FillCall{time.Duration(i) * step, 1})
 	}
@@ -69,8 +69,8 @@ func FillPlan(alg string, l algorithms.Limit) []FillCall {
 // PlanCalls is the number of decisions FillPlan(alg, l) holds, computed
 // without building it: 1 for the counters and buckets, min(blocks, Limit)
 // for bucketed-hash, Limit for sliding-log. 0 when l cannot be filled.
-func PlanCalls(alg string, l algorithms.Limit) int64 {
-	if l.Limit < 1 || l.Window < 1 {
+func PlanCalls(alg string, l limit.Limit) int64 {
+	if l.Count < 1 || l.Window < 1 {
 		return 0
 	}
 	switch alg {
@@ -80,15 +80,15 @@ func PlanCalls(alg string, l algorithms.Limit) int64 {
 		if precision(l) < 1 {
 			return 0
 		}
-		return min(blockCount(l), l.Limit)
+		return min(blockCount(l), l.Count)
 	}
-	return l.Limit
+	return l.Count
 }
 
 // fillSteps is what filling one key of alg at l costs against the budget:
 // its calls, and for bucketed-hash at least one per block of the window
 // (the script steps through every block it drops between two calls).
-func fillSteps(alg string, l algorithms.Limit) int64 {
+func fillSteps(alg string, l limit.Limit) int64 {
 	n := PlanCalls(alg, l)
 	if alg == "bucketed-hash" && n > 0 {
 		n = max(n, blockCount(l))
@@ -108,7 +108,7 @@ func KeysFor(wanted int, callsPerKey, budget int64) int {
 }
 
 // precision is bucketed-hash's block length: l.Precision, or Window/10.
-func precision(l algorithms.Limit) time.Duration {
+func precision(l limit.Limit) time.Duration {
 	if l.Precision == 0 {
 		return l.Window / 10
 	}
@@ -116,6 +116,6 @@ func precision(l algorithms.Limit) time.Duration {
 }
 
 // blockCount is ceil(Window / precision), for Window >= 1 and precision >= 1.
-func blockCount(l algorithms.Limit) int64 {
+func blockCount(l limit.Limit) int64 {
 	return int64((l.Window-1)/precision(l)) + 1
 }

@@ -3,9 +3,9 @@ package capacity
 import (
 	"context"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -21,7 +21,7 @@ const (
 // them with one decision a window later so that trimKept entries (+1) stay,
 // and compares them with keys filled to that many entries directly.
 func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*measure.TrimResult, error) {
-	l := algorithms.Limit{Limit: trimFilled, Window: cfg.Window}
+	l := limit.Limit{Count: trimFilled, Window: cfg.window()}
 	plan := FillPlan("sliding-log", l)
 	start := alignUp(harness.VirtualEpoch, l.Window)
 	keys, err := m.fillKeys(ctx, "sliding-log", l, plan, prefix+"t:", trimKeys, start)
@@ -43,7 +43,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*me
 	}
 	tr.MemoryBytes = mu / int64(len(keys))
 
-	fresh := algorithms.Limit{Limit: tr.Entries, Window: cfg.Window}
+	fresh := limit.Limit{Count: tr.Entries, Window: cfg.window()}
 	fkeys, err := m.fillKeys(ctx, "sliding-log", fresh, FillPlan("sliding-log", fresh), prefix+"f:", trimKeys, start)
 	if err != nil {
 		return nil, err

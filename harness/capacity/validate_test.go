@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/capacity"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Validate names the bad field and says why; every size has a bound, so
@@ -14,6 +15,15 @@ import (
 // item 7: limits of 1e18 used to panic in makeslice).
 func TestValidate(t *testing.T) {
 	ok := capacity.Config{}.WithDefaults()
+	// at sets the window and precision of every limit (a new slice: ok's stays)
+	at := func(c *capacity.Config, w, p time.Duration) {
+		counts := make([]int64, len(c.Limits))
+		for i, l := range c.Limits {
+			counts[i] = l.Count
+		}
+		c.Limits = capacity.Limits(counts, w, p)
+	}
+	hour := func(counts ...int64) []limit.Limit { return capacity.Limits(counts, capacity.DefaultWindow, 0) }
 	with := func(f func(*capacity.Config)) capacity.Config {
 		c := ok
 		f(&c)
@@ -27,33 +37,37 @@ func TestValidate(t *testing.T) {
 	}{
 		{"defaults", ok, "", ""},
 		{"limit 2^53 on a counter", with(func(c *capacity.Config) {
-			c.Algorithms, c.Limits = []string{"fixed-window", "gcra"}, []int64{capacity.MaxLimit}
+			c.Algorithms, c.Limits = []string{"fixed-window", "gcra"}, hour(capacity.MaxLimit)
 		}), "", ""},
-		{"one year window, 1h blocks", with(func(c *capacity.Config) { c.Window, c.Precision = capacity.MaxWindow, time.Hour }), "", ""},
+		{"one year window, 1h blocks", with(func(c *capacity.Config) { at(c, capacity.MaxWindow, time.Hour) }), "", ""},
 		{"few keys make room", with(func(c *capacity.Config) {
-			c.Algorithms, c.Limits, c.Keys = []string{"sliding-log"}, []int64{50000}, 2
+			c.Algorithms, c.Limits, c.Keys = []string{"sliding-log"}, hour(50000), 2
 		}), "", ""},
 		{"unknown algorithm", with(func(c *capacity.Config) { c.Algorithms = []string{"leaky"} }), "algorithms", `unknown algorithm "leaky"`},
 		{"no limits", with(func(c *capacity.Config) { c.Limits = nil }), "limits", "give at least one limit"},
-		{"limit zero", with(func(c *capacity.Config) { c.Limits = []int64{10, 0} }), "limits", "every limit must be >= 1, got 0"},
-		{"limit 1e18", with(func(c *capacity.Config) { c.Limits = []int64{1e18} }), "limits", "every limit must be <= 9007199254740992"},
-		{"sliding-log over the budget", with(func(c *capacity.Config) { c.Limits = []int64{10001} }), "limits",
+		{"two windows", with(func(c *capacity.Config) {
+			c.Limits = append(hour(10), limit.Limit{Count: 10, Window: 2 * time.Hour})
+		}), "limits", "every limit must have the window and precision of the first"},
+		{"limit zero", with(func(c *capacity.Config) { c.Limits = hour(10, 0) }), "limits", "every limit must be >= 1, got 0"},
+		{"limit 1e18", with(func(c *capacity.Config) { c.Limits = hour(1e18) }), "limits", "every limit must be <= 9007199254740992"},
+		{"sliding-log over the budget", with(func(c *capacity.Config) { c.Limits = hour(10001) }), "limits",
 			"10001: sliding-log makes 10001 script calls per key at limit 10001, x 10 keys at least = 100010 calls, over the budget of 100000"},
 		{"bucketed-hash blocks over the budget", with(func(c *capacity.Config) {
-			c.Algorithms, c.Limits, c.Precision, c.Budget = []string{"bucketed-hash"}, []int64{10}, 360*time.Millisecond, 50000
+			c.Algorithms, c.Limits, c.Budget = []string{"bucketed-hash"}, capacity.Limits([]int64{10}, capacity.DefaultWindow, 360*time.Millisecond), 50000
 		}), "precision", "10000 blocks of 360ms per key, x 10 keys at least = 100000, over the budget of 50000"},
-		{"too many blocks", with(func(c *capacity.Config) { c.Precision = time.Millisecond }), "precision", "at most 10000 blocks per window"},
+		{"too many blocks", with(func(c *capacity.Config) { at(c, capacity.DefaultWindow, time.Millisecond) }), "precision", "at most 10000 blocks per window"},
 		{"fine precision without bucketed-hash", with(func(c *capacity.Config) {
-			c.Algorithms, c.Precision = []string{"fixed-window"}, time.Millisecond
+			c.Algorithms = []string{"fixed-window"}
+			at(c, capacity.DefaultWindow, time.Millisecond)
 		}), "", ""},
 		{"keys zero", with(func(c *capacity.Config) { c.Keys = 0 }), "keys", "must be >= 1, got 0"},
 		{"keys huge", with(func(c *capacity.Config) { c.Keys = 1 << 62 }), "keys", "must be <= 10000000"},
 		{"active keys negative", with(func(c *capacity.Config) { c.ActiveKeys = -1 }), "active_keys", "must be >= 1, got -1"},
 		{"active keys huge", with(func(c *capacity.Config) { c.ActiveKeys = 1 << 62 }), "active_keys", "must be <= 1000000000000"},
-		{"short window", with(func(c *capacity.Config) { c.Window = 10 * time.Second }), "window", "must be >= 1m"},
-		{"huge window", with(func(c *capacity.Config) { c.Window = 1000000 * time.Hour }), "window", "must be <= 8760h0m0s"},
-		{"precision over window", with(func(c *capacity.Config) { c.Precision = 2 * time.Hour }), "precision", "must be in 0..window"},
-		{"precision under 1ms", with(func(c *capacity.Config) { c.Precision = time.Microsecond }), "precision", "must be >= 1ms"},
+		{"short window", with(func(c *capacity.Config) { at(c, 10*time.Second, 0) }), "window", "must be >= 1m"},
+		{"huge window", with(func(c *capacity.Config) { at(c, 1000000*time.Hour, 0) }), "window", "must be <= 365d"},
+		{"precision over window", with(func(c *capacity.Config) { at(c, capacity.DefaultWindow, 2*time.Hour) }), "precision", "must be in 0..window"},
+		{"precision under 1ms", with(func(c *capacity.Config) { at(c, capacity.DefaultWindow, time.Microsecond) }), "precision", "must be >= 1ms"},
 		{"budget zero", with(func(c *capacity.Config) { c.Budget = 0 }), "budget", "must be >= 1, got 0"},
 		{"budget huge", with(func(c *capacity.Config) { c.Budget = 1e18 }), "budget", "must be <= 10000000"},
 	}
@@ -77,7 +91,7 @@ func TestValidate(t *testing.T) {
 // Run refuses a bad configuration before it touches Redis: the field error,
 // incomplete results, no keys written.
 func TestRunInvalid(t *testing.T) {
-	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{Limits: []int64{1e18}}, nil)
+	res, err := capacity.Run(ctx, srv.Redis, capacity.Config{Limits: capacity.Limits([]int64{1e18}, capacity.DefaultWindow, 0)}, nil)
 	if name, _ := field.Name(err); name != "limits" {
 		t.Fatalf("err %v, want a limits field error", err)
 	}

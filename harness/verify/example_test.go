@@ -8,6 +8,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Verify two built-in algorithms against "at most 20 in any hour": the
@@ -24,9 +25,9 @@ func ExampleRun() {
 	}
 	defer rd.Close()
 
-	cfg := verify.Config{Limit: 20, Window: time.Hour, Seed: 1}
+	cfg := verify.Config{Limits: []limit.Limit{{Count: 20, Window: time.Hour}}, Seed: 1}
 	for _, name := range []string{"sliding-log", "fixed-window"} {
-		lim, err := algorithms.New(name, rd.Client, cfg.Rate())
+		lim, err := algorithms.New(name, rd.Client, cfg.Primary())
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -73,9 +74,9 @@ return 1`
 	}
 	defer rd.Close()
 
-	cfg := verify.Config{Limit: 20, Window: time.Hour, Seed: 1}
+	cfg := verify.Config{Limits: []limit.Limit{{Count: 20, Window: time.Hour}}, Seed: 1}
 	args := []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}
-	lim, err := algorithms.NewScriptLimiter(rd.Client, "limiter.lua", src, args, 1, cfg.Rate())
+	lim, err := algorithms.NewScriptLimiter(rd.Client, "limiter.lua", src, args, 1, cfg.Primary())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -92,6 +93,6 @@ return 1`
 		}
 	}
 	// Output:
-	// 20 per 1h0m0s, ARGV "{now_us}" "{window_us}" "{limit}" "{request_id}": holds
+	// 20 per 1h, ARGV "{now_us}" "{window_us}" "{limit}" "{request_id}": holds
 	// weighted: skipped (the target takes no cost (no {cost} argument))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -16,13 +17,13 @@ import (
 // and reads back from its JSON the same; a verification stopped with an
 // error gets the same header, marked incomplete.
 func TestVerifyHeader(t *testing.T) {
-	limits := []algorithms.Limit{{Limit: 5, Window: time.Second}, {Limit: 20, Window: time.Minute}}
+	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := verifyConfig(limits[0])
-	cfg.Limits, cfg.Seed, cfg.Clients, cfg.Skew, cfg.TargetSHA256 = limits[1:], 42, 3, 20*time.Millisecond, "ab12"
+	cfg.Limits, cfg.Seed, cfg.Clients, cfg.Skew, cfg.TargetSHA256 = limits, 42, 3, 20*time.Millisecond, "ab12"
 	before := time.Now().UTC().Add(-time.Second)
 	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -87,7 +88,7 @@ http {
 // burst=5 nodelay admits the burst on top of the rate: violated.
 func TestVerifyNginxLimitReq(t *testing.T) {
 	base := startNginx(t)
-	l := algorithms.Limit{Limit: 10, Window: 500 * time.Millisecond}
+	l := limit.Limit{Count: 10, Window: 500 * time.Millisecond}
 	cases := []struct {
 		path string
 		want measure.Verdict

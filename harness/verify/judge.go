@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -55,7 +55,7 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 			tr.judgeSafety(t, all, l, judgedWindow(l.Window, s.caps.Resolution), len(s.limits) > 1)
 		}
 	}
-	own := algorithms.Limit{Limit: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
+	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
 	switch t.Judge {
 	case scenarios.Liveness:
 		tr.judgeLiveness(t, all, own, s.cfg.livenessFloor())
@@ -130,7 +130,7 @@ func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bo
 // judgeSafety finds, per key, the most accepted cost that certainly fits in
 // one window w, records the largest ratio to the limit, and the first set
 // over the limit as a violation.
-func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.Limit, w time.Duration, named bool) {
+func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l limit.Limit, w time.Duration, named bool) {
 	byKey := map[string][]timed{}
 	for _, x := range all {
 		if x.ok {
@@ -139,13 +139,13 @@ func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.
 	}
 	for _, acc := range byKey {
 		sum, lo, hi, set := maxConservative(acc, w)
-		tr.ratio = max(tr.ratio, float64(sum)/float64(l.Limit))
-		if sum > l.Limit && tr.failure == nil {
+		tr.ratio = max(tr.ratio, float64(sum)/float64(l.Count))
+		if sum > l.Count && tr.failure == nil {
 			tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
-				Accepted: sum, Limit: l.Limit, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
+				Accepted: sum, Limit: l.Count, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
 				Decisions: evidence(set, tr.mode == "real"),
 				Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
-					sum, (hi - lo).String(), l.Window, float64(sum)/float64(l.Limit), l.Limit)}
+					sum, (hi - lo).String(), limit.FormatWindow(l.Window), float64(sum)/float64(l.Count), l.Count)}
 			if named {
 				tr.failure.WindowMS = l.Window.Milliseconds()
 				tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)
@@ -156,7 +156,7 @@ func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l algorithms.
 
 // judgeLiveness compares what was accepted with what an exact sliding-window
 // log accepts on the same offers (fidelity); under floor is starvation.
-func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithms.Limit, floor float64) {
+func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l limit.Limit, floor float64) {
 	var offered []measure.Event
 	var accepted int64
 	for _, x := range all {
@@ -165,14 +165,14 @@ func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithm
 			accepted += x.cost
 		}
 	}
-	ideal := measure.Ideal(offered, l.Limit, l.Window)
+	ideal := measure.Ideal(offered, l.Count, l.Window)
 	tr.fidelity = 1
 	if ideal > 0 {
 		tr.fidelity = float64(accepted) / float64(ideal)
 	}
 	if tr.fidelity < floor && tr.failure == nil {
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
-			Accepted: accepted, Limit: l.Limit, Ideal: ideal, Fidelity: tr.fidelity,
+			Accepted: accepted, Limit: l.Count, Ideal: ideal, Fidelity: tr.fidelity,
 			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f, under %.2f): legitimate traffic is starved",
 				accepted, ideal, tr.fidelity, floor)}
 	}
@@ -183,7 +183,7 @@ func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l algorithm
 // on a fresh key alone (control): a request the control accepted and the
 // trial denied is interference. Without a control (real time: no exact
 // replay) every one of them must be accepted, as each fits its own limit.
-func (tr *trialResult) judgeIsolation(t scenarios.Trial, all, control []timed, l algorithms.Limit, controlled bool) {
+func (tr *trialResult) judgeIsolation(t scenarios.Trial, all, control []timed, l limit.Limit, controlled bool) {
 	var ctl []bool
 	for _, x := range control {
 		ctl = append(ctl, x.ok)
@@ -208,7 +208,7 @@ func (tr *trialResult) judgeIsolation(t scenarios.Trial, all, control []timed, l
 			what = "requests on a key were denied after traffic on another key, where the same limiter accepts them on a fresh key alone"
 		}
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Interfered,
-			Limit: l.Limit, Decisions: evidence(denied, tr.mode == "real"),
+			Limit: l.Count, Decisions: evidence(denied, tr.mode == "real"),
 			Explain: fmt.Sprintf("%d of %d %s", len(denied), offered, what)}
 	}
 }

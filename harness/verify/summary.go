@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -16,7 +17,7 @@ const sensitivityNote = "sensitivity only (pass --skew to make it part of the ve
 // once, with both judgements), the totals, the counter-example and the
 // verdict. The Header's end (duration, complete) is left to the caller.
 func (s *study) summarize(p plan, res results) *measure.VerifyReport {
-	rep := &measure.VerifyReport{Header: s.header, Target: s.lim.Name(), LimitDesc: s.lim.Describe(), Limit: s.limit.Limit,
+	rep := &measure.VerifyReport{Header: s.header, Target: s.lim.Name(), LimitDesc: s.lim.Describe(), Limit: s.limit.Count,
 		WindowMS: s.limit.Window.Milliseconds(), Verdict: measure.Holds, Clock: s.clockName(p)}
 	if len(s.limits) > 1 {
 		for _, l := range s.limits {
@@ -178,7 +179,7 @@ func (s *study) skipNote(fam string, p plan) string {
 		return "the target reads its own clock: client skew does not apply"
 	case (fam == scenarios.DenseFamily || fam == scenarios.GreedyFamily) && !s.caps.InjectsTime:
 		return "the target reads its own clock: this family needs virtual time"
-	case fam == scenarios.GreedyFamily && s.limit.Limit > scenarios.GreedyMaxLimit:
+	case fam == scenarios.GreedyFamily && s.limit.Count > scenarios.GreedyMaxLimit:
 		return fmt.Sprintf("limit above %d: one call per request; the dense family stands in for it", scenarios.GreedyMaxLimit)
 	case fam == "weighted" && !s.caps.TakesCost:
 		return "the target takes no cost (no {cost} argument)"
@@ -187,7 +188,7 @@ func (s *study) skipNote(fam string, p plan) string {
 	case p.ttlSkipped && ttlFamily(fam) && s.caps.InjectsTime:
 		return "the script sets absolute key expiries: not emulated in virtual time (--real-time runs it on the wall clock)"
 	case !p.realOK:
-		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", s.limit.Window, s.cfg.RealTimeMax)
+		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", limit.FormatWindow(s.limit.Window), limit.FormatWindow(s.cfg.RealTimeMax))
 	}
 	return ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -45,7 +46,7 @@ func (s *study) plan() plan {
 	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
 	target := scenarios.Target{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
 	for k, l := range s.limits {
-		params := scenarios.Params{Limit: l.Limit, Window: l.Window, Seed: s.cfg.Seed}
+		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
 		for _, t := range scenarios.Adversarial(params, target) {
 			if len(s.limits) > 1 {
 				t.Name = fmt.Sprintf("[%s] %s", l, t.Name)
@@ -58,9 +59,9 @@ func (s *study) plan() plan {
 	}
 	// a cost above the smallest limit can never fit: the larger limits'
 	// weighted trials are sent at most that
-	least := s.limit.Limit
+	least := s.limit.Count
 	for _, l := range s.limits {
-		least = min(least, l.Limit)
+		least = min(least, l.Count)
 	}
 	for i := range p.trials {
 		for k := range p.trials[i].Schedule.Arrivals {
@@ -275,7 +276,7 @@ func isolationControl(t scenarios.Trial) scenarios.Trial {
 
 // job is trial t against the target, on keys under prefix.
 func (s *study) job(t scenarios.Trial, prefix string) harness.Job {
-	l := algorithms.Limit{Limit: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
+	l := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
 	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Skew: t.Skew, Prefix: prefix}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -42,27 +43,22 @@ const (
 // arrivals per unit of limit (L = 10,000 verifies in about 26 s here).
 const MaxLimit = 100_000
 
-// Config is what Run verifies and how. Limit and Window are required; the
-// other fields' zero values mean what each one says. Validate names a bad
-// field by the name given in parentheses (e.g. "max_outage").
+// Config is what Run verifies and how. Limits are required; the other
+// fields' zero values mean what each one says. Validate names a bad field
+// by the name given in parentheses (e.g. "max_outage").
 type Config struct {
-	// Limit and Window ("limit", "window") are the property to check: at
-	// most Limit cost units accepted in any window of length Window.
-	// Limit >= 1; Window >= 1 ms. They are the one source of the limit:
-	// Run judges against them, never against the limiter's own
-	// configuration (which a black box such as an HTTP endpoint does not
-	// expose); build the limiter from Rate() so the two agree.
-	Limit  int64
-	Window time.Duration
-	// Limits ("limits") are further limits checked at the same time as
-	// Limit per Window: the property is every limit at once, and each one
-	// gets the families' trials. Each must have Limit >= 1 and Window >= 1
-	// ms (Precision is ignored). Nil: Limit per Window alone.
-	Limits []algorithms.Limit
-	// Precision ("precision") is the block length of bucketed targets
-	// (bucketed-hash), in 0..Window; zero means theirs (Window/10). The
-	// property does not depend on it; Rate() carries it to the limiter.
-	Precision time.Duration
+	// Limits ("limits"; with one limit "limit", "window", "precision") are
+	// the property to check: for every limit at once, at most Count cost
+	// units accepted in any window of length Window; each gets the
+	// families' trials. At least one; each valid (limit.Limit.Validate)
+	// with Count <= MaxLimit. The first is the primary: its Window sets the
+	// families' timing and the ranges of Skew and SkewProbe. They are the
+	// one source of the limit: Run judges against them, never against the
+	// limiter's own configuration (which a black box such as an HTTP
+	// endpoint does not expose); build the limiter from them
+	// (targets.Spec.Build) so the two agree. Precision reaches the limiter
+	// only: the property does not depend on it.
+	Limits []limit.Limit
 	// Skew ("skew"), when > 0, adds the skewed-client-clock family to the
 	// verdict, with client clocks this far off each way; in 0..Window/2.
 	// Without it the family still runs with SkewProbe and is reported as a
@@ -117,30 +113,39 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Rate is the limit under test as an algorithms.Limit (with Precision), the
-// value to build the target limiter from.
-func (c Config) Rate() algorithms.Limit {
-	return algorithms.Limit{Limit: c.Limit, Window: c.Window, Precision: c.Precision}
+// Primary is the first of Limits, the one whose window sets the families'
+// timing; the zero Limit when there is none.
+func (c Config) Primary() limit.Limit {
+	if len(c.Limits) == 0 {
+		return limit.Limit{}
+	}
+	return c.Limits[0]
 }
 
 // Validate checks every field against the ranges documented on Config and
 // returns the first bad one as a *field.Error naming it (field.Name), e.g.
 // "window: must be >= 1ms, got 1µs".
 func (c Config) Validate() error {
+	if len(c.Limits) == 0 {
+		return field.Errorf("limit", "none given")
+	}
+	if err := limit.ValidateList(c.Limits); err != nil {
+		return err
+	}
+	for i, l := range c.Limits {
+		if l.Count > MaxLimit {
+			err := field.Errorf("limit", "at most %d (the families send tens of requests per unit of limit), got %d", MaxLimit, l.Count)
+			if len(c.Limits) > 1 {
+				err = &field.Error{Name: fmt.Sprintf("limits[%d]", i+1), Err: err}
+			}
+			return err
+		}
+	}
+	window := c.Primary().Window
 	switch {
-	case c.Limit < 1:
-		return field.Errorf("limit", "must be >= 1, got %d", c.Limit)
-	case c.Limit > MaxLimit:
-		return field.Errorf("limit", "at most %d (the families send tens of requests per unit of limit), got %d", MaxLimit, c.Limit)
-	case c.Window <= 0:
-		return field.Errorf("window", "must be > 0, got %s", c.Window)
-	case c.Window < time.Millisecond:
-		return field.Errorf("window", "must be >= 1ms, got %s", c.Window)
-	case c.Precision < 0 || c.Precision > c.Window:
-		return field.Errorf("precision", "must be in 0..window, got %s", c.Precision)
-	case c.Skew < 0 || c.Skew >= c.Window/2:
+	case c.Skew < 0 || c.Skew >= window/2:
 		return field.Errorf("skew", "must be in 0..window/2, got %s", c.Skew)
-	case c.SkewProbe < 0 || c.SkewProbe >= c.Window/2:
+	case c.SkewProbe < 0 || c.SkewProbe >= window/2:
 		return field.Errorf("skew_probe", "must be in 0..window/2, got %s", c.SkewProbe)
 	case c.RealTimeMax < 0:
 		return field.Errorf("real_time_max", "must be >= 0, got %s", c.RealTimeMax)
@@ -152,16 +157,6 @@ func (c Config) Validate() error {
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
 	case c.MinFidelity < 0 || c.MinFidelity > 1:
 		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
-	}
-	for _, l := range c.Limits {
-		switch {
-		case l.Limit < 1:
-			return field.Errorf("limits", "%s: the limit must be >= 1", l)
-		case l.Limit > MaxLimit:
-			return field.Errorf("limits", "%s: the limit must be at most %d", l, MaxLimit)
-		case l.Window < time.Millisecond:
-			return field.Errorf("limits", "%s: the window must be >= 1ms", l)
-		}
 	}
 	return nil
 }
@@ -201,12 +196,12 @@ func (c Config) skewDelta() time.Duration {
 	case c.SkewProbe > 0:
 		return c.SkewProbe
 	}
-	return c.Window / 100
+	return c.Primary().Window / 100
 }
 
 // Run drives lim with every adversarial family and judges what it accepted:
-// a violation when more than cfg.Limit was accepted within one window (or
-// more than any of cfg.Limits within its window); with cfg.MinFidelity,
+// a violation when more than a limit's Count was accepted within one of
+// its windows, for any of cfg.Limits; with cfg.MinFidelity,
 // starvation when accepted / ideal falls under it under sustained overload;
 // with cfg.CheckIsolation, interference when one key's traffic changed the
 // answers on another. It never cries wolf:
@@ -218,7 +213,7 @@ func (c Config) skewDelta() time.Duration {
 //
 // rd is the Redis lim runs on (for its keys and their removal); nil for a
 // target that holds no keys in Redis (an HTTP endpoint). Build lim from
-// cfg.Rate().
+// cfg.Limits (targets.Spec.Build).
 //
 // Errors: an invalid cfg returns Validate's error; a failing probe call (the
 // script does not compile, the reply has the wrong shape, Redis is gone)
@@ -234,11 +229,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	cfg = cfg.withDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
-		limit: algorithms.Limit{Limit: cfg.Limit, Window: cfg.Window}, header: header(s, cfg)}
-	st.limits = []algorithms.Limit{st.limit}
-	for _, l := range cfg.Limits {
-		st.limits = append(st.limits, algorithms.Limit{Limit: l.Limit, Window: l.Window})
-	}
+		limit: cfg.Primary(), limits: cfg.Limits, header: header(s, cfg)}
 	if a, ok := lim.(AbsoluteExpirer); ok {
 		st.absolute = a.AbsoluteExpiries()
 	}
@@ -290,7 +281,7 @@ func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started ti
 	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
 	s.Started = started.UTC()
 	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
-		Limit: cfg.Limit, WindowMS: cfg.Window.Milliseconds()}
+		Limit: cfg.Primary().Count, WindowMS: cfg.Primary().Window.Milliseconds()}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(err)
 	return rep
 }
@@ -300,7 +291,7 @@ func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started ti
 // script's digest).
 func header(s *harness.Session, cfg Config) measure.Header {
 	return s.Header("verify", measure.Repro{Seed: cfg.Seed, Clients: cfg.Clients,
-		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: harness.LimitSpecs(append([]algorithms.Limit{cfg.Rate()}, cfg.Limits...)...),
+		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: harness.LimitSpecs(cfg.Limits...),
 		TargetSHA256: cfg.TargetSHA256})
 }
 
@@ -310,10 +301,10 @@ type study struct {
 	lim  algorithms.Limiter
 	caps algorithms.Capabilities
 	cfg  Config
-	// limit is cfg's Limit per Window; limits are it and cfg.Limits: what
-	// every trial is judged against.
-	limit  algorithms.Limit
-	limits []algorithms.Limit
+	// limit is cfg's primary limit; limits are cfg.Limits: what every
+	// trial is judged against (Precision plays no part).
+	limit  limit.Limit
+	limits []limit.Limit
 	// absolute are the target's absolute key expiries (AbsoluteExpirer).
 	absolute []algorithms.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.

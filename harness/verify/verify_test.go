@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -27,8 +28,8 @@ func TestMain(m *testing.M) {
 
 var ctx = context.Background()
 
-func verifyConfig(l algorithms.Limit) verify.Config {
-	return verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1}
+func verifyConfig(l limit.Limit) verify.Config {
+	return verify.Config{Limits: []limit.Limit{l}, Seed: 1}
 }
 
 func family(t *testing.T, rep *measure.VerifyReport, name string) measure.FamilyResult {
@@ -52,7 +53,7 @@ func TestVerifyBuiltins(t *testing.T) {
 				continue // keep the suite short: the others are covered at 250ms and 1h
 			}
 			t.Run(name+"/"+w.String(), func(t *testing.T) {
-				l := algorithms.Limit{Limit: 20, Window: w}
+				l := limit.Limit{Count: 20, Window: w}
 				lim, err := algorithms.New(name, srv.Client(), l)
 				if err != nil {
 					t.Fatal(err)
@@ -135,7 +136,7 @@ func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := algorithms.Limit{Limit: 20, Window: 500 * time.Millisecond}
+	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	lim, err := algorithms.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, l)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func TestVerifyCatchesBrokenScripts(t *testing.T) {
 
 // A script that does not compile, or answers in the wrong shape, is an error before any trial.
 func TestVerifyScriptErrors(t *testing.T) {
-	l := algorithms.Limit{Limit: 5, Window: time.Second}
+	l := limit.Limit{Count: 5, Window: time.Second}
 	for name, src := range map[string]string{
 		"not lua":     "this is not lua (",
 		"runtime":     "return redis.call('NOSUCHCOMMAND')",
@@ -274,7 +275,7 @@ func TestVerifySeedScripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := algorithms.Limit{Limit: 20, Window: c.window}
+			l := limit.Limit{Count: 20, Window: c.window}
 			lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, c.allowedWhen, l)
 			if err != nil {
 				t.Fatal(err)
@@ -312,13 +313,13 @@ func TestVerifyStrictLimiterHolds(t *testing.T) {
 // Several limits at once: bucketed-hash with two limits; the
 // counter-example names the limit that broke.
 func TestVerifySeveralLimits(t *testing.T) {
-	limits := []algorithms.Limit{{Limit: 5, Window: time.Second}, {Limit: 20, Window: time.Minute}}
+	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := verifyConfig(limits[0])
-	cfg.Limits = limits[1:]
+	cfg.Limits = limits
 	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +333,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Limits = []algorithms.Limit{{Limit: 5 * 60, Window: time.Minute}}
+	cfg.Limits = []limit.Limit{limits[0], {Count: 5 * 60, Window: time.Minute}}
 	if rep, err := verify.Run(ctx, srv.Redis, sl, cfg); err != nil || rep.Verdict != measure.Holds {
 		t.Fatalf("sliding-log 5/1s against 5/1s and 300/1m: %v %s %+v", err, rep.Verdict, rep.CounterExample)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -78,7 +79,7 @@ func verdicts(t *testing.T, rd *server.Redis, cfg harness.Config) map[string]ver
 // injects reports whether algorithm name decides on an injected clock (its
 // virtual-time results are exact); the others read Redis TIME.
 func injects(name string) bool {
-	lim, err := algorithms.New(name, srv.Client(), algorithms.Limit{Limit: 1, Window: time.Second})
+	lim, err := algorithms.New(name, srv.Client(), limit.Limit{Count: 1, Window: time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -125,7 +126,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 	t.Run("verify", func(t *testing.T) {
 		for _, name := range algorithms.Names() {
 			// injected clock: virtual families at 1h; Redis TIME: real time at 500ms
-			l := algorithms.Limit{Limit: 20, Window: time.Hour}
+			l := limit.Limit{Count: 20, Window: time.Hour}
 			if !injects(name) {
 				l.Window = 500 * time.Millisecond
 			}
@@ -135,7 +136,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				reps[i], err = verify.Run(ctx, rd, lim, verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1})
+				reps[i], err = verify.Run(ctx, rd, lim, verify.Config{Limits: []limit.Limit{l}, Seed: 1})
 				if err != nil {
 					t.Fatalf("%s on %s: %v", name, rd.Info.Mode, err)
 				}
@@ -162,8 +163,8 @@ func TestClusterSameVerdicts(t *testing.T) {
 			arr = append(arr, scenarios.Arrival{At: time.Duration(i) * time.Millisecond, Key: fmt.Sprintf("k%d", i), Cost: 1})
 		}
 		// a window of an hour: no key expires (TTL = window) before it is counted
-		l := algorithms.Limit{Limit: 5, Window: time.Hour}
-		sched := scenarios.Schedule{Scenario: "spread", Params: scenarios.Params{Limit: l.Limit, Window: l.Window}, Arrivals: arr}
+		l := limit.Limit{Count: 5, Window: time.Hour}
+		sched := scenarios.Schedule{Scenario: "spread", Params: scenarios.Params{Limit: l.Count, Window: l.Window}, Arrivals: arr}
 		prefix := server.KeyPrefix + "spread-" + server.NewRunID() + ":"
 		var jobs []harness.Job
 		for _, name := range algorithms.Names() {
@@ -352,7 +353,7 @@ func aclWorkload(c *redis.Client) error {
 	for _, clock := range []harness.ClockMode{harness.VirtualClock, harness.RedisClock} {
 		cfg := harness.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
 		if clock != harness.VirtualClock {
-			cfg.Window, cfg.Limit = 200*time.Millisecond, 10
+			cfg.Limit = limit.Limit{Count: 10, Window: 200 * time.Millisecond}
 		}
 		res, err := harness.Run(ctx, rd, cfg, nil, nil)
 		if err != nil {
@@ -365,12 +366,12 @@ func aclWorkload(c *redis.Client) error {
 		}
 	}
 	for _, name := range algorithms.Names() {
-		l := algorithms.Limit{Limit: 10, Window: time.Hour}
+		l := limit.Limit{Count: 10, Window: time.Hour}
 		if !injects(name) {
 			l.Window = 200 * time.Millisecond
 		}
 		lim, _ := algorithms.New(name, c, l)
-		rep, err := verify.Run(ctx, rd, lim, verify.Config{Limit: l.Limit, Window: l.Window, Seed: 1, Clients: 2})
+		rep, err := verify.Run(ctx, rd, lim, verify.Config{Limits: []limit.Limit{l}, Seed: 1, Clients: 2})
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", name, err)
 		}
