@@ -102,7 +102,7 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 	s := NewSession(rd, cfg.RunID, 0)
 	prefix := s.Prefix
 	res := &measure.Results{
-		Header: s.Header("demo", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
+		Header: s.Header("demo", measure.Repro{Limits: []limit.Limit{cfg.Limit}}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),

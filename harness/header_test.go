@@ -33,7 +33,7 @@ func TestRunHeader(t *testing.T) {
 	case h.StartedAt.Before(before) || !h.Complete || h.Error != "":
 		t.Errorf("start %v complete %v error %q", h.StartedAt, h.Complete, h.Error)
 	case h.Repro.Seed != 9 || h.Repro.TargetSHA256 != "cafe" ||
-		len(h.Repro.Limits) != 1 || h.Repro.Limits[0] != (measure.LimitSpec{Count: 20, WindowMS: 3600000}):
+		len(h.Repro.Limits) != 1 || h.Repro.Limits[0] != (limit.Limit{Count: 20, Window: time.Hour}):
 		t.Errorf("repro %+v", h.Repro)
 	}
 }

@@ -168,7 +168,7 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 	}
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	res := &measure.Results{
-		Header: s.Header("run", measure.Repro{Limits: LimitSpecs(cfg.Limit)}),
+		Header: s.Header("run", measure.Repro{Limits: []limit.Limit{cfg.Limit}}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{cfg.Name},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),

@@ -287,9 +287,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	s := NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
 	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
-	var limits []measure.LimitSpec // each scenario's own unless overridden
+	var limits []limit.Limit // each scenario's own unless overridden
 	if cfg.Limit != (limit.Limit{}) {
-		limits = LimitSpecs(cfg.Limit)
+		limits = []limit.Limit{cfg.Limit}
 	}
 	res = &measure.Results{
 		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: TargetDigests(cfg.Targets)}),

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -146,13 +145,4 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 		h.Redis = s.Redis.Info
 	}
 	return h
-}
-
-// LimitSpecs turns limits into the Header's plain form (ms).
-func LimitSpecs(limits ...limit.Limit) []measure.LimitSpec {
-	out := make([]measure.LimitSpec, 0, len(limits))
-	for _, l := range limits {
-		out = append(out, measure.LimitSpec{Count: l.Count, WindowMS: l.Window.Milliseconds(), PrecisionMS: l.Precision.Milliseconds()})
-	}
-	return out
 }

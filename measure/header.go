@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/ratelab/ratelab/limit"
 )
 
 // SchemaVersion is the version of the results files this ratelab writes
@@ -57,19 +59,10 @@ type Repro struct {
 	SkewMS float64 `json:"skew_ms,omitempty"`
 	// Limits are the limits under test, in order (empty when each
 	// scenario's own were used).
-	Limits []LimitSpec `json:"limits,omitempty"`
+	Limits []limit.Limit `json:"limits,omitempty"`
 	// TargetSHA256 is the hex SHA-256 of the user's script (--script),
 	// empty for a built-in algorithm or an HTTP target.
 	TargetSHA256 string `json:"target_sha256,omitempty"`
-}
-
-// LimitSpec is one limit as plain data: at most Count cost units in any
-// window of WindowMS ms, counted in blocks of PrecisionMS ms (0: the
-// algorithm's own, or not bucketed).
-type LimitSpec struct {
-	Count       int64 `json:"count"`
-	WindowMS    int64 `json:"window_ms"`
-	PrecisionMS int64 `json:"precision_ms,omitempty"`
 }
 
 // checkSchema refuses a file written by a newer ratelab, whose fields this

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/limit"
 )
 
 // The Header is flattened into every result's JSON: one "complete", one
@@ -14,7 +16,7 @@ import (
 func TestHeaderFlattened(t *testing.T) {
 	h := Header{SchemaVersion: SchemaVersion, Tool: "ratelab", ToolVersion: "v1", Command: "x", RunID: "r1",
 		StartedAt: time.Date(2026, 11, 24, 19, 0, 0, 0, time.UTC), DurationMS: 5, Complete: true,
-		Repro: Repro{Seed: 7, Limits: []LimitSpec{{Count: 10, WindowMS: 1000}}}}
+		Repro: Repro{Seed: 7, Limits: []limit.Limit{{Count: 10, Window: time.Second}}}}
 	for i, v := range []any{&Results{Header: h}, &BenchResults{Header: h}, &CapacityResults{Header: h}, &VerifyReport{Header: h}} {
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -262,7 +262,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	sess := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = sess.RunID
 	res := &measure.BenchResults{
-		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: harness.LimitSpecs(cfg.Limit),
+		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: []limit.Limit{cfg.Limit},
 			TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.BenchRunConfig{
 			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),

@@ -51,7 +51,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = s.RunID
-	limits := harness.LimitSpecs(cfg.Limits...)
+	limits := cfg.Limits
 	res := &measure.CapacityResults{
 		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: harness.TargetDigests(cfg.Targets)}),
 		Config: measure.CapacityRunConfig{

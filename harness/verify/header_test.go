@@ -31,7 +31,7 @@ func TestVerifyHeader(t *testing.T) {
 	}
 	h := rep.Header
 	wantRepro := measure.Repro{Seed: 42, Clients: 3, SkewMS: 20, TargetSHA256: "ab12",
-		Limits: []measure.LimitSpec{{Count: 5, WindowMS: 1000}, {Count: 20, WindowMS: 60000}}}
+		Limits: []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}}
 	switch {
 	case h.SchemaVersion != measure.SchemaVersion || h.Tool != "ratelab" || h.ToolVersion == "" || h.Command != "verify":
 		t.Errorf("header identity: %+v", h)

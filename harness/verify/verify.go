@@ -291,7 +291,7 @@ func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started ti
 // script's digest).
 func header(s *harness.Session, cfg Config) measure.Header {
 	return s.Header("verify", measure.Repro{Seed: cfg.Seed, Clients: cfg.Clients,
-		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: harness.LimitSpecs(cfg.Limits...),
+		SkewMS: float64(cfg.Skew.Microseconds()) / 1000, Limits: cfg.Limits,
 		TargetSHA256: cfg.TargetSHA256})
 }
 
