@@ -41,72 +41,12 @@ type verifyFlags struct {
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
 	c := &cobra.Command{
-		Use:   "verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)",
-		Short: `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
-		Long: `verify drives a rate limiter with adversarial traffic — bursts at window
-boundaries and at many phases of the window, same-instant bursts, concurrent
-clients, sustained overload, idle gaps, weighted costs, several keys, skewed
-client clocks — and checks that no window of length W ever held more than L
-accepted (and that overload does not starve legitimate traffic: accepted /
-ideal >= 0.9).
-
-Besides the families, a dense stream (a request at a fine step through every
-phase of the window: rounding bugs) and a greedy adversary (after each denial,
-the earliest instant the limiter's own retry-after, checked by bisection, says
-it could pass) measure how far past the limit a limiter can be pushed.
-
-A limiter that takes an injected clock (built-ins, gcra, scripts with {now_*}
-or that read Redis TIME) runs every family in virtual time: exact, at its own
-clock's resolution, with key TTLs emulated on the virtual clock, so W = 24h
-takes seconds. --real-time runs the families that exercise key TTLs and
-concurrency again on the wall clock (windows up to --real-time-max). A
-limiter that reads its own clock (HTTP) runs in real time, judged
-conservatively: a set of decisions counts as inside one window only if the
-last answer came less than W after the first request was sent. It never cries
-wolf on a correct limiter.
-
-Several limits at once: --limit 10/1s --limit 120/1m --limit 240/1h checks
-every limit at the same time (the counter-example names the limit that
-broke); bucketed-hash then enforces them all.
-
-Your own script, exactly as written: each --key is KEYS[i] (default one,
-{key}, the trial's key), each --arg ARGV[i], in order: templates with
-placeholders {key} {now_us} {now_ms} {now_s} {window_us} {window_ms}
-{window_s} {limit} {cost} {request_id} or expressions over them
-({floor(now_ms / window_ms)}, {limit / window_s}). --allowed says which
-reply means allowed: reply == 1 (the default), reply != nil (Lua false
-denies), reply <= limit, reply[2] >= 0, reply in [1, 2]. A script that reads
-Redis TIME itself runs on virtual time too; one that reads no clock runs in
-real time; without {cost} it is sent cost 1 only. A reply --allowed cannot
-judge stops verify at once (exit 2), showing the reply. --config FILE reads
-all of this, and the limits, from a file (docs/config.md).
-
-HTTP: GET; 2xx allowed, 429 denied, anything else an error.
-
-Liveness (accepted / ideal under overload) and isolation (a key answered as
-the same limiter answers a fresh key) are always reported; they are part of
-the verdict only with --min-fidelity and --check-isolation.
-
-A Redis given by URL that may evict keys (maxmemory with an allkeys-* or
-volatile-* policy) and has less headroom than the trials may write is
-refused (exit 2); a verification whose Redis evicts a key, or runs low on
-headroom, stops (exit 2). --allow-eviction runs anyway and does not stop.
-
-Exit codes: 0 the property holds in every trial, 1 some window of length W
-held more than L (counter-example printed; also a failed --min-fidelity or
---check-isolation), 2 usage or environment error, or nothing could be
-checked (inconclusive).`,
-		Example: `  ratelab verify --algorithm sliding-log --limit 50 --window 10s
-  ratelab verify --algorithm fixed-window --limit 50 --window 24h --format json
-  ratelab verify --algorithm bucketed-hash --limit 10/1s --limit 120/1m --limit 240/1h
-  ratelab verify --script limiter.lua --arg '{limit}' --arg '{window_s}' --arg '{now_us}' --arg '{request_id}' --limit 50 --window 2s
-  ratelab verify --script carlson.lua --arg '[[{window_s}, {limit}]]' --arg '{now_s}' --arg '{cost}' --allowed-when 0 --limit 10 --window 1s
-  ratelab verify --script fixed.lua --allowed 'reply != nil' --arg '{window_ms}' --arg '{limit}' --limit 10 --window 1s
-  ratelab verify --script counter.lua --key '{key}:{floor(now_ms / window_ms)}' --key '{key}:{floor(now_ms / window_ms) - 1}' --arg '{now_ms}' --allowed 'reply <= limit' --limit 10 --window 1s
-  ratelab verify --config ratelab.yaml
-  ratelab verify --http http://127.0.0.1:8080/api --limit 10 --window 1s`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
+		Use:     "verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)",
+		Short:   `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
+		Long:    helpText("verify", "long"),
+		Example: helpText("verify", "example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
 	}
 	fl := c.Flags()
 	f.redis.add(c)
