@@ -88,7 +88,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
 	cfg.RunID = server.NewRunID()
-	return cfg, flagError(cfg.Validate(), targetFlagOf)
+	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
 func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
@@ -96,7 +96,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	}
 	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)
 	if _, ok := field.Name(runErr); ok {
-		runErr = flagError(runErr, nil) // a deny path that never denies: --limit
+		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
 	return publish(stdout, stderr, "bench", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteBenchDir(dir, res) },

@@ -53,10 +53,6 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-// capacityFlagOf maps capacity.Config's field names to the flags.
-var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": "--script", "limits": "--limits", "keys": "--keys",
-	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
-
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
 	if _, err := f.format.get(); err != nil {
 		return err
@@ -72,9 +68,9 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	cfg.Targets = f.target.targets()
 	cfg.RunID = server.NewRunID()
 	if err := cfg.Validate(); err != nil {
-		return flagError(err, capacityFlagOf)
+		return flagError(c.Flags(), err)
 	}
-	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,14 +53,14 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-func (f *demoFlags) check() error {
+func (f *demoFlags) check(c *cobra.Command) error {
 	if _, err := f.format.get(); err != nil {
 		return err
 	}
 	if f.limit == 0 && f.window == 0 { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}
-	return flagError(f.config().Validate(), nil)
+	return flagError(c.Flags(), f.config().Validate())
 }
 
 func (f *demoFlags) config() harness.DemoConfig {
@@ -70,11 +68,11 @@ func (f *demoFlags) config() harness.DemoConfig {
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
-	if err := f.check(); err != nil {
+	if err := f.check(c); err != nil {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
 	if err != nil {
 		return err
 	}
@@ -88,20 +86,16 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	}
 	tty, width := live.Terminal(show)
 
-	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
-	if err != nil {
-		return usagef("--out: %w", err)
-	}
-	log := measure.NewDecisionLog(df)
 	view := live.NewDemo(show, tty, width)
-	view.Start()
 	cfg := f.config()
 	cfg.RunID = runID
-	res, runErr := harness.Demo(c.Context(), rd, cfg, view, log)
-	view.Stop()
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
+	var res *measure.Results
+	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+		view.Start()
+		defer view.Stop()
+		res, err = harness.Demo(c.Context(), rd, cfg, view, log)
+		return err
+	})
 	if err := reports.WriteDir(out, res); err != nil {
 		return fmt.Errorf("write results to %s: %w", out, err)
 	}

@@ -30,7 +30,7 @@ func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
 // does not take it (`--format: unknown format "csv" (want table or json)`).
 func (f *formatFlag) get() (reports.Format, error) {
 	v, err := reports.ParseFormat(f.value, f.allowed...)
-	return v, flagError(err, nil)
+	return v, flagError(nil, err)
 }
 
 // render returns the writer of results in --format, for publish.

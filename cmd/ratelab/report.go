@@ -59,14 +59,14 @@ func isVerifyDir(dir string) bool {
 func rerenderVerify(stdout io.Writer, dir string, format *formatFlag) error {
 	f, _ := format.get() // checked by the caller
 	if err := f.Validate(reports.VerifyFormats...); err != nil {
-		return flagError(err, nil)
+		return flagError(nil, err)
 	}
 	rep, err := measure.ReadVerify(filepath.Join(dir, "verify.json"))
 	if err != nil {
 		return usageError{err}
 	}
-	if err := writeOutFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
-		return err
+	if err := reports.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
+		return flagError(nil, err)
 	}
 	return format.render(rep)(stdout)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -110,7 +108,7 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	if _, err := f.format.get(); err != nil {
 		return cfg, err
 	}
-	return cfg, flagError(cfg.Validate(), targetFlagOf)
+	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
 func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
@@ -122,7 +120,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = server.NewRunID()
-	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}
@@ -132,15 +130,11 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unguard()
-	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
-	if err != nil {
-		return usagef("--out: %w", err)
-	}
-	log := measure.NewDecisionLog(df)
-	res, runErr := harness.Run(c.Context(), rd, cfg, log, stderr)
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
+	var res *measure.Results
+	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+		res, err = harness.Run(c.Context(), rd, cfg, log, stderr)
+		return err
+	})
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
 		f.format.render(res))

@@ -165,9 +165,6 @@ func (t *targetFlags) fileLimits() []limit.Limit {
 	return nil
 }
 
-// scriptFlagOf maps algorithms.ScriptConfig's fields to the flags.
-var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed"}
-
 // targets returns the scripts as harness targets (run, capacity, bench).
 func (t *targetFlags) targets() []harness.Target {
 	out := make([]harness.Target, len(t.specs))
@@ -233,9 +230,6 @@ func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.L
 	return buildTarget(t.specs[0], rdb, ls...)
 }
 
-// targetFlagOf maps the Configs' "targets" field to its flag.
-var targetFlagOf = map[string]string{"targets": "--script"}
-
 // buildTarget builds s for the limits ls on rdb (targets.Spec.Build) with
 // errors naming the flag, or the target file and its field.
 func buildTarget(s targets.Spec, rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
@@ -246,5 +240,5 @@ func buildTarget(s targets.Spec, rdb redis.Scripter, ls ...limit.Limit) (algorit
 	if name, ok := field.Name(err); ok && s.From != "--script" && s.Script != "" {
 		return nil, usagef("--config %s: %s: %w", s.From, name, errors.Unwrap(err))
 	}
-	return nil, flagError(err, scriptFlagOf)
+	return nil, flagError(nil, err)
 }

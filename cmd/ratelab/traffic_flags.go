@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +42,7 @@ func (t *trafficFlags) add(c *cobra.Command) {
 var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-field", "time-unit", "strict", "pipeline"}
 
 // replayConfig turns run's flags into a harness.ReplayConfig and checks it.
-func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
+func (f *runFlags) replayConfig(c *cobra.Command) (harness.ReplayConfig, error) {
 	t := f.traffic
 	cfg := harness.ReplayConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Cost: f.cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
@@ -65,12 +64,12 @@ func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
 	if _, err := f.format.get(); err != nil {
 		return cfg, err
 	}
-	return cfg, flagError(cfg.Validate(), nil)
+	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
 // runTraffic is `run --traffic`: open the file, replay it, publish.
 func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
-	cfg, err := f.replayConfig()
+	cfg, err := f.replayConfig(c)
 	if err != nil {
 		return err
 	}
@@ -85,32 +84,19 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return usagef("--traffic: %s: %w", f.traffic.path, scenarios.ErrEmptyTraffic)
 	}
 	cfg.RunID = server.NewRunID()
-	out, err := outputDir(f.out, cfg.RunID, f.force)
-	if err != nil {
-		return err
-	}
-	rd, err := openRedis(c, &f.redis, stderr)
+	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
-	if err := makeOut(out); err != nil {
+	var res *measure.Results
+	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+		res, err = harness.Replay(c.Context(), rd, file, cfg, log, stderr)
 		return err
-	}
-	decisions := filepath.Join(out, "decisions.jsonl")
-	df, err := os.Create(decisions)
-	if err != nil {
-		return usagef("--out: %w", err)
-	}
-	log := measure.NewDecisionLog(df)
-	res, runErr := harness.Replay(c.Context(), rd, file, cfg, log, stderr)
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
+	})
 	if res == nil { // nothing was replayed: leave no results behind
-		_ = os.Remove(decisions)
-		_ = os.Remove(out) // only when empty
-		return flagError(runErr, nil)
+		undo()
+		return flagError(c.Flags(), runErr)
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },

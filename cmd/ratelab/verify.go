@@ -70,11 +70,6 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-// verifyFlagOf maps verify.Config's field names to their flags.
-var verifyFlagOf = map[string]string{"limit": "--limit", "limits": "--limit", "window": "--window", "precision": "--precision",
-	"skew": "--skew", "clients": "--clients", "real_time_max": "--real-time-max", "timeout": "--timeout", "max_outage": "--max-outage",
-	"min_fidelity": "--min-fidelity"}
-
 // config checks the flags and turns them into a verify.Config.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := f.target.check(c); err != nil {
@@ -100,14 +95,14 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
 	if err := cfg.Validate(); err != nil {
-		return cfg, fieldUsage(c, err, verifyFlagOf)
+		return cfg, requiredError(c.Flags(), err)
 	}
 	// the one builder's rule (targets.Spec.Build), checked before any Redis
 	if err := f.target.specs[0].CheckLimits(cfg.Limits); err != nil {
 		if fromFile {
 			return cfg, usagef("--config %s: %w", f.target.specs[0].From, err)
 		}
-		return cfg, fieldUsage(c, err, verifyFlagOf)
+		return cfg, requiredError(c.Flags(), err)
 	}
 	// zero means the library's default; on the command line the default is
 	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
@@ -131,8 +126,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out != "" {
-		if _, err := outputDir(f.out, "", f.force); err != nil {
-			return err
+		if _, err := reports.OutDir(f.out, "", f.force); err != nil {
+			return flagError(nil, err)
 		}
 	}
 	var rd *server.Redis // none for --http
@@ -155,8 +150,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out != "" {
-		if cfg.Log, err = createDecisionLog(f.out); err != nil {
-			return err
+		if cfg.Log, err = reports.CreateDecisionLog(f.out); err != nil {
+			return flagError(nil, err)
 		}
 		defer cfg.Log.Close()
 	}
@@ -166,7 +161,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil && f.out != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
 		partial := verify.Incomplete(rd, lim, cfg, started, err)
-		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
+		_ = reports.WriteFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
 	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {
@@ -175,11 +170,11 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return usagef("%w", err)
 	}
 	if f.out != "" {
-		if err := writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
-			return err
+		if err := reports.WriteFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
+			return flagError(nil, err)
 		}
-		if err := writeOutFile(filepath.Join(f.out, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
-			return err
+		if err := reports.WriteFile(filepath.Join(f.out, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
+			return flagError(nil, err)
 		}
 	}
 	if err := f.format.render(rep)(stdout); err != nil {
