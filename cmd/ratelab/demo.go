@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,16 +16,13 @@ import (
 	"github.com/ratelab/ratelab/reports"
 )
 
+// demoFlags are demo's flags: most go straight into the harness.DemoConfig.
 type demoFlags struct {
-	redis      redisFlags
-	algorithms []string
-	limit      int64
-	window     time.Duration
-	lead       time.Duration
-	explain    bool
-	format     formatFlag
-	out        string
-	force      bool
+	redis   redisFlags
+	cfg     harness.DemoConfig
+	explain bool
+	format  formatFlag
+	out     outFlags
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -42,14 +38,13 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl := c.Flags()
 	f.redis.add(c)
 	f.redis.addEviction(c)
-	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
-	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
-	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
+	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
+	fl.Int64Var(&f.cfg.Limit.Count, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
+	windowVar(fl, &f.cfg.Limit.Window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
+	fl.DurationVar(&f.cfg.Lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
-	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty")
-	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
+	f.out.add(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run")
 	return c
 }
 
@@ -57,14 +52,10 @@ func (f *demoFlags) check(c *cobra.Command) error {
 	if _, err := f.format.get(); err != nil {
 		return err
 	}
-	if f.limit == 0 && f.window == 0 { // the zero Limit would mean the default in the library
+	if f.cfg.Limit == (limit.Limit{}) { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}
-	return flagError(c.Flags(), f.config().Validate())
-}
-
-func (f *demoFlags) config() harness.DemoConfig {
-	return harness.DemoConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Lead: f.lead}
+	return flagError(c.Flags(), f.cfg.Validate())
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
@@ -72,7 +63,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, _, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, runID, stderr)
 	if err != nil {
 		return err
 	}
@@ -87,7 +78,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	tty, width := live.Terminal(show)
 
 	view := live.NewDemo(show, tty, width)
-	cfg := f.config()
+	cfg := f.cfg
 	cfg.RunID = runID
 	var res *measure.Results
 	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {

@@ -11,14 +11,27 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// outFlags are --out and --force: where a command writes its results.
+type outFlags struct {
+	dir   string
+	force bool
+}
+
+// add declares --out (usage) and --force, which replaces the results of an
+// earlier what.
+func (o *outFlags) add(c *cobra.Command, usage, what string) {
+	c.Flags().StringVar(&o.dir, "out", "", usage)
+	c.Flags().BoolVar(&o.force, "force", false, "replace the results of an earlier "+what+" in --out")
+}
+
 // openOut gets a command its results directory and its Redis, in the
 // order that loses nothing: --out is checked and made writable
 // (reports.PrepareOut) before Redis is opened, so a bad --out stops the
 // command before it measures; a directory it created is removed again when
 // Redis cannot be opened. The caller closes the Redis; undo removes the
 // directory when the command ends with nothing in it.
-func openOut(c *cobra.Command, rf *redisFlags, out, runID string, force bool, stderr io.Writer) (rd *server.Redis, dir string, undo func(), err error) {
-	if dir, undo, err = reports.PrepareOut(out, runID, force); err != nil {
+func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stderr io.Writer) (rd *server.Redis, dir string, undo func(), err error) {
+	if dir, undo, err = reports.PrepareOut(out.dir, runID, out.force); err != nil {
 		return nil, "", nil, flagError(nil, err)
 	}
 	if rd, err = openRedis(c, rf, stderr); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
@@ -43,22 +42,22 @@ var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-fi
 
 // replayConfig turns run's flags into a harness.ReplayConfig and checks it.
 func (f *runFlags) replayConfig(c *cobra.Command) (harness.ReplayConfig, error) {
-	t := f.traffic
-	cfg := harness.ReplayConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Cost: f.cost,
+	t, rc := f.traffic, f.cfg
+	cfg := harness.ReplayConfig{Algorithms: rc.Algorithms, Limit: rc.Limit, Cost: rc.Cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
-		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage,
+		Timeout: rc.Timeout, OnError: rc.OnError, MaxOutage: rc.MaxOutage,
 		Traffic: scenarios.TrafficOptions{Format: scenarios.TrafficFormat(t.format), KeyField: t.keyField,
 			TimeField: t.timeField, CostField: t.costField, TimeUnit: scenarios.TimeUnit(t.timeUnit), Strict: t.strict}}
 	switch {
-	case len(f.scenarios) > 0 || len(f.scenarioFiles) > 0:
+	case len(rc.Scenarios) > 0 || len(rc.ScenarioFiles) > 0:
 		return cfg, usagef("--traffic: replays the file alone; leave out --scenarios and --scenario-file")
-	case f.clock != string(harness.VirtualClock):
-		return cfg, usagef("--clock: --traffic replays in virtual time only, got %s", f.clock)
+	case rc.Clock != harness.VirtualClock:
+		return cfg, usagef("--clock: --traffic replays in virtual time only, got %s", rc.Clock)
 	case t.pipeline < 1:
 		return cfg, usagef("--pipeline: must be >= 1, got %d", t.pipeline)
-	case f.limit == 0: // run's default: each scenario's own, and a traffic file has none
+	case rc.Limit.Count == 0: // run's default: each scenario's own, and a traffic file has none
 		return cfg, usagef("--limit: required with traffic (cost units per window per key)")
-	case f.window == 0:
+	case rc.Limit.Window == 0:
 		return cfg, usagef("--window: required with traffic")
 	}
 	if _, err := f.format.get(); err != nil {
@@ -84,7 +83,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return usagef("--traffic: %s: %w", f.traffic.path, scenarios.ErrEmptyTraffic)
 	}
 	cfg.RunID = server.NewRunID()
-	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,24 +16,16 @@ import (
 	"github.com/ratelab/ratelab/reports"
 )
 
+// verifyFlags are verify's flags: most go straight into the verify.Config.
 type verifyFlags struct {
-	redis       redisFlags
-	target      targetFlags
-	limits      []string
-	window      time.Duration
-	realTime    bool
-	minFidelity float64
-	checkIso    bool
-	precision   time.Duration
-	skew        time.Duration
-	clients     int
-	realTimeMax time.Duration
-	seed        int64
-	format      formatFlag
-	out         string
-	force       bool
-	timeout     time.Duration
-	maxOutage   time.Duration
+	redis     redisFlags
+	target    targetFlags
+	cfg       verify.Config
+	limits    []string
+	window    time.Duration
+	precision time.Duration
+	format    formatFlag
+	out       outFlags
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -52,21 +42,21 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.add(c)
 	f.redis.addEviction(c)
 	f.target.add(c)
+	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
-	fl.DurationVar(&f.skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
-	fl.IntVar(&f.clients, "clients", 8, "concurrent clients of the concurrency families")
-	fl.BoolVar(&f.realTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
-	fl.DurationVar(&f.realTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
-	fl.Float64Var(&f.minFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
-	fl.BoolVar(&f.checkIso, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
-	fl.Int64Var(&f.seed, "seed", 1, "seed of the random trials")
+	fl.DurationVar(&cfg.Skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
+	fl.IntVar(&cfg.Clients, "clients", 8, "concurrent clients of the concurrency families")
+	fl.BoolVar(&cfg.RealTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
+	fl.DurationVar(&cfg.RealTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
+	fl.Float64Var(&cfg.MinFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
+	fl.BoolVar(&cfg.CheckIsolation, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
+	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
 	f.format.add(c, reports.VerifyFormats...)
-	fl.DurationVar(&f.timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
-	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
-	fl.StringVar(&f.out, "out", "", "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty")
-	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier verify in --out")
+	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
+	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
+	f.out.add(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify")
 	return c
 }
 
@@ -78,12 +68,11 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := f.target.load(); err != nil {
 		return verify.Config{}, err
 	}
-	cfg := verify.Config{Skew: f.skew, Clients: f.clients,
-		RealTime: f.realTime, RealTimeMax: f.realTimeMax, MinFidelity: f.minFidelity, CheckIsolation: f.checkIso,
-		Seed: f.seed, Timeout: f.timeout, MaxOutage: f.maxOutage, TargetSHA256: f.target.digest()}
-	limits, err := parseLimits(f.limits, f.window, c.Flags().Changed("window"))
+	cfg := f.cfg
+	cfg.TargetSHA256 = f.target.digest()
+	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
-		return cfg, err
+		return cfg, flagError(c.Flags(), err)
 	}
 	fromFile := false
 	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
@@ -107,11 +96,11 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	// zero means the library's default; on the command line the default is
 	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
 	switch {
-	case f.timeout == 0:
-		return cfg, usagef("--timeout: must be > 0, got %s", f.timeout)
-	case f.maxOutage == 0:
-		return cfg, usagef("--max-outage: must be > 0, got %s", f.maxOutage)
-	case f.clients == 0:
+	case cfg.Timeout == 0:
+		return cfg, usagef("--timeout: must be > 0, got %s", cfg.Timeout)
+	case cfg.MaxOutage == 0:
+		return cfg, usagef("--max-outage: must be > 0, got %s", cfg.MaxOutage)
+	case cfg.Clients == 0:
 		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
 	if _, err := f.format.get(); err != nil {
@@ -125,8 +114,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if _, err := reports.OutDir(f.out, "", f.force); err != nil {
+	if f.out.dir != "" {
+		if _, err := reports.OutDir(f.out.dir, "", f.out.force); err != nil {
 			return flagError(nil, err)
 		}
 	}
@@ -149,8 +138,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
-		if cfg.Log, err = reports.CreateDecisionLog(f.out); err != nil {
+	if f.out.dir != "" {
+		if cfg.Log, err = reports.CreateDecisionLog(f.out.dir); err != nil {
 			return flagError(nil, err)
 		}
 		defer cfg.Log.Close()
@@ -158,10 +147,10 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	cfg.Progress = stderr
 	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
-	if err != nil && f.out != "" {
+	if err != nil && f.out.dir != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
 		partial := verify.Incomplete(rd, lim, cfg, started, err)
-		_ = reports.WriteFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
+		_ = reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
 	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {
@@ -169,11 +158,11 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 		return usagef("%w", err)
 	}
-	if f.out != "" {
-		if err := reports.WriteFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
+	if f.out.dir != "" {
+		if err := reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
 			return flagError(nil, err)
 		}
-		if err := reports.WriteFile(filepath.Join(f.out, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
+		if err := reports.WriteFile(filepath.Join(f.out.dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
 			return flagError(nil, err)
 		}
 	}
@@ -188,34 +177,4 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return fmt.Errorf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)
 	}
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
-}
-
-// parseLimits reads --limit: one plain L (per --window), or L/W pairs
-// (limit.Parse; and then no --window). An empty list is left to Validate
-// (it is required); bad values are left to Validate too, which names the
-// field.
-func parseLimits(vals []string, window time.Duration, windowSet bool) ([]limit.Limit, error) {
-	var out []limit.Limit
-	for _, v := range vals {
-		if !strings.Contains(v, "/") && !strings.Contains(v, " per ") {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return nil, usagef("--limit: %q is not L or L/W (e.g. 20 or 10/1s)", v)
-			}
-			if len(vals) > 1 {
-				return nil, usagef("--limit %s: several limits are given as L/W pairs (e.g. --limit 10/1s --limit 120/1m)", v)
-			}
-			out = append(out, limit.Limit{Count: n, Window: window})
-			continue
-		}
-		if windowSet {
-			return nil, usagef("--limit %s: give the window in the pair or in --window, not both", v)
-		}
-		l, err := limit.Parse(v)
-		if err != nil {
-			return nil, usagef("--limit: %w", err)
-		}
-		out = append(out, l)
-	}
-	return out, nil
 }
