@@ -119,3 +119,13 @@ func WriteFile(path string, write func(w io.Writer) error) error {
 	}
 	return f.Close()
 }
+
+// WriteVerifyDir writes a verify's results to dir (which exists):
+// verify.json (r in JSON) and report.html (WriteVerifyHTML). Errors as
+// WriteFile's.
+func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
+	if err := WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, r) }); err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, r) })
+}

@@ -27,11 +27,11 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return flagError(c.Flags(), err)
 			}
-			o, err := cleanOptions(&rf)
+			o, err := rf.options() // clean's --redis is a URL: no --redis-image
 			if err != nil {
 				return err
 			}
-			rd, err := server.OpenReadOnly(c.Context(), rf.spec, o)
+			rd, err := server.OpenReadOnly(c.Context(), rf.spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
@@ -62,26 +62,4 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	c.Flags().BoolVar(&yes, "yes", false, "remove the keys (default: only list them)")
 	c.Flags().StringVar(&cfg.Run, "run", "", "only this run id (as in the prefix ratelab:<run id>:); also removes a run that left no record")
 	return c
-}
-
-// cleanOptions are redisFlags' server.Options, checked as open checks them.
-func cleanOptions(f *redisFlags) (server.Options, error) {
-	if f.timeout <= 0 {
-		return server.Options{}, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
-	}
-	if f.image != "" {
-		return server.Options{}, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
-	}
-	o := server.Options{Timeout: f.timeout}
-	if f.ca != "" {
-		if !server.IsTLS(f.spec) {
-			return o, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", server.RedactURL(f.spec))
-		}
-		pool, err := server.LoadCA(f.ca)
-		if err != nil {
-			return o, usagef("--redis-ca: %w", err)
-		}
-		o.RootCAs = pool
-	}
-	return o, nil
 }

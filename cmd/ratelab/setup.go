@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
@@ -85,19 +84,4 @@ func publish(stdout, stderr io.Writer, cmd, out string, durationMS int64, runErr
 		return fmt.Errorf("%s stopped early (results marked incomplete): %w", cmd, runErr)
 	}
 	return nil
-}
-
-// rerender reads a results directory written by one command (read), writes
-// its files again (writeDir) and prints it in --format: `ratelab report
-// DIR`. An unreadable results.json is a usage error (exit 2).
-func rerender[T any](stdout io.Writer, dir string, format *formatFlag, read func(path string) (T, error),
-	writeDir func(dir string, r T) error) error {
-	res, err := read(filepath.Join(dir, "results.json"))
-	if err != nil {
-		return usageError{err}
-	}
-	if err := writeDir(dir, res); err != nil {
-		return err
-	}
-	return format.render(res)(stdout)
 }

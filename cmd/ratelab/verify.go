@@ -159,10 +159,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return usagef("%w", err)
 	}
 	if f.out.dir != "" {
-		if err := reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, rep) }); err != nil {
-			return flagError(nil, err)
-		}
-		if err := reports.WriteFile(filepath.Join(f.out.dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
+		if err := reports.WriteVerifyDir(f.out.dir, rep); err != nil {
 			return flagError(nil, err)
 		}
 	}
