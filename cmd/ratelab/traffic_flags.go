@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -15,25 +14,20 @@ import (
 
 // trafficFlags are run's flags for replaying a traffic file.
 type trafficFlags struct {
-	path      string
-	format    string
-	keyField  string
-	timeField string
-	costField string
-	timeUnit  string
-	strict    bool
-	pipeline  int
+	path     string
+	opts     scenarios.TrafficOptions
+	pipeline int
 }
 
 func (t *trafficFlags) add(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&t.path, "traffic", "", "replay this traffic file (CSV, JSON Lines or nginx/Apache access log, plain or .gz) instead of the scenarios; needs --limit and --window (per key)")
-	fl.StringVar(&t.format, "traffic-format", "auto", "format of --traffic: auto, csv, jsonl or access-log")
-	fl.StringVar(&t.keyField, "key-field", "", "column or field holding the client key (default key; access logs: remote_addr, or remote_user, uri, path, http_user_agent, extra1, ...)")
-	fl.StringVar(&t.timeField, "time-field", "", "column or field holding the time (default timestamp; access logs: time_local)")
-	fl.StringVar(&t.costField, "cost-field", "", "column or field holding the cost (default cost when present, else 1; access logs: body_bytes_sent)")
-	fl.StringVar(&t.timeUnit, "time-unit", "auto", "how --time-field is written: auto, rfc3339, s, ms, us or ns")
-	fl.BoolVar(&t.strict, "strict", false, "stop at the first malformed line of --traffic (default: count it, show the first few, go on)")
+	fl.StringVar((*string)(&t.opts.Format), "traffic-format", "auto", "format of --traffic: auto, csv, jsonl or access-log")
+	fl.StringVar(&t.opts.KeyField, "key-field", "", "column or field holding the client key (default key; access logs: remote_addr, or remote_user, uri, path, http_user_agent, extra1, ...)")
+	fl.StringVar(&t.opts.TimeField, "time-field", "", "column or field holding the time (default timestamp; access logs: time_local)")
+	fl.StringVar(&t.opts.CostField, "cost-field", "", "column or field holding the cost (default cost when present, else 1; access logs: body_bytes_sent)")
+	fl.StringVar((*string)(&t.opts.TimeUnit), "time-unit", "auto", "how --time-field is written: auto, rfc3339, s, ms, us or ns")
+	fl.BoolVar(&t.opts.Strict, "strict", false, "stop at the first malformed line of --traffic (default: count it, show the first few, go on)")
 	fl.IntVar(&t.pipeline, "pipeline", harness.DefaultReplayPipeline, "decisions per round trip when replaying --traffic")
 }
 
@@ -45,9 +39,7 @@ func (f *runFlags) replayConfig(c *cobra.Command) (harness.ReplayConfig, error) 
 	t, rc := f.traffic, f.cfg
 	cfg := harness.ReplayConfig{Algorithms: rc.Algorithms, Limit: rc.Limit, Cost: rc.Cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
-		Timeout: rc.Timeout, OnError: rc.OnError, MaxOutage: rc.MaxOutage,
-		Traffic: scenarios.TrafficOptions{Format: scenarios.TrafficFormat(t.format), KeyField: t.keyField,
-			TimeField: t.timeField, CostField: t.costField, TimeUnit: scenarios.TimeUnit(t.timeUnit), Strict: t.strict}}
+		Timeout: rc.Timeout, OnError: rc.OnError, MaxOutage: rc.MaxOutage, Traffic: t.opts}
 	switch {
 	case len(rc.Scenarios) > 0 || len(rc.ScenarioFiles) > 0:
 		return cfg, usagef("--traffic: replays the file alone; leave out --scenarios and --scenario-file")
@@ -72,16 +64,12 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	file, err := os.Open(f.traffic.path)
+	file, size, err := scenarios.OpenTraffic(f.traffic.path)
 	if err != nil {
-		return usagef("--traffic: %w", err)
+		return flagError(c.Flags(), err)
 	}
 	defer file.Close()
-	if st, err := file.Stat(); err != nil || st.IsDir() {
-		return usagef("--traffic: %s: not a readable file", f.traffic.path)
-	} else if cfg.Size = st.Size(); cfg.Size == 0 {
-		return usagef("--traffic: %s: %w", f.traffic.path, scenarios.ErrEmptyTraffic)
-	}
+	cfg.Size = size
 	cfg.RunID = server.NewRunID()
 	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
