@@ -80,9 +80,6 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
 		cfg.RedisURL = s
 	}
-	if _, err := f.format.get(); err != nil {
-		return cfg, err
-	}
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}

@@ -52,9 +52,6 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if _, err := f.format.get(); err != nil {
-		return err
-	}
 	if err := f.target.check(c); err != nil {
 		return err
 	}

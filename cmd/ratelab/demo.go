@@ -49,9 +49,6 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func (f *demoFlags) check(c *cobra.Command) error {
-	if _, err := f.format.get(); err != nil {
-		return err
-	}
 	if f.cfg.Limit == (limit.Limit{}) { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}

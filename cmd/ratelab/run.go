@@ -91,9 +91,6 @@ func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
 	case changed("cost") && cfg.Cost < 1:
 		return cfg, usagef("--cost: must be >= 1, got %d", cfg.Cost)
 	}
-	if _, err := f.format.get(); err != nil {
-		return cfg, err
-	}
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 

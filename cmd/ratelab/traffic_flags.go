@@ -52,9 +52,6 @@ func (f *runFlags) replayConfig(c *cobra.Command) (harness.ReplayConfig, error) 
 	case rc.Limit.Window == 0:
 		return cfg, usagef("--window: required with traffic")
 	}
-	if _, err := f.format.get(); err != nil {
-		return cfg, err
-	}
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 

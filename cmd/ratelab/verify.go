@@ -103,9 +103,6 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	case cfg.Clients == 0:
 		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
-	if _, err := f.format.get(); err != nil {
-		return cfg, err
-	}
 	return cfg, nil
 }
 
