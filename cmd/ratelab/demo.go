@@ -94,14 +94,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.explain {
-		cols := width
-		if cols <= 0 {
-			cols = 100 // not a terminal
-		}
-		fmt.Fprintln(show)
-		for _, p := range reports.Explain(res) {
-			fmt.Fprintln(show, live.Wrap(p, max(cols, 60)))
-		}
+		_ = live.WriteExplained(show, reports.Explain(res), width)
 	}
 	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, report.html, plots) — %.1fs\n",
 		out, float64(res.DurationMS)/1000)
