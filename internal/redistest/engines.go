@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -252,4 +253,26 @@ func Image(t *testing.T) string {
 		t.Fatalf("build %s: %v", engine.LocalImage, err)
 	}
 	return engine.LocalImage
+}
+
+// KeysByNode counts the keys under prefix on every master of c (SCAN per
+// master), keyed by the master's address; a single server gives one entry.
+func KeysByNode(ctx context.Context, c redis.UniversalClient, prefix string) (map[string]int64, error) {
+	switch cc := c.(type) {
+	case *redis.Client:
+		keys, err := server.ScanKeys(ctx, cc, prefix)
+		return map[string]int64{cc.Options().Addr: int64(len(keys))}, err
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		out := map[string]int64{}
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			keys, err := server.ScanKeys(ctx, node, prefix)
+			mu.Lock()
+			out[node.Options().Addr] = int64(len(keys))
+			mu.Unlock()
+			return err
+		})
+		return out, err
+	}
+	return nil, fmt.Errorf("KeysByNode: unsupported client %T", c)
 }
