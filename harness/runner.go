@@ -151,6 +151,8 @@ const (
 
 // ErrOutage is the cause of a run stopped because Redis kept failing for
 // longer than Runner.MaxOutage.
+//
+//lint:ignore ST1005 Redis is a proper noun, and the README and the CLI's tests quote this message
 var ErrOutage = errors.New("Redis kept failing")
 
 // noteCall tracks runs of failures; it cancels the run when one lasts

@@ -152,7 +152,7 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 	endpoint, err := ctr.PortEndpoint(sctx, "6379/tcp", "")
 	if err != nil {
 		_ = stop()
-		return nil, fmt.Errorf("Redis container from %s: no published port: %w", image, err)
+		return nil, fmt.Errorf("no published port on the Redis container from %s: %w", image, err)
 	}
 	if h, p, err := net.SplitHostPort(endpoint); err == nil && h == "localhost" {
 		endpoint = net.JoinHostPort("127.0.0.1", p)
@@ -168,7 +168,7 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 	version, err := server.WaitReady(sctx, c, timeout)
 	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("Redis container from %s at %s did not answer: %w", image, endpoint, err)
+		return nil, fmt.Errorf("the Redis container from %s at %s did not answer: %w", image, endpoint, err)
 	}
 	r.Info.Version = version
 	return r, nil
@@ -214,7 +214,7 @@ func localEngine(ctx context.Context, p *testcontainers.DockerProvider) {
 	if !strings.HasPrefix(p.Client().DaemonHost(), "unix://") {
 		return
 	}
-	nw, err := p.GetNetwork(ctx, testcontainers.NetworkRequest{Name: "bridge"})
+	nw, err := p.Client().NetworkInspect(ctx, "bridge", client.NetworkInspectOptions{})
 	if err != nil {
 		return
 	}
@@ -222,7 +222,7 @@ func localEngine(ctx context.Context, p *testcontainers.DockerProvider) {
 	if err != nil {
 		return
 	}
-	for _, cfg := range nw.IPAM.Config {
+	for _, cfg := range nw.Network.IPAM.Config {
 		for _, a := range addrs {
 			ipn, ok := a.(*net.IPNet)
 			if !ok {
