@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -90,7 +91,7 @@ func DockerHealthy(ctx context.Context, timeout time.Duration) (err error) {
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := p.Health(hctx); err != nil {
@@ -167,8 +168,8 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 	containerIDs.Store(r, id)
 	version, err := server.WaitReady(sctx, c, timeout)
 	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("the Redis container from %s at %s did not answer: %w", image, endpoint, err)
+		// Close removes the container: a failure there leaves it behind, so it is said too
+		return nil, errors.Join(fmt.Errorf("the Redis container from %s at %s did not answer: %w", image, endpoint, err), r.Close())
 	}
 	r.Info.Version = version
 	return r, nil
@@ -183,7 +184,7 @@ func publishAddr(ctx context.Context) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	localEngine(ctx, p)
 	host, err := p.DaemonHost(ctx)
 	if err != nil {
@@ -266,7 +267,7 @@ func BuildLocalImage(ctx context.Context, tag string, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("build %s: docker: %w", tag, err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
 		ContextArchive: bytes.NewReader(archive),
 		Repo:           repo,
@@ -425,7 +426,7 @@ func Containers(ctx context.Context, pid int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	f := client.Filters{}.Add("label", ContainerLabel+"=true")
 	if pid > 0 {
 		f = f.Add("label", ContainerPIDLabel+"="+strconv.Itoa(pid))
@@ -440,3 +441,8 @@ func Containers(ctx context.Context, pid int) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// closeProvider closes p's Docker client (its connections to the engine);
+// a deferred cleanup whose error is ignored: no container nor image depends
+// on it, and the work it served has returned its own error.
+func closeProvider(p *testcontainers.DockerProvider) { _ = p.Close() }

@@ -205,7 +205,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // it accepted nothing: only its port was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 

@@ -157,7 +157,7 @@ func StartTLS(dir string) (*TLSServer, error) {
 			return nil, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close() // only its port was wanted, for the redis-server started next
 		s := &TLSServer{Port: port, Certs: certs}
 		s.cmd = exec.Command("redis-server",
 			"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -181,7 +181,7 @@ func StartTLS(dir string) (*TLSServer, error) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		c.Close()
+		_ = c.Close() // the readiness probe's client: err is its answer
 		if err == nil {
 			return s, nil
 		}
