@@ -475,7 +475,7 @@ func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
 		if o.Err != nil {
 			rec.Error = o.Err.Error()
 		}
-		_ = r.Log.Write(&rec)
+		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
 	if r.Observe != nil {
 		r.Observe(job, *o)

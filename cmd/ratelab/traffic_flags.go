@@ -108,8 +108,8 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		runErr = err
 	}
 	if res == nil { // nothing was replayed: leave no results behind
-		_ = os.Remove(decisions)
-		_ = os.Remove(out) // only when empty
+		_ = os.Remove(decisions) // tidying after a failed replay, whose error is the one returned
+		_ = os.Remove(out)       // only when empty
 		return flagError(runErr, nil)
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,

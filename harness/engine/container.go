@@ -142,18 +142,17 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		return ctr.Terminate(tctx, testcontainers.StopTimeout(2*time.Second))
 	}
 	if err != nil {
-		_ = stop()
+		serr := stop() // a container that would not stop is said with the error
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "No such image") || strings.Contains(msg, "pull access denied") ||
 			strings.Contains(msg, "not found") || strings.Contains(msg, "manifest unknown") || strings.Contains(msg, "dial tcp") && strings.Contains(msg, "registry") {
 			msg += fmt.Sprintf(" (image %s cannot be pulled here: build one from the local redis-server with `make redis-image` and pass --redis-image %s)", image, LocalImage)
 		}
-		return nil, fmt.Errorf("start a Redis container from %s: %s", image, msg)
+		return nil, errors.Join(fmt.Errorf("start a Redis container from %s: %s", image, msg), serr)
 	}
 	endpoint, err := ctr.PortEndpoint(sctx, "6379/tcp", "")
 	if err != nil {
-		_ = stop()
-		return nil, fmt.Errorf("no published port on the Redis container from %s: %w", image, err)
+		return nil, errors.Join(fmt.Errorf("no published port on the Redis container from %s: %w", image, err), stop())
 	}
 	if h, p, err := net.SplitHostPort(endpoint); err == nil && h == "localhost" {
 		endpoint = net.JoinHostPort("127.0.0.1", p)
