@@ -247,7 +247,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err != nil {
 		return nil, err
 	}
-	defer guard()
+	defer func() { _ = guard() }() // stops the watch on every path; GuardErr below takes its error
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
