@@ -222,8 +222,8 @@ func (c Config) skewDelta() time.Duration {
 // counted in the report. The keys are removed at the end, also after ctx
 // is cancelled; when that fails, cfg.Progress is told which keys are left
 // and the command that removes them (harness.Session.RemoveKeysOrSay), and
-// they expire with their TTLs. Concurrent calls are safe when their RunIDs differ (an
-// empty RunID is a fresh one).
+// they expire with their TTLs. Concurrent calls are safe when their RunIDs
+// differ (an empty RunID is a fresh one).
 func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
