@@ -284,7 +284,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		if len(nodes) > 1 && cfg.CompareRedisBenchmark {
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
-		defer func() { _ = sess.RemoveKeys(ctx, "") }()
+		defer sess.RemoveKeysOrSay(ctx, progress)
 		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
 		if err != nil {
 			return err
