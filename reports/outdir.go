@@ -78,11 +78,12 @@ func PrepareOut(out, runID string, force bool) (dir string, undo func(), err err
 	if err != nil {
 		return "", nil, field.Errorf("out", "%s is not writable: %w", dir, err)
 	}
-	f.Close()
+	_ = f.Close() // an empty probe, removed next: the removal's error says enough
 	if err := os.Remove(f.Name()); err != nil {
 		return "", nil, field.Errorf("out", "%w", err)
 	}
 	undo = func() {
+		// tidying after a command that stopped, whose error is the one returned
 		_ = os.Remove(filepath.Join(dir, "decisions.jsonl"))
 		if os.IsNotExist(statErr) {
 			_ = os.Remove(dir) // only if still empty
@@ -114,7 +115,7 @@ func WriteFile(path string, write func(w io.Writer) error) error {
 		return field.Errorf("out", "%w", err)
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	return f.Close()

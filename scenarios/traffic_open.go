@@ -19,10 +19,10 @@ func OpenTraffic(path string) (*os.File, int64, error) {
 	st, err := f.Stat()
 	switch {
 	case err != nil || st.IsDir():
-		f.Close()
+		_ = f.Close() // read only, and refused: nothing to flush
 		return nil, 0, fielderr.Errorf("traffic", "%s: not a readable file", path)
 	case st.Size() == 0:
-		f.Close()
+		_ = f.Close() // read only, and refused: nothing to flush
 		return nil, 0, fielderr.Errorf("traffic", "%s: %w", path, ErrEmptyTraffic)
 	}
 	return f, st.Size(), nil

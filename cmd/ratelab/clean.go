@@ -35,7 +35,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
-			defer rd.Close()
+			defer closeRedis(rd, stderr)
 			runs, err := server.FindLeftovers(c.Context(), rd.Client, cfg)
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)

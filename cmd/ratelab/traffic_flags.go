@@ -65,14 +65,14 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return flagError(c.Flags(), err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only: nothing to flush
 	cfg.Size = size
 	cfg.RunID = server.NewRunID()
 	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	var res *measure.Results
 	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
 		res, err = harness.Replay(c.Context(), rd, file, cfg, log, stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -121,7 +122,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if rd, err = f.redis.open(c); err != nil {
 			return err
 		}
-		defer rd.Close()
+		defer closeRedis(rd, stderr)
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = server.NewRunID()
@@ -139,15 +140,23 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if cfg.Log, err = reports.CreateDecisionLog(f.out.dir); err != nil {
 			return flagError(nil, err)
 		}
-		defer cfg.Log.Close()
 	}
 	cfg.Progress = stderr
 	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
+	if cfg.Log != nil {
+		// Close flushes decisions.jsonl: when it fails, the file misses
+		// decisions and the verification's record is incomplete
+		if cerr := cfg.Log.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("write %s: %w", filepath.Join(f.out.dir, "decisions.jsonl"), cerr))
+		}
+	}
 	if err != nil && f.out.dir != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
 		partial := verify.Incomplete(rd, lim, cfg, started, err)
-		_ = reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
+		if werr := reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) }); werr != nil {
+			err = errors.Join(err, flagError(nil, werr))
+		}
 	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {
