@@ -15,7 +15,6 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -141,7 +140,7 @@ func (t *targetFlags) load() error {
 	}
 	if t.many && len(t.specs) > 0 {
 		// the templates are checked once here, with the flags' names
-		if err := harness.CheckTargets(t.targets()); err != nil {
+		if err := targets.Check(t.targets()); err != nil {
 			return usagef("--script: %w", errors.Unwrap(err))
 		}
 	}
@@ -169,14 +168,14 @@ func (t *targetFlags) fileLimits() []limit.Limit {
 var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed"}
 
 // targets returns the scripts as harness targets (run, capacity, bench).
-func (t *targetFlags) targets() []harness.Target {
-	out := make([]harness.Target, len(t.specs))
+func (t *targetFlags) targets() []targets.Target {
+	out := make([]targets.Target, len(t.specs))
 	for i, s := range t.specs {
 		var digest string
 		if s.Source != "" {
 			digest = sha256Hex(s.Source)
 		}
-		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+		out[i] = targets.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
