@@ -155,6 +155,8 @@ const (
 
 // ErrOutage is the cause of a run stopped because Redis kept failing for
 // longer than Runner.MaxOutage.
+//
+//lint:ignore ST1005 Redis is a proper noun, and the README and the CLI's tests quote this message
 var ErrOutage = errors.New("Redis kept failing")
 
 // noteCall tracks runs of failures; it cancels the run when one lasts
@@ -479,7 +481,7 @@ func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
 		if o.Err != nil {
 			rec.Error = o.Err.Error()
 		}
-		_ = r.Log.Write(&rec)
+		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
 	if r.Observe != nil {
 		r.Observe(job, *o)

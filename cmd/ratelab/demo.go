@@ -78,7 +78,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 
 	// the show goes to stdout, unless stdout carries the JSON results
 	show := stdout

@@ -127,7 +127,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {
 		return err

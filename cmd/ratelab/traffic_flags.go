@@ -79,7 +79,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--traffic: %w", err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only: nothing to flush
 	if st, err := file.Stat(); err != nil || st.IsDir() {
 		return usagef("--traffic: %s: not a readable file", f.traffic.path)
 	} else if cfg.Size = st.Size(); cfg.Size == 0 {
@@ -94,7 +94,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	if err := makeOut(out); err != nil {
 		return err
 	}
@@ -109,8 +109,8 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		runErr = err
 	}
 	if res == nil { // nothing was replayed: leave no results behind
-		_ = os.Remove(decisions)
-		_ = os.Remove(out) // only when empty
+		_ = os.Remove(decisions) // tidying after a failed replay, whose error is the one returned
+		_ = os.Remove(out)       // only when empty
 		return flagError(runErr, nil)
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,

@@ -300,7 +300,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		if len(nodes) > 1 && cfg.CompareRedisBenchmark {
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
-		defer func() { _ = sess.RemoveKeys(ctx, "") }()
+		defer sess.RemoveKeysOrSay(ctx, progress)
 		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
 		if err != nil {
 			return err
@@ -320,7 +320,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Procs))
 		}
 		client := workerClient(rd.Client, cfg.Clients)
-		defer client.Close()
+		defer func() { _ = client.Close() }() // ratelab's own worker pool: nothing to tell the user
 		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
 		for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
 			for _, path := range cfg.Paths {

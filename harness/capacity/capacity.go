@@ -84,7 +84,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
 	defer func() {
-		_ = s.RemoveKeys(ctx, "")
+		s.RemoveKeysOrSay(ctx, m.progress)
 		res.Warnings = append(res.Warnings, m.warnings...)
 	}()
 	prefix := s.Prefix

@@ -176,7 +176,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 			if err != nil {
 				rec.Error = err.Error()
 			}
-			_ = log.Write(&rec)
+			_ = log.Write(&rec) // the log keeps its first error; its Close returns it
 		}
 	}
 	w.decisions.Add(int64(len(b)))

@@ -2,13 +2,9 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
@@ -304,13 +300,6 @@ func sequentialSubset(trials []scenarios.Trial, idx []int) []int {
 		}
 	}
 	return out
-}
-
-// IsScriptError reports whether err came from Redis running a script
-// (compile or runtime error) rather than from the network.
-func IsScriptError(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.Contains(err.Error(), "script")
 }
 
 // sameSchedule reports whether trials a and b send the same arrivals the

@@ -222,8 +222,10 @@ func (c Config) skewDelta() time.Duration {
 // returns an error before any trial; an outage (see Config.MaxOutage) or a
 // cancelled ctx stops the trials with an error. Errors of single calls are
 // counted in the report. The keys are removed at the end, also after ctx
-// is cancelled. Concurrent calls are safe when their RunIDs differ (an
-// empty RunID is a fresh one).
+// is cancelled; when that fails, cfg.Progress is told which keys are left
+// and the command that removes them (harness.Session.RemoveKeysOrSay), and
+// they expire with their TTLs. Concurrent calls are safe when their RunIDs
+// differ (an empty RunID is a fresh one).
 func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -237,8 +239,8 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	}
 	if rd != nil {
 		st.rdb = rd.Client
-		defer s.RemoveKeys(ctx, "")          // a few round trips, even after Ctrl-C
-		if err := s.Start(ctx); err != nil { // clean skips the live verification
+		defer s.RemoveKeysOrSay(ctx, cfg.Progress) // a few round trips, even after Ctrl-C
+		if err := s.Start(ctx); err != nil {       // clean skips the live verification
 			return nil, fmt.Errorf("register the verification: %w", err)
 		}
 	}
@@ -247,7 +249,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err != nil {
 		return nil, err
 	}
-	defer guard()
+	defer func() { _ = guard() }() // stops the watch on every path; GuardErr below takes its error
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
