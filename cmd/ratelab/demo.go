@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/demo"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/live"
 	"github.com/ratelab/ratelab/limit"
@@ -16,10 +16,10 @@ import (
 	"github.com/ratelab/ratelab/reports"
 )
 
-// demoFlags are demo's flags: most go straight into the harness.DemoConfig.
+// demoFlags are demo's flags: most go straight into the demo.Config.
 type demoFlags struct {
 	redis   redisFlags
-	cfg     harness.DemoConfig
+	cfg     demo.Config
 	explain bool
 	format  formatFlag
 	out     outFlags
@@ -39,9 +39,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.add(c)
 	f.redis.addEviction(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.cfg.Limit.Count, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
-	windowVar(fl, &f.cfg.Limit.Window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
-	fl.DurationVar(&f.cfg.Lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
+	fl.Int64Var(&f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
+	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
+	fl.DurationVar(&f.cfg.Lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
 	f.out.add(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run")
@@ -81,7 +81,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
 		view.Start()
 		defer view.Stop()
-		res, err = harness.Demo(c.Context(), rd, cfg, view, log)
+		res, err = demo.Run(c.Context(), rd, cfg, view, log)
 		return err
 	})
 	if err := reports.WriteDir(out, res); err != nil {

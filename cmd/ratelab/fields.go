@@ -10,7 +10,7 @@ import (
 )
 
 // flagExceptions are the library fields whose flag is not named after them.
-var flagExceptions = map[string]string{"targets": "script"}
+var flagExceptions = map[string]string{"targets": "script", "files": "config"}
 
 // flagOf returns the flag of a library field, as a field.Error names it,
 // and whether it is that field's own flag: "--" + the name before any
@@ -19,8 +19,8 @@ var flagExceptions = map[string]string{"targets": "script"}
 // its singular, a repeatable flag giving one element a time, the singular
 // ("limits" is verify's --limit); the fields of flagExceptions are named
 // there ("targets" is --script, and not its own). fs nil means the fields
-// of a --script target, whose lists are all repeatable flags ("keys" is
-// --key, "args" --arg).
+// of the targets package (targets.Given, a script's config), whose lists
+// are all repeatable flags ("keys" is --key, "scripts" --script).
 func flagOf(fs *pflag.FlagSet, name string) (string, bool) {
 	base, _, _ := strings.Cut(name, "[")
 	base = strings.NewReplacer("_", "-", ".", "-").Replace(base)

@@ -9,18 +9,19 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// runFlags are run's flags: most go straight into the harness.Config (and
-// with --traffic into a harness.ReplayConfig).
+// runFlags are run's flags: most go straight into the run.Config (and
+// with --traffic into a replay.Config).
 type runFlags struct {
 	redis   redisFlags
 	target  targetFlags
-	cfg     harness.Config
+	cfg     run.Config
 	format  formatFlag
 	out     outFlags
 	traffic trafficFlags
@@ -62,10 +63,10 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
-// config turns the flags into a harness.Config and checks it. A limit,
+// config turns the flags into a run.Config and checks it. A limit,
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
-func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
+func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
 	if err := f.target.check(c); err != nil {
 		return cfg, err
@@ -115,7 +116,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	defer unguard()
 	var res *measure.Results
 	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
-		res, err = harness.Run(c.Context(), rd, cfg, log, stderr)
+		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,

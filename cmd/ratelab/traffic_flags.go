@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -28,16 +29,16 @@ func (t *trafficFlags) add(c *cobra.Command) {
 	fl.StringVar(&t.opts.CostField, "cost-field", "", "column or field holding the cost (default cost when present, else 1; access logs: body_bytes_sent)")
 	fl.StringVar((*string)(&t.opts.TimeUnit), "time-unit", "auto", "how --time-field is written: auto, rfc3339, s, ms, us or ns")
 	fl.BoolVar(&t.opts.Strict, "strict", false, "stop at the first malformed line of --traffic (default: count it, show the first few, go on)")
-	fl.IntVar(&t.pipeline, "pipeline", harness.DefaultReplayPipeline, "decisions per round trip when replaying --traffic")
+	fl.IntVar(&t.pipeline, "pipeline", replay.DefaultPipeline, "decisions per round trip when replaying --traffic")
 }
 
 // trafficOnly are the flags that mean something only with --traffic.
 var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-field", "time-unit", "strict", "pipeline"}
 
-// replayConfig turns run's flags into a harness.ReplayConfig and checks it.
-func (f *runFlags) replayConfig(c *cobra.Command) (harness.ReplayConfig, error) {
+// replayConfig turns run's flags into a replay.Config and checks it.
+func (f *runFlags) replayConfig(c *cobra.Command) (replay.Config, error) {
 	t, rc := f.traffic, f.cfg
-	cfg := harness.ReplayConfig{Algorithms: rc.Algorithms, Limit: rc.Limit, Cost: rc.Cost,
+	cfg := replay.Config{Algorithms: rc.Algorithms, Limit: rc.Limit, Cost: rc.Cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
 		Timeout: rc.Timeout, OnError: rc.OnError, MaxOutage: rc.MaxOutage, Traffic: t.opts}
 	switch {
@@ -75,7 +76,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	defer closeRedis(rd, stderr)
 	var res *measure.Results
 	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
-		res, err = harness.Replay(c.Context(), rd, file, cfg, log, stderr)
+		res, err = replay.Run(c.Context(), rd, file, cfg, log, stderr)
 		return err
 	})
 	if res == nil { // nothing was replayed: leave no results behind

@@ -40,10 +40,10 @@ func ttlFamily(fam string) bool { return fam == "idle-gaps" }
 // window is longer than RealTimeMax.
 func (s *study) plan() plan {
 	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
-	target := scenarios.Target{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
+	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
 	for k, l := range s.limits {
 		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
-		for _, t := range scenarios.Adversarial(params, target) {
+		for _, t := range scenarios.Adversarial(params, attack) {
 			if len(s.limits) > 1 {
 				t.Name = fmt.Sprintf("[%s] %s", l, t.Name)
 			}

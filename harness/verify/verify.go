@@ -170,8 +170,10 @@ func (c Config) livenessFloor() float64 {
 	return 0.9
 }
 
-// withDefaults fills the zero values with their defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields set to their defaults:
+// Clients DefaultClients, RealTimeMax DefaultRealTimeMax, Timeout
+// DefaultTimeout, MaxOutage DefaultMaxOutage. Run calls it.
+func (c Config) WithDefaults() Config {
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
 	}
@@ -228,7 +230,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
 		limit: cfg.Primary(), limits: cfg.Limits, header: header(s, cfg)}
@@ -280,9 +282,9 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 // Complete false and err's text, and nothing measured. For writing
 // verify.json also when there is no verdict.
 func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
-	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
+	s := harness.NewSession(rd, cfg.WithDefaults().RunID, 0)
 	s.Started = started.UTC()
-	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
+	rep := &measure.VerifyReport{Header: header(s, cfg.WithDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
 		Limit: cfg.Primary().Count, WindowMS: cfg.Primary().Window.Milliseconds()}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(err)
 	return rep
