@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt redis nginx chromium tmux clean load fuzz bench redis-image replay-big
+.PHONY: all build run test vet fmt lint redis nginx chromium tmux clean load fuzz bench redis-image replay-big
 
 all: build
 
@@ -31,6 +31,14 @@ test: redis nginx chromium tmux
 	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./..."; \
 	  RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+
+# staticcheck, deadcode and errcheck (from PATH: go install honnef.co/go/tools/cmd/staticcheck@latest
+# golang.org/x/tools/cmd/deadcode@latest github.com/kisielk/errcheck@latest). Each exception is named
+# where it lives: //lint:ignore with its reason, errcheck.excludes, `_ =` with a comment.
+lint:
+	staticcheck ./...
+	@dead=$$(deadcode -test ./...); if [ -n "$$dead" ]; then echo "$$dead"; exit 1; fi
+	errcheck -ignoretests -exclude errcheck.excludes ./...
 
 # A Redis image FROM scratch out of the local redis-server (binary, its libraries, the loader),
 # for --redis container on machines with Docker but no registry:

@@ -267,6 +267,7 @@ func mustVirtualTime(src string) VirtualTimeScript {
 
 func redisRateSource() string {
 	c := &sourceCatcher{}
+	// the error is the catcher's own: the call is made only for the script it sends
 	_, _ = redis_rate.NewLimiter(c).AllowN(context.Background(), "k", redis_rate.PerSecond(1), 1)
 	if c.src == "" {
 		panic("algorithms: could not read redis_rate's script")

@@ -67,7 +67,7 @@ func (h *HTTPLimiter) Allow(ctx context.Context, key string, cost int64, _ Clock
 		return Decision{}, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
+	_ = resp.Body.Close() // drained and read only: its error changes no decision
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return Decision{Allowed: true}, nil

@@ -17,7 +17,7 @@ var registry = map[string]Constructor{
 	"fixed-window":    func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewFixedWindow(rdb, l) },
 	"sliding-log":     func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingLog(rdb, l) },
 	"bucketed-hash":   func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewBucketedHash(rdb, l) },
-	"reservoir":       func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewReservoir(rdb, l) },
+	"reservoir":       func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewTokenBucket(rdb, l) },
 	"gcra":            func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewGCRA(rdb, l) },
 	"sliding-counter": func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingCounter(rdb, l) },
 }

@@ -8,15 +8,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The files keep the registered name, reservoir, as every algorithm's files
+// do (fixed_window.go, sliding_log.lua, ...); the Go type is named by the
+// field: TokenBucket.
+
 //go:embed reservoir.lua
 var reservoirSrc string
 
 var reservoirScript = redis.NewScript(reservoirSrc)
 
-// Reservoir is a token bucket ("reservoir model"): a bucket of capacity Limit
-// units refilled continuously at Limit units per Window, kept in one small
-// HASH per key (level and last refill time). A request takes cost units from
-// the bucket or is denied.
+// TokenBucket is the token bucket, registered as "reservoir" (seed 003's
+// "reservoir model"): a bucket of capacity Limit units refilled continuously
+// at Limit units per Window, kept in one small HASH per key (level and last
+// refill time). A request takes cost units from the bucket or is denied.
 //
 // Boundary behaviour: a full bucket admits Limit at once and then refills
 // Limit per Window, so a trailing window of length W can hold up to 2x Limit
@@ -27,38 +31,38 @@ var reservoirScript = redis.NewScript(reservoirSrc)
 // token-bucket limiters. The level is kept in integer micro-units.
 // Keys: the key itself (one HASH, fields "l" and "t"); its TTL is the time to
 // refill to full, after which a missing key means the same thing.
-type Reservoir struct {
+type TokenBucket struct {
 	rdb   redis.Scripter
 	limit limit.Limit
 }
 
-var _ Scripted = (*Reservoir)(nil)
+var _ Scripted = (*TokenBucket)(nil)
 
-// NewReservoir returns a token bucket of capacity l.Limit refilling l.Limit
+// NewTokenBucket returns a token bucket of capacity l.Limit refilling l.Limit
 // per l.Window. rdb may be a Client, Ring or ClusterClient.
-func NewReservoir(rdb redis.Scripter, l limit.Limit) (*Reservoir, error) {
+func NewTokenBucket(rdb redis.Scripter, l limit.Limit) (*TokenBucket, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	l.Precision = 0
-	return &Reservoir{rdb: rdb, limit: l}, nil
+	return &TokenBucket{rdb: rdb, limit: l}, nil
 }
 
 // Name returns "reservoir".
-func (r *Reservoir) Name() string { return "reservoir" }
+func (r *TokenBucket) Name() string { return "reservoir" }
 
 // Describe returns the capacity and refill, e.g. "capacity 50, refill 50 per 10s".
-func (r *Reservoir) Describe() string {
+func (r *TokenBucket) Describe() string {
 	return "capacity " + itoa(r.limit.Count) + ", refill " + r.limit.String()
 }
 
 // Allow implements Limiter: the script call of Call, decoded.
-func (r *Reservoir) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+func (r *TokenBucket) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
 	return allow(ctx, r.rdb, r, key, cost, at)
 }
 
 // Call implements Scripted.
-func (r *Reservoir) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+func (r *TokenBucket) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
@@ -66,7 +70,9 @@ func (r *Reservoir) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.
-func (r *Reservoir) Decode(c ScriptCall, reply any) (Decision, error) { return decodeCommon(c, reply) }
+func (r *TokenBucket) Decode(c ScriptCall, reply any) (Decision, error) {
+	return decodeCommon(c, reply)
+}
 
 // Capabilities implements Limiter: injected µs clock, weighted cost, a state per key.
-func (r *Reservoir) Capabilities() Capabilities { return builtIn }
+func (r *TokenBucket) Capabilities() Capabilities { return builtIn }

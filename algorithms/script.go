@@ -42,7 +42,7 @@ func ParseReply(v any) (Decision, error) {
 // process unique against other processes writing the same key.
 func newSalt() string {
 	var b [3]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
 	return hex.EncodeToString(b[:])
 }
 

@@ -3,9 +3,8 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"math"
-	"strings"
 	"sync"
 
 	"github.com/ratelab/ratelab/harness/server"
@@ -94,53 +93,9 @@ func GuardErr(done func() error, err error) error {
 	return err
 }
 
-// estimateBytes is the upper bound of bytes a scenario run writes: every
-// scenario's schedule (built as Run builds it) for each of n algorithms and
-// targets; -1 (unknown) when a schedule cannot be built.
-func (cfg Config) estimateBytes(list []scenarios.Scenario, n int) int64 {
-	var total int64
-	for _, sc := range list {
-		_, p := cfg.LimitFor(sc)
-		sched, err := sc.Make(p)
-		if err != nil {
-			return -1
-		}
-		b := ScheduleBytes(sched.Arrivals)
-		if cfg.Cost > 0 {
-			b = int64(len(sched.Arrivals)) * cfg.Cost * BytesPerUnit
-		}
-		total += b * int64(n)
+// say writes a formatted line to w; nil w discards it.
+func say(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
 	}
-	return total
-}
-
-// minTrafficLine is the fewest bytes a traffic record takes ("0,k\n" is
-// 4; real timestamps take 10 or more): replayEstimate counts Size/8 lines.
-const minTrafficLine = 8
-
-// estimateBytes is the upper bound of bytes a replay writes for n
-// algorithms: every line a key of its own filled with cfg.Cost units, or
-// with Limit units when the records carry their own costs (a key holds at
-// most Limit accepted units per window), with lines bounded by
-// Size/minTrafficLine; -1 (unknown) when the size is unknown (standard
-// input) or compressed (.gz).
-func (cfg ReplayConfig) estimateBytes(n int) int64 {
-	if cfg.Size <= 0 || strings.HasSuffix(cfg.Source, ".gz") {
-		return -1
-	}
-	units := cfg.Limit.Count
-	if cfg.Cost > 0 {
-		units = cfg.Cost
-	}
-	lines := cfg.Size/minTrafficLine + 1
-	if units > 0 && lines > math.MaxInt64/BytesPerUnit/int64(max(n, 1))/units {
-		return math.MaxInt64
-	}
-	return lines * units * BytesPerUnit * int64(n)
-}
-
-// demoEstimate is the upper bound of bytes a demo writes: boundary-burst's
-// 2 x Limit decisions per algorithm, doubled for its spare requests.
-func demoEstimate(cfg DemoConfig) int64 {
-	return 4 * cfg.Limit.Count * BytesPerUnit * int64(len(cfg.Algorithms))
 }

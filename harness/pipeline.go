@@ -103,7 +103,7 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.cancel = cancel
-	jr := JobResult{Job: j, Latency: newHist(), Anchor: virtualAnchor(j.Schedule)}
+	jr := JobResult{Job: j, Latency: NewHist(), Anchor: virtualAnchor(j.Schedule)}
 	jr.Job.Schedule.Arrivals = nil
 	start := time.Now()
 	var st *vtJob

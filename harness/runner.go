@@ -40,6 +40,10 @@ var ClockModes = []ClockMode{VirtualClock, RedisClock, ClientClock}
 // leaves room for the schedule's earliest arrival after this instant.
 var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// MaxRunWindow is the longest window a study takes (run, replay, bench):
+// ten years.
+const MaxRunWindow = 10 * 365 * 24 * time.Hour
+
 // Job is one limiter to run one schedule.
 type Job struct {
 	Limiter algorithms.Limiter
@@ -151,6 +155,8 @@ const (
 
 // ErrOutage is the cause of a run stopped because Redis kept failing for
 // longer than Runner.MaxOutage.
+//
+//lint:ignore ST1005 Redis is a proper noun, and the README and the CLI's tests quote this message
 var ErrOutage = errors.New("Redis kept failing")
 
 // noteCall tracks runs of failures; it cancels the run when one lasts
@@ -245,7 +251,7 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	r.cancel = cancel
 	res := make([]JobResult, len(jobs))
 	for i := range jobs {
-		res[i] = JobResult{Job: jobs[i], Latency: newHist()}
+		res[i] = JobResult{Job: jobs[i], Latency: NewHist()}
 	}
 	switch r.Clock {
 	case VirtualClock, "":
@@ -304,7 +310,9 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	return res, err
 }
 
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
+// NewHist returns an empty latency histogram in µs (1 µs..60 s, 3
+// significant digits), the one every row's latency figures come from.
+func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
 func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
 	if r.pipelined(j) {
@@ -369,7 +377,7 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 		wg.Add(1)
 		go func(seqs []int) {
 			defer wg.Done()
-			h := newHist()
+			h := NewHist()
 			for _, seq := range seqs {
 				a := arr[seq]
 				due := anchor.Add(a.At).Add(-offset)
@@ -473,7 +481,7 @@ func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
 		if o.Err != nil {
 			rec.Error = o.Err.Error()
 		}
-		_ = r.Log.Write(&rec)
+		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
 	if r.Observe != nil {
 		r.Observe(job, *o)
@@ -523,11 +531,12 @@ func virtualAnchor(s scenarios.Schedule) time.Time {
 	if len(s.Arrivals) > 0 && s.Arrivals[0].At < 0 {
 		lead = -s.Arrivals[0].At
 	}
-	return alignUp(VirtualEpoch.Add(lead), s.Params.Window)
+	return AlignUp(VirtualEpoch.Add(lead), s.Params.Window)
 }
 
-// alignUp returns the first multiple of w since the Unix epoch at or after t.
-func alignUp(t time.Time, w time.Duration) time.Time {
+// AlignUp returns the first multiple of w (>= 1µs) since the Unix epoch at
+// or after t, in UTC: the window boundary schedules are anchored to.
+func AlignUp(t time.Time, w time.Duration) time.Time {
 	us, wus := t.UnixMicro(), w.Microseconds()
 	n := (us + wus - 1) / wus
 	return time.UnixMicro(n * wus).UTC()
@@ -551,7 +560,7 @@ func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor t
 		first = s.Arrivals[0].At
 	}
 	now := time.Now().Add(offset)
-	anchor = alignUp(now.Add(lead-first), s.Params.Window)
+	anchor = AlignUp(now.Add(lead-first), s.Params.Window)
 	if r.Unaligned {
 		anchor = now.Add(lead - first)
 	}

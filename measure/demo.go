@@ -3,7 +3,7 @@ package measure
 import "time"
 
 // DemoPlan is what `ratelab demo` is about to do, told to its observer
-// (harness.DemoObserver) before it parks.
+// (demo.Observer) before it parks.
 type DemoPlan struct {
 	// Algorithms are the registry names, one timeline each; Describe holds
 	// each algorithm's own description of its limit, in the same order.

@@ -30,7 +30,7 @@ type PerKey struct {
 	MostStarved []KeyCount `json:"most_starved,omitempty"`
 	// PeakMemoryBytes is the largest sum of MEMORY USAGE (SAMPLES 0) over
 	// the algorithm's keys among MemorySamples readings taken during the
-	// replay (see harness.Replay for when); memory between two readings
+	// replay (see replay.Run for when); memory between two readings
 	// is not seen. The Row's MemoryBytes is the reading at the end.
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 	// PeakMemoryAtMS is the decision time of the peak reading, ms from

@@ -277,7 +277,7 @@ type siTicks struct{ n int }
 
 // Ticks implements plot.Ticker.
 func (t siTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := niceTicks{n: t.n}.Ticks(lo, hi)
+	ticks := niceTicks(t).Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label == "" {
 			continue

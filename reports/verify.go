@@ -31,7 +31,11 @@ func WriteVerify(w io.Writer, format Format, r *measure.VerifyReport) error {
 	return format.Validate(VerifyFormats...)
 }
 
-func writeVerifyTable(w io.Writer, r *measure.VerifyReport) error {
+// writeVerifyTable renders r into memory and writes it to out in one write,
+// whose error it returns.
+func writeVerifyTable(out io.Writer, r *measure.VerifyReport) error {
+	var b strings.Builder
+	w := &b
 	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(string(r.Verdict)))
 	if len(r.Limits) > 0 {
 		fmt.Fprintf(w, "every limit at once: %s\n", strings.Join(r.Limits, ", "))
@@ -91,7 +95,8 @@ func writeVerifyTable(w io.Writer, r *measure.VerifyReport) error {
 			}
 		}
 	}
-	return nil
+	_, err := io.WriteString(out, b.String())
+	return err
 }
 
 // us renders µs as a signed duration.

@@ -81,8 +81,11 @@ func GreedyTrials(p Params) []Trial {
 	return out
 }
 
-// Target says what a verified limiter can take.
-type Target struct {
+// Attack is how the adversarial families may attack a verified limiter:
+// what the limiter lets them vary (Cost, Keys: its
+// algorithms.Capabilities, as verify reads them) and the attack's own
+// setting (Clients, Skew).
+type Attack struct {
 	// Cost: the limiter honours costs above 1 (else only cost 1 is sent).
 	Cost bool
 	// Keys: the limiter can be given distinct keys (an HTTP endpoint cannot).
@@ -99,13 +102,13 @@ type Target struct {
 var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", DenseFamily, GreedyFamily, "idle-gaps", "weighted", "isolation", "skew"}
 
 // Adversarial returns the trials of every family for limit p.Limit per
-// p.Window (p.Seed seeds the random ones). Times are relative to an aligned
+// p.Window (p.Seed seeds the random ones) that attack t allows. Times are relative to an aligned
 // window boundary. Pure: the same arguments give the same trials.
 //
 // Bursts send L requests of cost 1, 1 µs apart unless said otherwise, so a
 // correct limiter can tell them apart in time and the whole burst stays far
 // shorter than any window ratelab accepts (>= 1 ms) for L up to ~10^3.
-func Adversarial(p Params, t Target) []Trial {
+func Adversarial(p Params, t Attack) []Trial {
 	if t.Clients <= 0 {
 		t.Clients = 8
 	}

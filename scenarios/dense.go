@@ -37,15 +37,10 @@ func DenseCap(limit int64) int64 {
 	return perUnit*limit + base
 }
 
-// DenseStep returns the step DenseStream uses for p when given none: the
-// finer of W/(4L) and 1 ms, then coarsened (if needed) so the stream holds
-// at most DenseCap(L) arrivals; always a whole number of microseconds, at
-// least 1 µs. A zero Limit or Window in p means the defaults (50 per 10s).
-func DenseStep(p Params) time.Duration {
-	return denseStep(withDefaults(p, shortDefaults), 0)
-}
-
-// denseStep applies DenseStep's rules to a requested step (<= 0: default).
+// denseStep returns the step DenseStream uses for p (Limit and Window set)
+// and a requested step: a step <= 0 means the finer of W/(4L) and 1 ms;
+// then coarsened (if needed) so the stream holds at most DenseCap(L)
+// arrivals; always a whole number of microseconds, at least 1 µs.
 func denseStep(p Params, step time.Duration) time.Duration {
 	L, W := p.Limit, p.Window
 	if step <= 0 {
@@ -66,9 +61,9 @@ func denseStep(p Params, step time.Duration) time.Duration {
 // p.Seed (whole µs) so that seeds probe different sub-step phases. Sorted by
 // At; ceil(3W/step) arrivals, never more than DenseCap(L).
 //
-// step is the spacing: zero or negative means DenseStep(p); a step finer
-// than the cap allows is coarsened to the finest allowed; every step is
-// rounded up to a whole microsecond (the limiters' resolution). A zero
+// step is the spacing: zero or negative means the finer of W/(4L) and 1 ms;
+// a step finer than the cap allows is coarsened to the finest allowed; every
+// step is rounded up to a whole microsecond (the limiters' resolution). A zero
 // Limit or Window in p means the defaults (50 per 10s). Pure.
 func DenseStream(p Params, step time.Duration) []Arrival {
 	p = withDefaults(p, shortDefaults)

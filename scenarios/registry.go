@@ -55,10 +55,6 @@ const (
 // regions are the cron-regions jobs in run order; job r is Client r.
 var regions = []string{"US", "GB", "DE", "FR", "IN", "BR", "AU", "CA"}
 
-// Regions returns the cron-regions jobs in order (seed 001): the job of
-// Regions()[r] sends as Client r. The slice is a fresh copy.
-func Regions() []string { return append([]string(nil), regions...) }
-
 // order is the order scenarios are listed and run in.
 var order = []string{"boundary-burst", "steady", "overload", "cron-regions"}
 

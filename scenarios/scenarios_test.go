@@ -386,9 +386,6 @@ func TestRegistry(t *testing.T) {
 			}
 		}
 	}
-	if got := Regions(); !reflect.DeepEqual(got, []string{"US", "GB", "DE", "FR", "IN", "BR", "AU", "CA"}) {
-		t.Errorf("Regions() = %v", got)
-	}
 	if d := mustGet(t, "cron-regions").Defaults; d.Limit != 9500 || d.Window != 24*time.Hour {
 		t.Errorf("cron-regions defaults %+v", d)
 	}

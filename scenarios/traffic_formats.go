@@ -547,10 +547,10 @@ func (t *TrafficReader) initAccessLog() error {
 	if n, ok := strings.CutPrefix(keyField, "extra"); ok {
 		var err error
 		if extra, err = strconv.Atoi(n); err != nil || extra < 1 {
-			return fmt.Errorf("key field %q: want extra1, extra2, ...", keyField)
+			return fmt.Errorf("key field %q: want extraN, N >= 1", keyField)
 		}
 	} else if !contains(accessKeyFields, keyField) {
-		return fmt.Errorf("key field %q: access logs take %s or extra1, extra2, ...", keyField, strings.Join(accessKeyFields, ", "))
+		return fmt.Errorf("key field %q: access logs take %s or extraN (N >= 1)", keyField, strings.Join(accessKeyFields, ", "))
 	}
 	byBytes := t.o.CostField == "body_bytes_sent"
 	t.parse = func(line []byte) (TrafficRecord, error) {

@@ -431,6 +431,9 @@ func TestGeneratedLog(t *testing.T) {
 			inBurst++
 		}
 	}
+	if a := s.Anchor(); a.IsZero() || a.UnixNano()%int64(time.Minute) != 0 {
+		t.Errorf("anchor %v: want a whole minute", a)
+	}
 	st := r.Stats()
 	if n != o.Lines || st.Malformed != 0 || st.Format != FormatAccessLog || s.Clients() > o.Keys || s.Clients() < o.Keys*9/10 {
 		t.Errorf("read %d of %d, stats %+v, %d clients", n, o.Lines, st, s.Clients())

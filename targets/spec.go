@@ -15,8 +15,8 @@ import (
 // arguments and reply predicate, or an HTTP endpoint. Exactly one of
 // Algorithm, Script and HTTP is set.
 type Spec struct {
-	// From says where the spec came from, for errors: "--script" or the
-	// target file's path.
+	// From says where the spec came from, for errors: the target file's
+	// path; "" for a spec given directly (Given).
 	From string
 	// Name labels the target's rows (a script's file name by default).
 	Name      string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -100,7 +101,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
@@ -111,7 +112,11 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
-		defer pf.Close()
+		defer func() { // after StopCPUProfile: a profile that did not reach the disk is said
+			if err := pf.Close(); err != nil {
+				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
+			}
+		}()
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}

@@ -78,7 +78,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
 	if err != nil {
 		return err

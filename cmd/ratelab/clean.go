@@ -35,7 +35,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
-			defer rd.Close()
+			defer closeRedis(rd, stderr)
 			runs, err := server.FindLeftovers(c.Context(), rd.Client, cfg)
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
@@ -88,8 +88,11 @@ func cleanOptions(f *redisFlags) (server.Options, error) {
 	return o, nil
 }
 
-// publishClean prints one line per run and the total.
-func publishClean(w io.Writer, runs []server.Leftover, cfg server.CleanConfig, yes bool, removed int) error {
+// publishClean prints one line per run and the total to out, in one write
+// whose error it returns.
+func publishClean(out io.Writer, runs []server.Leftover, cfg server.CleanConfig, yes bool, removed int) error {
+	var b strings.Builder
+	w := &b
 	var would, live int
 	for _, l := range runs {
 		fmt.Fprintf(w, "%s  %d keys  %d bytes  (e.g. %s)", l.Prefix, len(l.Keys), l.MemoryBytes, l.Keys[0])
@@ -115,6 +118,9 @@ func publishClean(w io.Writer, runs []server.Leftover, cfg server.CleanConfig, y
 		fmt.Fprintf(w, "removed %d keys\n", removed)
 	default:
 		fmt.Fprintf(w, "%d keys would be removed (dry run: pass --yes to remove them)\n", would)
+	}
+	if _, err := io.WriteString(out, b.String()); err != nil {
+		return err
 	}
 	if live > 0 && cfg.Run != "" && yes {
 		return usagef("--run: run %s is still running: its keys were not removed", cfg.Run)

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/demo"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/live"
 	"github.com/ratelab/ratelab/limit"
@@ -45,9 +45,9 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.redis.add(c)
 	f.redis.addEviction(c)
 	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.limit, "limit", harness.DefaultDemoLimit.Count, "cost units per window: also the size of each burst")
-	windowVar(fl, &f.window, "window", harness.DefaultDemoLimit.Window, "window length; the bursts come W/10 before and after the boundary")
-	fl.DurationVar(&f.lead, "lead", harness.DefaultDemoLead, "shortest countdown before the first burst")
+	fl.Int64Var(&f.limit, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
+	windowVar(fl, &f.window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
+	fl.DurationVar(&f.lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
 	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty")
@@ -65,8 +65,8 @@ func (f *demoFlags) check() error {
 	return flagError(f.config().Validate(), nil)
 }
 
-func (f *demoFlags) config() harness.DemoConfig {
-	return harness.DemoConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Lead: f.lead}
+func (f *demoFlags) config() demo.Config {
+	return demo.Config{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Lead: f.lead}
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
@@ -78,7 +78,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 
 	// the show goes to stdout, unless stdout carries the JSON results
 	show := stdout
@@ -97,7 +97,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	view.Start()
 	cfg := f.config()
 	cfg.RunID = runID
-	res, runErr := harness.Demo(c.Context(), rd, cfg, view, log)
+	res, runErr := demo.Run(c.Context(), rd, cfg, view, log)
 	view.Stop()
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err

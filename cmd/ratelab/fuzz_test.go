@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/scenarios"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +39,7 @@ func FuzzRunFlags(f *testing.F) {
 		if cfg.Limit.Count > 0 && cfg.Cost > cfg.Limit.Count {
 			t.Errorf("cost %d > limit %d accepted", cfg.Cost, cfg.Limit.Count)
 		}
-		if cfg.Limit.Count > harness.MaxRunLimit || cfg.Limit.Window > harness.MaxRunWindow {
+		if cfg.Limit.Count > run.MaxLimit || cfg.Limit.Window > harness.MaxRunWindow {
 			t.Errorf("size beyond the run's bounds accepted: %+v", cfg)
 		}
 		if cfg.Limit.Count <= 1000 { // build what run would build: no panic at any accepted window

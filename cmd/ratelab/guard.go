@@ -43,7 +43,12 @@ func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string,
 	}
 	t.guarded = g.Client
 	fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
-	return g.Redis(rd), func() { _ = g.Close(ctx) }, nil
+	unguard := func() {
+		if err := g.Close(ctx); err != nil {
+			fmt.Fprintf(stderr, "ratelab: the script's temporary ACL user may be left on your Redis: %v\n", err)
+		}
+	}
+	return g.Redis(rd), unguard, nil
 }
 
 // hasScript reports whether any target is a user's script.

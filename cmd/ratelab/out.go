@@ -30,7 +30,7 @@ func writeOutFile(path string, write func(w io.Writer) error) error {
 		return usagef("--out: %w", err)
 	}
 	if err := write(fh); err != nil {
-		fh.Close()
+		_ = fh.Close() // the write's error is the one to report
 		return err
 	}
 	return fh.Close()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,4 +65,14 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	}
 	rd.AllowEviction = f.allowEviction // also on the servers ratelab starts
 	return rd, nil
+}
+
+// closeRedis closes rd, a command's deferred cleanup: stopping what ratelab
+// started can fail (a redis-server that will not stop, a container Docker
+// will not remove), and that is said on stderr, since the command's own
+// result is decided by then.
+func closeRedis(rd *server.Redis, stderr io.Writer) {
+	if err := rd.Close(); err != nil {
+		fmt.Fprintf(stderr, "ratelab: closing Redis (%s at %s): %v\n", rd.Info.Mode, rd.Info.Addr, err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -76,11 +77,11 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.DurationVar(&f.maxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
-// config turns the flags into a harness.Config and checks it. A limit,
+// config turns the flags into a run.Config and checks it. A limit,
 // window or cost given as 0 is refused (0 in the Config means "each
 // scenario's own").
-func (f *runFlags) config(c *cobra.Command) (harness.Config, error) {
-	cfg := harness.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: limit.Limit{Count: f.limit, Window: f.window},
+func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
+	cfg := run.Config{Algorithms: f.algorithms, Scenarios: f.scenarios, ScenarioFiles: f.scenarioFiles, Limit: limit.Limit{Count: f.limit, Window: f.window},
 		Cost: f.cost, Seed: f.seed, Clock: harness.ClockMode(f.clock),
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage}
 	if err := f.target.check(c); err != nil {
@@ -126,7 +127,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
@@ -137,7 +138,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return usagef("--out: %w", err)
 	}
 	log := measure.NewDecisionLog(df)
-	res, runErr := harness.Run(c.Context(), rd, cfg, log, stderr)
+	res, runErr := run.Run(c.Context(), rd, cfg, log, stderr)
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

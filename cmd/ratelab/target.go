@@ -1,21 +1,15 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -104,54 +98,18 @@ func (t *targetFlags) check(c *cobra.Command) error {
 }
 
 // load reads the --script files and the --config files (before any Redis
-// is opened) and checks every template and predicate.
+// is opened) and checks every template and predicate (targets.Load).
 func (t *targetFlags) load() error {
-	allowed := algorithms.ReplyIs(t.allowedWhen)
-	if t.allowed != "" {
-		p, err := algorithms.ParseReplyPredicate(t.allowed)
-		if err != nil {
-			return usagef("--allowed: %w", err)
-		}
-		allowed = p
-	}
-	scripts := t.scripts
+	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
+		Allowed: t.allowed, AllowedWhen: t.allowedWhen, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many}
 	if t.script != "" {
-		scripts = []string{t.script}
+		g.Scripts = []string{t.script}
 	}
-	for _, path := range scripts {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return usagef("--script: %w", err)
-		}
-		t.specs = append(t.specs, targets.Spec{From: "--script", Name: filepath.Base(path), Script: path, Source: string(b),
-			Keys: t.keys, Args: t.args, Allowed: allowed})
+	specs, err := targets.Load(g)
+	if err != nil {
+		return targetErr(err)
 	}
-	for _, path := range t.configs {
-		s, err := targets.ReadFile(path)
-		if err != nil {
-			return usagef("--config: %w", err)
-		}
-		if t.many && s.Script == "" {
-			return usagef("--config %s: only a script can stand beside the built-ins here (an algorithm is one of --algorithms)", path)
-		}
-		t.specs = append(t.specs, s)
-	}
-	if t.algorithm != "" || t.http != "" {
-		t.specs = append(t.specs, targets.Spec{Algorithm: t.algorithm, HTTP: t.http})
-	}
-	if t.many && len(t.specs) > 0 {
-		// the templates are checked once here, with the flags' names
-		if err := harness.CheckTargets(t.targets()); err != nil {
-			return usagef("--script: %w", errors.Unwrap(err))
-		}
-	}
-	for _, s := range t.specs {
-		if s.Script != "" {
-			if _, err := buildTarget(s, nil, limit.Limit{Count: 1, Window: time.Second}); err != nil {
-				return err
-			}
-		}
-	}
+	t.specs = specs
 	return nil
 }
 
@@ -165,44 +123,34 @@ func (t *targetFlags) fileLimits() []limit.Limit {
 	return nil
 }
 
-// scriptFlagOf maps algorithms.ScriptConfig's fields to the flags.
-var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed"}
+// scriptFlagOf maps the fields of targets.Given and of
+// algorithms.ScriptConfig to the flags.
+var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed",
+	"scripts": "--script", "files": "--config", "targets": "--script"}
 
-// targets returns the scripts as harness targets (run, capacity, bench).
-func (t *targetFlags) targets() []harness.Target {
-	out := make([]harness.Target, len(t.specs))
+// targets returns the loaded targets (run, capacity, bench), their scripts
+// on the guarded connection when there is one, their errors naming flags.
+func (t *targetFlags) targets() []targets.Target {
+	out := targets.Targets(t.specs)
 	for i, s := range t.specs {
-		var digest string
-		if s.Source != "" {
-			digest = sha256Hex(s.Source)
-		}
-		out[i] = harness.Target{Name: s.Name, SHA256: digest, New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+		build := out[i].New
+		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 			if t.guarded != nil && s.Script != "" {
 				rdb = t.guarded
 			}
-			return buildTarget(s, rdb, l)
-		}}
+			lim, err := build(rdb, l)
+			if err != nil {
+				return nil, targetErr(err)
+			}
+			return lim, nil
+		}
 	}
 	return out
 }
 
 // digest is the hex SHA-256 of each loaded script, in order, joined by
 // "," (verify has one); empty for a built-in or --http target.
-func (t *targetFlags) digest() string {
-	var ds []string
-	for _, s := range t.specs {
-		if s.Source != "" {
-			ds = append(ds, sha256Hex(s.Source))
-		}
-	}
-	return strings.Join(ds, ",")
-}
-
-// sha256Hex is the hex SHA-256 of s.
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
+func (t *targetFlags) digest() string { return targets.Digests(targets.Targets(t.specs)) }
 
 // usesRedis reports whether verify's target runs in Redis (all but --http).
 func (t *targetFlags) usesRedis() bool { return len(t.specs) == 0 || t.specs[0].HTTP == "" }
@@ -230,21 +178,25 @@ func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.L
 	if t.guarded != nil && t.specs[0].Script != "" {
 		rdb = t.guarded
 	}
-	return buildTarget(t.specs[0], rdb, ls...)
+	lim, err := t.specs[0].Build(rdb, ls...)
+	if err != nil {
+		return nil, targetErr(&targets.SpecError{Spec: t.specs[0], Err: err})
+	}
+	return lim, nil
 }
 
 // targetFlagOf maps the Configs' "targets" field to its flag.
 var targetFlagOf = map[string]string{"targets": "--script"}
 
-// buildTarget builds s for the limits ls on rdb (targets.Spec.Build) with
-// errors naming the flag, or the target file and its field.
-func buildTarget(s targets.Spec, rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
-	lim, err := s.Build(rdb, ls...)
-	if err == nil {
-		return lim, nil
+// targetErr names the flag of a targets error: a target file's field as
+// "--config FILE: FIELD: ...", else the flag of the field.
+func targetErr(err error) error {
+	var se *targets.SpecError
+	if errors.As(err, &se) {
+		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && se.Spec.Script != "" {
+			return usagef("--config %s: %s: %w", se.Spec.From, name, errors.Unwrap(se.Err))
+		}
+		err = se.Err
 	}
-	if name, ok := field.Name(err); ok && s.From != "--script" && s.Script != "" {
-		return nil, usagef("--config %s: %s: %w", s.From, name, errors.Unwrap(err))
-	}
-	return nil, flagError(err, scriptFlagOf)
+	return flagError(err, scriptFlagOf)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -36,16 +37,16 @@ func (t *trafficFlags) add(c *cobra.Command) {
 	fl.StringVar(&t.costField, "cost-field", "", "column or field holding the cost (default cost when present, else 1; access logs: body_bytes_sent)")
 	fl.StringVar(&t.timeUnit, "time-unit", "auto", "how --time-field is written: auto, rfc3339, s, ms, us or ns")
 	fl.BoolVar(&t.strict, "strict", false, "stop at the first malformed line of --traffic (default: count it, show the first few, go on)")
-	fl.IntVar(&t.pipeline, "pipeline", harness.DefaultReplayPipeline, "decisions per round trip when replaying --traffic")
+	fl.IntVar(&t.pipeline, "pipeline", replay.DefaultPipeline, "decisions per round trip when replaying --traffic")
 }
 
 // trafficOnly are the flags that mean something only with --traffic.
 var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-field", "time-unit", "strict", "pipeline"}
 
-// replayConfig turns run's flags into a harness.ReplayConfig and checks it.
-func (f *runFlags) replayConfig() (harness.ReplayConfig, error) {
+// replayConfig turns run's flags into a replay.Config and checks it.
+func (f *runFlags) replayConfig() (replay.Config, error) {
 	t := f.traffic
-	cfg := harness.ReplayConfig{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Cost: f.cost,
+	cfg := replay.Config{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Cost: f.cost,
 		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
 		Timeout: f.timeout, OnError: harness.ErrorPolicy(f.onError), MaxOutage: f.maxOutage,
 		Traffic: scenarios.TrafficOptions{Format: scenarios.TrafficFormat(t.format), KeyField: t.keyField,
@@ -78,7 +79,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--traffic: %w", err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read only: nothing to flush
 	if st, err := file.Stat(); err != nil || st.IsDir() {
 		return usagef("--traffic: %s: not a readable file", f.traffic.path)
 	} else if cfg.Size = st.Size(); cfg.Size == 0 {
@@ -93,7 +94,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer rd.Close()
+	defer closeRedis(rd, stderr)
 	if err := makeOut(out); err != nil {
 		return err
 	}
@@ -103,13 +104,13 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return usagef("--out: %w", err)
 	}
 	log := measure.NewDecisionLog(df)
-	res, runErr := harness.Replay(c.Context(), rd, file, cfg, log, stderr)
+	res, runErr := replay.Run(c.Context(), rd, file, cfg, log, stderr)
 	if err := log.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if res == nil { // nothing was replayed: leave no results behind
-		_ = os.Remove(decisions)
-		_ = os.Remove(out) // only when empty
+		_ = os.Remove(decisions) // tidying after a failed replay, whose error is the one returned
+		_ = os.Remove(out)       // only when empty
 		return flagError(runErr, nil)
 	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,

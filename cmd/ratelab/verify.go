@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -200,7 +201,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if rd, err = f.redis.open(c); err != nil {
 			return err
 		}
-		defer rd.Close()
+		defer closeRedis(rd, stderr)
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = server.NewRunID()
@@ -218,15 +219,23 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		if cfg.Log, err = createDecisionLog(f.out); err != nil {
 			return err
 		}
-		defer cfg.Log.Close()
 	}
 	cfg.Progress = stderr
 	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
+	if cfg.Log != nil {
+		// Close flushes decisions.jsonl: when it fails, the file misses
+		// decisions and the verification's record is incomplete
+		if cerr := cfg.Log.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("write %s: %w", filepath.Join(f.out, "decisions.jsonl"), cerr))
+		}
+	}
 	if err != nil && f.out != "" {
 		// what was asked and why it stopped, marked incomplete: never no file
 		partial := verify.Incomplete(rd, lim, cfg, started, err)
-		_ = writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) })
+		if werr := writeOutFile(filepath.Join(f.out, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) }); werr != nil {
+			err = errors.Join(err, werr)
+		}
 	}
 	if err != nil {
 		if name := f.target.scriptName(); name != "" {

@@ -29,9 +29,10 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
-// Defaults of `ratelab bench` (DefaultConfig).
+// Defaults of `ratelab bench` (Config.WithDefaults).
 const (
 	DefaultClients  = 50
 	DefaultPipeline = 1
@@ -64,7 +65,7 @@ const (
 // stays full.
 var DefaultLimit = limit.Limit{Count: 100, Window: time.Minute}
 
-// Config is what `ratelab bench` measures. Start from DefaultConfig: the
+// Config is what `ratelab bench` measures. Start from Config{}.WithDefaults(): the
 // zero Limit, Clients, Pipeline, Keys and Paths are invalid (Validate);
 // every other field's zero value means what its comment says.
 type Config struct {
@@ -75,7 +76,7 @@ type Config struct {
 	// Algorithms and named by their Name. Each must be algorithms.Scripted
 	// with one key and no argument built from the clock: bench replays one
 	// call with the key and the nonces changed (see CallOf).
-	Targets []harness.Target
+	Targets []targets.Target
 	// Paths are measure.PathAllow and/or measure.PathDeny, at least one.
 	Paths []string
 	// Limit is the limit every decision is made against: valid
@@ -124,17 +125,9 @@ type Config struct {
 	RunID string
 }
 
-// DefaultConfig is the bench `ratelab bench` runs without flags (but for
-// its --procs 1): every algorithm on both paths, DefaultLimit,
-// DefaultClients connections, pipelines of DefaultPipeline, DefaultKeys keys.
-func DefaultConfig() Config {
-	return Config{Paths: slices.Clone(measure.BenchPaths), Limit: DefaultLimit,
-		Clients: DefaultClients, Pipeline: DefaultPipeline, Keys: DefaultKeys}
-}
-
 // Validate checks cfg and returns an error naming the field (a
 // *field.Error): "algorithms" (registered names of Scripted limiters),
-// "targets" (harness.CheckTargets, and each must be replayable: CallOf),
+// "targets" (targets.Check, and each must be replayable: CallOf),
 // "paths" (allow and/or deny, at least one), "limit", "window",
 // "precision", "clients", "pipeline", "duration" (>= 0), "requests" (>= 0),
 // "keys", "rate" (finite, >= 0, none when comparing), "rounds" (>= 0),
@@ -144,7 +137,7 @@ func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
-	if err := harness.CheckTargets(cfg.Targets); err != nil {
+	if err := targets.Check(cfg.Targets); err != nil {
 		return err
 	}
 	if len(cfg.Paths) == 0 {
@@ -206,7 +199,7 @@ func (cfg Config) Validate() error {
 		}
 	}
 	if cfg.CompareRedisBenchmark {
-		bin := cfg.withDefaults().RedisBenchmark
+		bin := cfg.WithDefaults().RedisBenchmark
 		if _, err := exec.LookPath(bin); err != nil {
 			return field.Errorf("compare-redis-benchmark", "%s not found (Debian: apt-get install redis-tools)", bin)
 		}
@@ -218,10 +211,33 @@ func notScripted(name string) error {
 	return field.Errorf("algorithms", "%s is not a Scripted limiter: bench replays the one script call of each decision", name)
 }
 
-// withDefaults fills the fields whose zero value means a default.
-func (cfg Config) withDefaults() Config {
+// WithDefaults returns cfg with its zero fields set to their defaults: the
+// bench `ratelab bench` runs without flags (but for its --procs 1). Every
+// algorithm, both paths, DefaultLimit, DefaultClients connections,
+// pipelines of DefaultPipeline, DefaultKeys keys; Duration DefaultDuration
+// (DefaultCompareDuration when comparing), Rounds 1 (DefaultRounds when
+// comparing), RedisBenchmark "redis-benchmark": so set
+// CompareRedisBenchmark before. Run calls it after Validate, which checks
+// cfg as given (a zero Limit, Clients, Pipeline, Keys or Paths is refused
+// there, not defaulted): start from Config{}.WithDefaults().
+func (cfg Config) WithDefaults() Config {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
+	}
+	if len(cfg.Paths) == 0 {
+		cfg.Paths = slices.Clone(measure.BenchPaths)
+	}
+	if cfg.Limit == (limit.Limit{}) {
+		cfg.Limit = DefaultLimit
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = DefaultClients
+	}
+	if cfg.Pipeline == 0 {
+		cfg.Pipeline = DefaultPipeline
+	}
+	if cfg.Keys == 0 {
+		cfg.Keys = DefaultKeys
 	}
 	if cfg.Duration == 0 {
 		cfg.Duration = DefaultDuration
@@ -258,14 +274,14 @@ func (cfg Config) withDefaults() Config {
 // not nil, gets one line per run.
 func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) (*measure.BenchResults, error) {
 	invalid := cfg.Validate()
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	sess := harness.NewSession(rd, cfg.RunID, 0)
 	cfg.RunID = sess.RunID
 	res := &measure.BenchResults{
 		Header: sess.Header("bench", measure.Repro{Clients: cfg.Clients, Limits: []limit.Limit{cfg.Limit},
-			TargetSHA256: harness.TargetDigests(cfg.Targets)}),
+			TargetSHA256: targets.Digests(cfg.Targets)}),
 		Config: measure.BenchRunConfig{
-			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
+			Algorithms: append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...), Paths: cfg.Paths, Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
 			Clients: cfg.Clients, Pipeline: cfg.Pipeline, DurationMS: cfg.Duration.Milliseconds(), Requests: cfg.Requests,
 			Keys: cfg.Keys, RatePerS: cfg.Rate, Rounds: cfg.Rounds, Procs: cfg.Procs,
 			CompareRedisBenchmark: cfg.CompareRedisBenchmark, Prefix: sess.Prefix,
@@ -284,7 +300,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		if len(nodes) > 1 && cfg.CompareRedisBenchmark {
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
-		defer func() { _ = sess.RemoveKeys(ctx, "") }()
+		defer sess.RemoveKeysOrSay(ctx, progress)
 		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
 		if err != nil {
 			return err
@@ -304,9 +320,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cfg.Procs))
 		}
 		client := workerClient(rd.Client, cfg.Clients)
-		defer client.Close()
+		defer func() { _ = client.Close() }() // ratelab's own worker pool: nothing to tell the user
 		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
-		for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
+		for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
 			for _, path := range cfg.Paths {
 				row, err := b.measure(ctx, alg, path)
 				if err != nil {

@@ -142,12 +142,12 @@ func TestValidate(t *testing.T) {
 		{"missing redis-benchmark", func(c *bench.Config) { c.CompareRedisBenchmark = true; c.RedisBenchmark = "/nonexistent/rb" },
 			"compare-redis-benchmark", "/nonexistent/rb not found"},
 	}
-	if err := bench.DefaultConfig().Validate(); err != nil {
-		t.Fatalf("DefaultConfig: %v", err)
+	if err := (bench.Config{}).WithDefaults().Validate(); err != nil {
+		t.Fatalf("Config{}.WithDefaults(): %v", err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := bench.DefaultConfig()
+			cfg := (bench.Config{}).WithDefaults()
 			c.edit(&cfg)
 			err := cfg.Validate()
 			if name, _ := field.Name(err); name != c.field || err == nil || !strings.Contains(err.Error(), c.want) {
@@ -164,7 +164,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal("redis-benchmark is not on PATH (it comes with Debian's redis-server package)")
 	}
-	cfg := bench.DefaultConfig()
+	cfg := (bench.Config{}).WithDefaults()
 	cfg.Algorithms, cfg.Clients, cfg.Pipeline, cfg.Requests, cfg.Keys = []string{"sliding-log"}, 4, 4, 2000, 1000
 	cfg.Limit = limit.Limit{Count: 100, Window: time.Minute}
 	cfg.CompareRedisBenchmark, cfg.RedisBenchmark, cfg.Rounds = true, rb, 2
@@ -205,7 +205,7 @@ func TestRun(t *testing.T) {
 
 // With a target rate the latencies are corrected and the rate holds roughly.
 func TestRunRate(t *testing.T) {
-	cfg := bench.DefaultConfig()
+	cfg := (bench.Config{}).WithDefaults()
 	cfg.Algorithms, cfg.Paths = []string{"fixed-window"}, []string{measure.PathDeny}
 	cfg.Clients, cfg.Pipeline, cfg.Requests, cfg.Rate = 2, 1, 200, 2000
 	res, err := bench.Run(ctx, srv.Redis, cfg, nil)
@@ -225,7 +225,7 @@ func TestRunRate(t *testing.T) {
 func TestRunSurvivesScriptFlush(t *testing.T) {
 	for _, pipeline := range []int{1, 16} {
 		t.Run(fmt.Sprintf("pipeline-%d", pipeline), func(t *testing.T) {
-			cfg := bench.DefaultConfig()
+			cfg := (bench.Config{}).WithDefaults()
 			cfg.Algorithms, cfg.Clients, cfg.Pipeline = []string{"sliding-log"}, 4, pipeline // default key space: the allow path never fills a key
 			cfg.Duration = 1200 * time.Millisecond
 			stop := make(chan struct{})
@@ -276,7 +276,7 @@ func TestRunSurvivesScriptFlush(t *testing.T) {
 // naming the limit, found in the deny path's warm-up, not a row of
 // "deny" decisions that were all allowed.
 func TestRunDenyPathMustDeny(t *testing.T) {
-	cfg := bench.DefaultConfig()
+	cfg := (bench.Config{}).WithDefaults()
 	cfg.Algorithms, cfg.Paths, cfg.Clients = []string{"fixed-window"}, []string{measure.PathDeny}, 2
 	cfg.Limit.Count = 1e18
 	cfg.Duration = 400 * time.Millisecond

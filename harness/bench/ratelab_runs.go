@@ -74,7 +74,7 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 			var conn benchConn
 			if c, ok := b.client.(*redis.Client); ok {
 				cn := c.Conn()
-				defer cn.Close()
+				defer func() { _ = cn.Close() }() // a pinned connection of ratelab's own pool
 				conn = cn
 			} else {
 				conn = b.client.(*redis.ClusterClient) // the client routes each pipeline's calls

@@ -12,6 +12,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // bencher runs the measurements of one bench.
@@ -36,7 +37,7 @@ func (b *bencher) runPrefix() string {
 func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchRow, error) {
 	cfg := b.cfg
 	l := cfg.Limit
-	lim, err := harness.NewLimiter(alg, cfg.Targets, b.sess.Redis.Client, l)
+	lim, err := targets.NewLimiter(alg, cfg.Targets, b.sess.Redis.Client, l)
 	if err != nil {
 		return measure.BenchRow{}, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // minCalibrationKeys is the fewest keys the TTL overhead is measured over:
@@ -53,9 +54,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	cfg.RunID = s.RunID
 	limits := cfg.Limits
 	res := &measure.CapacityResults{
-		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: harness.TargetDigests(cfg.Targets)}),
+		Header: s.Header("capacity", measure.Repro{Limits: limits, TargetSHA256: targets.Digests(cfg.Targets)}),
 		Config: measure.CapacityRunConfig{
-			Algorithms: append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...), Limits: counts(cfg.Limits), Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
+			Algorithms: append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...), Limits: counts(cfg.Limits), Keys: cfg.Keys, ActiveKeys: cfg.ActiveKeys,
 			WindowMS: cfg.window().Milliseconds(), PrecisionMS: cfg.Limits[0].Precision.Milliseconds(),
 			Budget: cfg.Budget, Prefix: s.Prefix,
 		},
@@ -83,7 +84,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
 	defer func() {
-		_ = s.RemoveKeys(ctx, "")
+		s.RemoveKeysOrSay(ctx, m.progress)
 		res.Warnings = append(res.Warnings, m.warnings...)
 	}()
 	prefix := s.Prefix
@@ -109,7 +110,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	calib := map[int]float64{}
 	cell := 0
-	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
+	for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
 		for _, l := range cfg.Limits {
 			limit := l.Count
 			cell++
@@ -146,7 +147,7 @@ func counts(ls []limit.Limit) []int64 {
 // measureCell fills N keys of alg to lim and measures them.
 func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim limit.Limit, prefix string, calib map[int]float64) (measure.CapacityRow, error) {
 	l := forAlgorithm(alg, lim)
-	probe, err := harness.NewLimiter(alg, m.targets, m.c, l)
+	probe, err := targets.NewLimiter(alg, m.targets, m.c, l)
 	if err != nil {
 		return measure.CapacityRow{}, err
 	}
@@ -212,7 +213,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	}
 	// a user's script may write several keys per request key (derived
 	// keys: "{key}.ts"); its memory per key is the sum over them
-	if len(keys) != n && (len(keys) < n || !slices.Contains(harness.TargetNames(m.targets), alg)) {
+	if len(keys) != n && (len(keys) < n || !slices.Contains(targets.Names(m.targets), alg)) {
 		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
 	}
 	sort.Strings(keys)

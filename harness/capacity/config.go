@@ -6,8 +6,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // Defaults (contract: `ratelab capacity` documents them).
@@ -82,7 +82,7 @@ type Config struct {
 	// Algorithms like any algorithm without a fill shortcut (Limit calls of
 	// cost 1 spread over the window, see FillPlan), named by their Name.
 	// They must be algorithms.Scripted (fills are pipelined).
-	Targets []harness.Target
+	Targets []targets.Target
 	// Limits are the limits to fill keys to, in order: each Count in
 	// 1..MaxLimit; all of one Window (MinWindow..MaxWindow: keys get it as
 	// their TTL, so it must outlast the measurement) and one Precision
@@ -126,7 +126,7 @@ func (cfg Config) WithDefaults() Config {
 
 // Validate checks a complete configuration (as WithDefaults returns it:
 // here a zero size is an error, not a default) and returns the first bad
-// field as a *field.Error named "algorithms", "targets" (harness.CheckTargets), "limits", "keys",
+// field as a *field.Error named "algorithms", "targets" (targets.Check), "limits", "keys",
 // "active_keys", "window", "precision" or "budget":
 //   - every algorithm is known; empty Algorithms means all;
 //   - at least one limit, each Count in 1..MaxLimit, all of one window
@@ -150,7 +150,7 @@ func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
-	if err := harness.CheckTargets(cfg.Targets); err != nil {
+	if err := targets.Check(cfg.Targets); err != nil {
 		return err
 	}
 	if len(cfg.Limits) == 0 {
@@ -197,7 +197,7 @@ func (cfg Config) Validate() error {
 	if len(algs) == 0 {
 		algs = algorithms.Names()
 	}
-	algs = append(slices.Clone(algs), harness.TargetNames(cfg.Targets)...)
+	algs = append(slices.Clone(algs), targets.Names(cfg.Targets)...)
 	fewest := int64(min(cfg.Keys, MinKeys))
 	for _, alg := range algs {
 		for _, lim := range cfg.Limits {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // estimateBytes is the upper bound of bytes Run writes at once
@@ -14,7 +15,7 @@ import (
 // removed before the next in fact).
 func (cfg Config) estimateBytes() int64 {
 	var cell, cal int64
-	for _, alg := range append(slices.Clone(cfg.Algorithms), harness.TargetNames(cfg.Targets)...) {
+	for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
 		for _, lim := range cfg.Limits {
 			l := forAlgorithm(alg, lim)
 			n := int64(KeysFor(cfg.Keys, fillSteps(alg, l), cfg.Budget))

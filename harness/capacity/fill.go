@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // A fill is fillWorkers goroutines, each sending pipelines of fillPipeline
@@ -81,10 +81,10 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 	return keys, nil
 }
 
-// scripted returns the limiter of alg (a built-in or one of targets) at l,
+// scripted returns the limiter of alg (a built-in or one of ts) at l,
 // as the algorithms.Scripted every built-in algorithm and script is.
-func scripted(alg string, targets []harness.Target, c redis.UniversalClient, l limit.Limit) (algorithms.Scripted, error) {
-	lim, err := harness.NewLimiter(alg, targets, c, l)
+func scripted(alg string, ts []targets.Target, c redis.UniversalClient, l limit.Limit) (algorithms.Scripted, error) {
+	lim, err := targets.NewLimiter(alg, ts, c, l)
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // settleTimeout bounds the wait for the server to finish rehashing,
@@ -28,7 +28,7 @@ type meter struct {
 	db       int
 	progress io.Writer
 	warnings []string
-	targets  []harness.Target // the user's limiters, by name
+	targets  []targets.Target // the user's limiters, by name
 }
 
 // memSnapshot is what a used_memory delta is taken of: INFO used_memory

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -51,7 +52,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 			go func() { defer wg.Done(); errs[i] = p.stop() }()
 		}
 		wg.Wait()
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // the nodes' config files in the temp dir; the servers' stop is what is said
 		for _, err := range errs {
 			if err != nil {
 				return err
@@ -60,8 +61,8 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 		return nil
 	}
 	fail := func(err error) (*server.Redis, error) {
-		_ = stop()
-		return nil, fmt.Errorf("start a Redis Cluster: %w", err)
+		// servers that would not stop are said with the error
+		return nil, errors.Join(fmt.Errorf("start a Redis Cluster: %w", err), stop())
 	}
 	deadline := time.Now().Add(timeout)
 	used := map[int]bool{}
@@ -112,7 +113,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	version, err := server.ClusterReady(ctx, c, time.Until(deadline))
 	if err != nil {
-		_ = c.Close()
+		_ = c.Close() // a client that did not reach the cluster: err says why
 		return fail(err)
 	}
 	return server.New(c, measure.RedisInfo{Mode: "cluster", Addr: strings.Join(addrs, ","), Version: version}, stop), nil

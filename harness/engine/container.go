@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -90,7 +91,7 @@ func DockerHealthy(ctx context.Context, timeout time.Duration) (err error) {
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := p.Health(hctx); err != nil {
@@ -141,18 +142,17 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		return ctr.Terminate(tctx, testcontainers.StopTimeout(2*time.Second))
 	}
 	if err != nil {
-		_ = stop()
+		serr := stop() // a container that would not stop is said with the error
 		msg := oneLine(err.Error())
 		if strings.Contains(msg, "No such image") || strings.Contains(msg, "pull access denied") ||
 			strings.Contains(msg, "not found") || strings.Contains(msg, "manifest unknown") || strings.Contains(msg, "dial tcp") && strings.Contains(msg, "registry") {
 			msg += fmt.Sprintf(" (image %s cannot be pulled here: build one from the local redis-server with `make redis-image` and pass --redis-image %s)", image, LocalImage)
 		}
-		return nil, fmt.Errorf("start a Redis container from %s: %s", image, msg)
+		return nil, errors.Join(fmt.Errorf("start a Redis container from %s: %s", image, msg), serr)
 	}
 	endpoint, err := ctr.PortEndpoint(sctx, "6379/tcp", "")
 	if err != nil {
-		_ = stop()
-		return nil, fmt.Errorf("Redis container from %s: no published port: %w", image, err)
+		return nil, errors.Join(fmt.Errorf("no published port on the Redis container from %s: %w", image, err), stop())
 	}
 	if h, p, err := net.SplitHostPort(endpoint); err == nil && h == "localhost" {
 		endpoint = net.JoinHostPort("127.0.0.1", p)
@@ -167,8 +167,8 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 	containerIDs.Store(r, id)
 	version, err := server.WaitReady(sctx, c, timeout)
 	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("Redis container from %s at %s did not answer: %w", image, endpoint, err)
+		// Close removes the container: a failure there leaves it behind, so it is said too
+		return nil, errors.Join(fmt.Errorf("the Redis container from %s at %s did not answer: %w", image, endpoint, err), r.Close())
 	}
 	r.Info.Version = version
 	return r, nil
@@ -183,7 +183,7 @@ func publishAddr(ctx context.Context) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	localEngine(ctx, p)
 	host, err := p.DaemonHost(ctx)
 	if err != nil {
@@ -214,7 +214,7 @@ func localEngine(ctx context.Context, p *testcontainers.DockerProvider) {
 	if !strings.HasPrefix(p.Client().DaemonHost(), "unix://") {
 		return
 	}
-	nw, err := p.GetNetwork(ctx, testcontainers.NetworkRequest{Name: "bridge"})
+	nw, err := p.Client().NetworkInspect(ctx, "bridge", client.NetworkInspectOptions{})
 	if err != nil {
 		return
 	}
@@ -222,7 +222,7 @@ func localEngine(ctx context.Context, p *testcontainers.DockerProvider) {
 	if err != nil {
 		return
 	}
-	for _, cfg := range nw.IPAM.Config {
+	for _, cfg := range nw.Network.IPAM.Config {
 		for _, a := range addrs {
 			ipn, ok := a.(*net.IPNet)
 			if !ok {
@@ -266,7 +266,7 @@ func BuildLocalImage(ctx context.Context, tag string, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("build %s: docker: %w", tag, err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
 		ContextArchive: bytes.NewReader(archive),
 		Repo:           repo,
@@ -425,7 +425,7 @@ func Containers(ctx context.Context, pid int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	defer p.Close()
+	defer closeProvider(p)
 	f := client.Filters{}.Add("label", ContainerLabel+"=true")
 	if pid > 0 {
 		f = f.Add("label", ContainerPIDLabel+"="+strconv.Itoa(pid))
@@ -440,3 +440,8 @@ func Containers(ctx context.Context, pid int) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// closeProvider closes p's Docker client (its connections to the engine);
+// a deferred cleanup whose error is ignored: no container nor image depends
+// on it, and the work it served has returned its own error.
+func closeProvider(p *testcontainers.DockerProvider) { _ = p.Close() }

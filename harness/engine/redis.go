@@ -167,7 +167,7 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Du
 	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	version, err := server.WaitReady(ctx, p.client, timeout)
 	if err != nil {
-		_ = p.stop()
+		_ = p.stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail
 		p.logMu.Lock()
 		log := strings.TrimSpace(p.logTail.String())
 		p.logMu.Unlock()
@@ -205,7 +205,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // it accepted nothing: only its port was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 

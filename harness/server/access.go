@@ -66,7 +66,7 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		if keys, err := ScanKeys(cctx, c, base); err == nil {
-			_ = DeleteKeys(cctx, c, keys)
+			_ = DeleteKeys(cctx, c, keys) // best effort: a key left is under ratelab's prefix, for ratelab clean
 		}
 	}()
 	sum := sha1.Sum([]byte(probeScript))

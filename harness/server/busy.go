@@ -43,7 +43,7 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient) (killed bool, 
 		opt := *node.Options()
 		opt.ReadTimeout, opt.ContextTimeoutEnabled, opt.PoolSize = KillWait, true, 1
 		kc := redis.NewClient(&opt)
-		defer kc.Close()
+		defer func() { _ = kc.Close() }() // one call's client: closing frees its connection, no more
 		err := kc.ScriptKill(ctx).Err()
 		switch {
 		case err == nil:

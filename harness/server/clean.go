@@ -114,7 +114,7 @@ func (r *Registration) heartbeat(ctx context.Context) {
 		if err == nil && !ok {
 			// someone removed it (and likely the run's keys): say so, and mark again
 			r.vanished.Store(true)
-			_ = r.c.Set(hctx, r.marker, r.value, AliveTTL).Err()
+			_ = r.c.Set(hctx, r.marker, r.value, AliveTTL).Err() // retried at the next beat
 		}
 		cancel()
 	}

@@ -21,6 +21,9 @@ func TestNoDockerInLibrary(t *testing.T) {
 		banned []string
 	}{
 		{"harness", nil},
+		{"harness/run", nil},
+		{"harness/replay", nil},
+		{"harness/demo", nil},
 		{"harness/verify", nil},
 		{"harness/capacity", nil},
 		{"harness/bench", nil},
@@ -29,7 +32,8 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"measure", nil},
 		{"reports", nil},
 		{"scenarios", nil},
-		{"internal/live", []string{mod + "harness"}},
+		{"targets", nil},
+		{"internal/live", []string{mod + "harness", mod + "harness/demo"}},
 	}
 	for _, tc := range cases {
 		out, err := exec.Command(goBin, "list", "-deps", mod+tc.pkg).Output()

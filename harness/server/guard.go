@@ -42,7 +42,7 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrNoGuard)
 	}
 	var b [12]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
 	user, pass := "ratelab-guard-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
 	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
 		"+@all", "-@dangerous", "-@admin", "+info"}
@@ -56,12 +56,16 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 }
 
 // Close closes the guarded connection and removes the ACL user, also when
-// ctx is cancelled (within a few seconds).
+// ctx is cancelled (within a few seconds). The error, naming the user, is
+// the removal's: the user may be left on the server.
 func (g *Guard) Close(ctx context.Context) error {
-	_ = g.Client.Close()
+	_ = g.Client.Close() // ratelab's own connection; what matters is the user's removal
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*1e9)
 	defer cancel()
-	return g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err()
+	if err := g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err(); err != nil {
+		return fmt.Errorf("ACL DELUSER %s: %w", g.user, err)
+	}
+	return nil
 }
 
 // ErrRefusedByGuard is wrapped by the error of a run stopped because the

@@ -124,7 +124,7 @@ const runIDLayout = "20060102T150405"
 // "20261122T030515-cfab" (see IsRunID).
 func NewRunID() string {
 	var b [2]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
 	return time.Now().UTC().Format(runIDLayout) + "-" + hex.EncodeToString(b[:])
 }
 

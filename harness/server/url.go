@@ -102,7 +102,7 @@ func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 	version, err := ClusterReady(ctx, c, o.Timeout)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
 	if err != nil {
-		c.Close()
+		_ = c.Close() // a client that did not connect: the error returned is why
 		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
 	}
 	return r, nil
@@ -119,7 +119,7 @@ func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		return nil, err
 	}
 	if err := r.checkAccessWithin(ctx, o); err != nil {
-		r.Client.Close()
+		_ = r.Client.Close() // the user's server, refused: the access error is the one returned
 		return nil, err
 	}
 	return r, nil
@@ -147,7 +147,7 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	c := redis.NewClient(opt)
 	version, err := WaitReady(ctx, c, o.Timeout)
 	if err != nil {
-		c.Close()
+		_ = c.Close() // a client that did not connect: the error returned is why
 		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
 	}
 	return &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr, Version: version}}, nil
@@ -162,7 +162,7 @@ func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) er
 	po.DialerRetries = 1
 	po.PoolSize = 1
 	c := redis.NewClient(&po)
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a one-dial probe: its answer is the dial's error
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := c.Ping(pctx).Err()
@@ -412,7 +412,7 @@ func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 	version, err := ClusterReady(ctx, c, o.Timeout)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
 	if err != nil {
-		c.Close()
+		_ = c.Close() // a client that did not connect: the error returned is why
 		if strings.Contains(err.Error(), "NOPERM") {
 			return nil, fmt.Errorf("%w (a Redis Cluster also needs +%s)", connError(seeds, opt.Username, opt.TLSConfig != nil, err),
 				strings.Join(ACLClusterCommands, " +"))
@@ -420,7 +420,7 @@ func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
 	}
 	if err := r.checkAccessWithin(ctx, o); err != nil {
-		c.Close()
+		_ = c.Close() // the user's cluster, refused: the access error is the one returned
 		return nil, err
 	}
 	return r, nil
@@ -441,7 +441,7 @@ func probeSeeds(ctx context.Context, opt *redis.ClusterOptions, timeout time.Dur
 				Protocol: opt.Protocol, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 				MaxRetries: -1, DialerRetries: 1,
 			})
-			defer c.Close()
+			defer func() { _ = c.Close() }() // a one-node probe: its answer is the ping's error
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			err := c.Ping(pctx).Err()

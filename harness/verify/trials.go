@@ -2,13 +2,9 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
@@ -44,10 +40,10 @@ func ttlFamily(fam string) bool { return fam == "idle-gaps" }
 // window is longer than RealTimeMax.
 func (s *study) plan() plan {
 	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
-	target := scenarios.Target{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
+	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
 	for k, l := range s.limits {
 		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
-		for _, t := range scenarios.Adversarial(params, target) {
+		for _, t := range scenarios.Adversarial(params, attack) {
 			if len(s.limits) > 1 {
 				t.Name = fmt.Sprintf("[%s] %s", l, t.Name)
 			}
@@ -304,13 +300,6 @@ func sequentialSubset(trials []scenarios.Trial, idx []int) []int {
 		}
 	}
 	return out
-}
-
-// IsScriptError reports whether err came from Redis running a script
-// (compile or runtime error) rather than from the network.
-func IsScriptError(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.Contains(err.Error(), "script")
 }
 
 // sameSchedule reports whether trials a and b send the same arrivals the

@@ -170,8 +170,10 @@ func (c Config) livenessFloor() float64 {
 	return 0.9
 }
 
-// withDefaults fills the zero values with their defaults.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with its zero fields set to their defaults:
+// Clients DefaultClients, RealTimeMax DefaultRealTimeMax, Timeout
+// DefaultTimeout, MaxOutage DefaultMaxOutage. Run calls it.
+func (c Config) WithDefaults() Config {
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
 	}
@@ -220,13 +222,15 @@ func (c Config) skewDelta() time.Duration {
 // returns an error before any trial; an outage (see Config.MaxOutage) or a
 // cancelled ctx stops the trials with an error. Errors of single calls are
 // counted in the report. The keys are removed at the end, also after ctx
-// is cancelled. Concurrent calls are safe when their RunIDs differ (an
-// empty RunID is a fresh one).
+// is cancelled; when that fails, cfg.Progress is told which keys are left
+// and the command that removes them (harness.Session.RemoveKeysOrSay), and
+// they expire with their TTLs. Concurrent calls are safe when their RunIDs
+// differ (an empty RunID is a fresh one).
 func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:",
 		limit: cfg.Primary(), limits: cfg.Limits, header: header(s, cfg)}
@@ -235,8 +239,8 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	}
 	if rd != nil {
 		st.rdb = rd.Client
-		defer s.RemoveKeys(ctx, "")          // a few round trips, even after Ctrl-C
-		if err := s.Start(ctx); err != nil { // clean skips the live verification
+		defer s.RemoveKeysOrSay(ctx, cfg.Progress) // a few round trips, even after Ctrl-C
+		if err := s.Start(ctx); err != nil {       // clean skips the live verification
 			return nil, fmt.Errorf("register the verification: %w", err)
 		}
 	}
@@ -245,7 +249,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err != nil {
 		return nil, err
 	}
-	defer guard()
+	defer func() { _ = guard() }() // stops the watch on every path; GuardErr below takes its error
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
@@ -278,9 +282,9 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 // Complete false and err's text, and nothing measured. For writing
 // verify.json also when there is no verdict.
 func Incomplete(rd *server.Redis, lim algorithms.Limiter, cfg Config, started time.Time, err error) *measure.VerifyReport {
-	s := harness.NewSession(rd, cfg.withDefaults().RunID, 0)
+	s := harness.NewSession(rd, cfg.WithDefaults().RunID, 0)
 	s.Started = started.UTC()
-	rep := &measure.VerifyReport{Header: header(s, cfg.withDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
+	rep := &measure.VerifyReport{Header: header(s, cfg.WithDefaults()), Target: lim.Name(), LimitDesc: lim.Describe(),
 		Limit: cfg.Primary().Count, WindowMS: cfg.Primary().Window.Milliseconds()}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(err)
 	return rep

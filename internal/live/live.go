@@ -1,5 +1,5 @@
 // Package live draws `ratelab demo` in the terminal as it happens: an
-// observer of the harness's demo (harness.DemoObserver) that renders each
+// observer of the demo study (demo.Observer) that renders each
 // decision the moment it is made. It never talks to Redis.
 package live
 
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/term"
 )
 
-// Demo draws `ratelab demo` as it happens (it is a harness.DemoObserver).
+// Demo draws `ratelab demo` as it happens (it is a demo.Observer).
 //
 // On a terminal (tty) it redraws one frame every 100 ms: the plan, a
 // countdown while it is parked before the boundary, then one timeline per
@@ -64,7 +64,7 @@ func NewDemo(w io.Writer, tty bool, width int) *Demo {
 	return &Demo{w: w, tty: tty, width: width, lastTick: -1}
 }
 
-// Planned implements harness.DemoObserver.
+// Planned implements demo.Observer.
 func (l *Demo) Planned(p measure.DemoPlan) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -95,7 +95,7 @@ func (l *Demo) Planned(p measure.DemoPlan) {
 	}
 }
 
-// Decided implements harness.DemoObserver.
+// Decided implements demo.Observer.
 func (l *Demo) Decided(d measure.DemoDecision) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -156,7 +157,7 @@ func StartTLS(dir string) (*TLSServer, error) {
 			return nil, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close() // only its port was wanted, for the redis-server started next
 		s := &TLSServer{Port: port, Certs: certs}
 		s.cmd = exec.Command("redis-server",
 			"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -180,7 +181,7 @@ func StartTLS(dir string) (*TLSServer, error) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		c.Close()
+		_ = c.Close() // the readiness probe's client: err is its answer
 		if err == nil {
 			return s, nil
 		}
@@ -252,4 +253,26 @@ func Image(t *testing.T) string {
 		t.Fatalf("build %s: %v", engine.LocalImage, err)
 	}
 	return engine.LocalImage
+}
+
+// KeysByNode counts the keys under prefix on every master of c (SCAN per
+// master), keyed by the master's address; a single server gives one entry.
+func KeysByNode(ctx context.Context, c redis.UniversalClient, prefix string) (map[string]int64, error) {
+	switch cc := c.(type) {
+	case *redis.Client:
+		keys, err := server.ScanKeys(ctx, cc, prefix)
+		return map[string]int64{cc.Options().Addr: int64(len(keys))}, err
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		out := map[string]int64{}
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			keys, err := server.ScanKeys(ctx, node, prefix)
+			mu.Lock()
+			out[node.Options().Addr] = int64(len(keys))
+			mu.Unlock()
+			return err
+		})
+		return out, err
+	}
+	return nil, fmt.Errorf("KeysByNode: unsupported client %T", c)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
@@ -63,9 +64,9 @@ type verdictRow struct {
 	Ratio, Fidelity                                                           float64
 }
 
-func verdicts(t *testing.T, rd *server.Redis, cfg harness.Config) map[string]verdictRow {
+func verdicts(t *testing.T, rd *server.Redis, cfg run.Config) map[string]verdictRow {
 	t.Helper()
-	res, err := harness.Run(ctx, rd, cfg, nil, nil)
+	res, err := run.Run(ctx, rd, cfg, nil, nil)
 	if err != nil {
 		t.Fatalf("run on %s: %v", rd.Info.Mode, err)
 	}
@@ -115,7 +116,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 		t.Fatalf("cluster info: %+v", cluster.Info)
 	}
 	t.Run("run", func(t *testing.T) {
-		cfg := harness.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + server.NewRunID()}
+		cfg := run.Config{Scenarios: []string{"boundary-burst", "steady", "overload"}, RunID: "same-" + server.NewRunID()}
 		one := verdicts(t, srv.Redis, cfg)
 		cfg.RunID = "same-" + server.NewRunID()
 		sameVerdicts(t, "cluster", one, verdicts(t, cluster.Redis, cfg))
@@ -189,21 +190,19 @@ func TestClusterSameVerdicts(t *testing.T) {
 			}
 		}
 		for _, name := range algorithms.Names() {
-			nodes, err := server.KeysByNode(ctx, cluster.Client(), prefix+name+":")
+			nodes, err := redistest.KeysByNode(ctx, cluster.Client(), prefix+name+":")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(nodes) != engine.ClusterMasters {
 				t.Fatalf("%d masters, want %d", len(nodes), engine.ClusterMasters)
 			}
-			var counts []int64
-			for _, n := range nodes {
-				counts = append(counts, n.Keys)
-				if n.Keys == 0 {
-					t.Errorf("%s: master %s holds none of the keys", name, n.Addr)
+			for addr, n := range nodes {
+				if n == 0 {
+					t.Errorf("%s: master %s holds none of the keys", name, addr)
 				}
 			}
-			t.Logf("%s: keys per master %v", name, counts)
+			t.Logf("%s: keys per master %v", name, nodes)
 		}
 		// every key lives on the master that owns its slot (CLUSTER KEYSLOT)
 		keys, err := server.ScanKeys(ctx, cluster.Client(), prefix)
@@ -272,7 +271,7 @@ func TestClusterURLErrors(t *testing.T) {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		nodes, err := server.KeysByNode(ctx, rd.Client, "none:")
+		nodes, err := redistest.KeysByNode(ctx, rd.Client, "none:")
 		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != engine.ClusterMasters {
 			t.Errorf("%s: owned %v mode %s, %d masters (%v)", spec, rd.Owned(), rd.Info.Mode, len(nodes), err)
 		}
@@ -292,7 +291,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	got := verdicts(t, rd, harness.Config{Scenarios: []string{"boundary-burst"}, Algorithms: []string{"fixed-window", "sliding-log"}})
+	got := verdicts(t, rd, run.Config{Scenarios: []string{"boundary-burst"}, Algorithms: []string{"fixed-window", "sliding-log"}})
 	if r := got["fixed-window/boundary-burst"]; r.MaxInWindow != 100 {
 		t.Errorf("fixed-window over TLS: %+v", r)
 	}
@@ -351,11 +350,11 @@ func aclWorkload(c *redis.Client) error {
 	}
 	rd := &server.Redis{Client: c, Info: measure.RedisInfo{Mode: "url"}}
 	for _, clock := range []harness.ClockMode{harness.VirtualClock, harness.RedisClock} {
-		cfg := harness.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
+		cfg := run.Config{Scenarios: []string{"boundary-burst"}, Clock: clock}
 		if clock != harness.VirtualClock {
 			cfg.Limit = limit.Limit{Count: 10, Window: 200 * time.Millisecond}
 		}
-		res, err := harness.Run(ctx, rd, cfg, nil, nil)
+		res, err := run.Run(ctx, rd, cfg, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -442,7 +441,7 @@ func TestACL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the ACL user on the cluster: %v", err)
 	}
-	res, err := harness.Run(ctx, crd, harness.Config{Scenarios: []string{"boundary-burst"}}, nil, nil)
+	res, err := run.Run(ctx, crd, run.Config{Scenarios: []string{"boundary-burst"}}, nil, nil)
 	crd.Close()
 	for _, r := range res.Results {
 		if err != nil || r.Errors > 0 {
@@ -519,7 +518,7 @@ func TestContainer(t *testing.T) {
 	if err != nil || id == "" || !slices.Contains(ids, id) {
 		t.Fatalf("container %q not among this process's containers %v (%v)", id, ids, err)
 	}
-	cfg := harness.Config{Scenarios: []string{"boundary-burst"}}
+	cfg := run.Config{Scenarios: []string{"boundary-burst"}}
 	sameVerdicts(t, "container", verdicts(t, srv.Redis, cfg), verdicts(t, rd, cfg))
 	if err := rd.Close(); err != nil {
 		t.Errorf("close: %v", err)

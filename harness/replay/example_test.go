@@ -1,4 +1,4 @@
-package harness_test
+package replay_test
 
 import (
 	"context"
@@ -6,15 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/limit"
 )
 
 // Replay a few requests of two clients against two algorithms, one limit
 // per client: 3 requests per 10 s. Client "a" sends 3 just before a window
 // boundary and 3 just after it.
-func ExampleReplay() {
+func ExampleRun() {
 	ctx := context.Background()
 	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server
 	if err != nil {
@@ -32,7 +32,7 @@ func ExampleReplay() {
 2024-05-01T12:00:10.3Z,a
 2024-05-01T12:00:12Z,b
 `)
-	res, err := harness.Replay(ctx, rd, traffic, harness.ReplayConfig{
+	res, err := replay.Run(ctx, rd, traffic, replay.Config{
 		Algorithms: []string{"fixed-window", "sliding-log"},
 		Limit:      limit.Limit{Count: 3, Window: 10 * time.Second},
 	}, nil, nil)

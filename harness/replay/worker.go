@@ -1,4 +1,4 @@
-package harness
+package replay
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -31,7 +32,7 @@ type replayWorker struct {
 	lim     algorithms.Scripted
 	limit   limit.Limit
 	prefix  string
-	cfg     ReplayConfig
+	cfg     Config
 	in      chan []replayItem
 	tracker *measure.KeyTracker
 	hist    *hdrhistogram.Histogram
@@ -54,9 +55,9 @@ type replayWorker struct {
 	failingSince time.Time
 }
 
-func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg ReplayConfig) *replayWorker {
+func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
 	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
-		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Count, lim.Window), hist: newHist(),
+		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Count, lim.Window), hist: harness.NewHist(),
 		rkeys: map[string]touch{}, nextSample: firstMemorySample}
 }
 
@@ -146,7 +147,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		cost := it.a.Cost
 		if err != nil {
 			w.errs++
-			d = algorithms.Decision{DecidedAt: base.Add(it.a.At), Allowed: w.cfg.OnError == FailOpen}
+			d = algorithms.Decision{DecidedAt: base.Add(it.a.At), Allowed: w.cfg.OnError == harness.FailOpen}
 			if d.Allowed {
 				w.failedOpen += cost
 			} else {
@@ -175,7 +176,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 			if err != nil {
 				rec.Error = err.Error()
 			}
-			_ = log.Write(&rec)
+			_ = log.Write(&rec) // the log keeps its first error; its Close returns it
 		}
 	}
 	w.decisions.Add(int64(len(b)))
@@ -193,7 +194,7 @@ func (w *replayWorker) noteOutage(err error, now time.Time) error {
 		w.failingSince = now
 	}
 	if d := now.Sub(w.failingSince); w.cfg.MaxOutage > 0 && d >= w.cfg.MaxOutage {
-		return fmt.Errorf("%w for %s (last error: %v)", ErrOutage, d.Round(time.Millisecond), err)
+		return fmt.Errorf("%w for %s (last error: %v)", harness.ErrOutage, d.Round(time.Millisecond), err)
 	}
 	return nil
 }
@@ -267,12 +268,12 @@ func (w *replayWorker) liveMemory(ctx context.Context, rd *server.Redis) (int64,
 }
 
 // row summarizes the worker's decisions (memory at the end is added by the caller).
-func (w *replayWorker) row(cfg ReplayConfig, _ time.Time) measure.Row {
+func (w *replayWorker) row(cfg Config, _ time.Time) measure.Row {
 	p, tot := w.tracker.Summary()
 	p.PeakMemoryBytes, p.PeakMemoryAtMS, p.MemorySamples = w.peak, float64(w.peakAt.Microseconds())/1000, w.samples
 	row := measure.Row{
 		Algorithm: w.name, Scenario: cfg.Name, LimitDesc: w.lim.Describe(),
-		Limit: w.limit.Count, WindowMS: w.limit.Window.Milliseconds(), Clock: string(VirtualClock),
+		Limit: w.limit.Count, WindowMS: w.limit.Window.Milliseconds(), Clock: string(harness.VirtualClock),
 		Requests: w.requests, AcceptedRequests: w.acceptedReq, Offered: w.offered, Accepted: w.accepted,
 		MaxInWindow: tot.MaxInWindow, MaxWindowEndMS: float64(tot.MaxWindowEnd.Microseconds()) / 1000,
 		Ratio: float64(tot.MaxInWindow) / float64(w.limit.Count), Ideal: tot.Ideal, Fidelity: 1,

@@ -1,12 +1,12 @@
-package harness_test
+package run_test
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/run"
 )
 
 // Seed 001's boundary burst in virtual time (injected timestamps, no
@@ -23,8 +23,8 @@ func ExampleRun() {
 	}
 	defer rd.Close()
 
-	cfg := harness.Config{Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"}}
-	res, err := harness.Run(ctx, rd, cfg, nil, nil) // no decision log, no progress
+	cfg := run.Config{Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"}}
+	res, err := run.Run(ctx, rd, cfg, nil, nil) // no decision log, no progress
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package harness_test
+package replay_test
 
 import (
 	"io"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -24,7 +24,7 @@ func TestReplayBig(t *testing.T) {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(scenarios.GenerateAccessLog(pw, scenarios.GenOptions{Seed: 1})) }()
 	start := time.Now()
-	res, err := harness.Replay(ctx, srv.Redis, pr, harness.ReplayConfig{Limit: limit.Limit{Count: 100, Window: time.Minute}, Source: "generated 24h access log"},
+	res, err := replay.Run(ctx, srv.Redis, pr, replay.Config{Limit: limit.Limit{Count: 100, Window: time.Minute}, Source: "generated 24h access log"},
 		measure.NewDecisionLog(io.Discard), os.Stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package harness
+package replay
 
 import (
 	"fmt"
@@ -49,11 +49,11 @@ func startProgress(w io.Writer, size int64, counted *countingReader, src *traffi
 			for {
 				select {
 				case <-done:
-					_ = bar.Finish()
+					_ = bar.Finish() // a progress bar on the terminal: nothing to tell
 					return
 				case <-t.C:
 					bar.Describe(fmt.Sprintf("replay: %d requests, %d decisions", src.records.Load(), decisions()))
-					_ = bar.Set64(counted.n.Load())
+					_ = bar.Set64(counted.n.Load()) // as Finish
 				}
 			}
 		}()

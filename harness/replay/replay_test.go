@@ -1,4 +1,4 @@
-package harness_test
+package replay_test
 
 import (
 	"bytes"
@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/replay"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -37,18 +38,18 @@ func TestReplayDecidesAsTheScenarioRun(t *testing.T) {
 			p := sc.Defaults
 			p.Seed = 1
 			sched := sc.Build(p)
-			run, err := harness.Run(ctx, srv.Redis, harness.Config{Scenarios: []string{name}, Seed: 1}, nil, nil)
+			ran, err := run.Run(ctx, srv.Redis, run.Config{Scenarios: []string{name}, Seed: 1}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var log bytes.Buffer
-			res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(scheduleCSV(sched)),
-				harness.ReplayConfig{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: name},
+			res, err := replay.Run(ctx, srv.Redis, strings.NewReader(scheduleCSV(sched)),
+				replay.Config{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: name},
 				measure.NewDecisionLog(&log), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := rowsByAlgorithm(run)
+			want := rowsByAlgorithm(ran)
 			if len(res.Results) != len(want) || len(res.Results) == 0 {
 				t.Fatalf("%d rows, want %d", len(res.Results), len(want))
 			}
@@ -64,8 +65,8 @@ func TestReplayDecidesAsTheScenarioRun(t *testing.T) {
 					t.Errorf("%s: per key %+v, %d trailing points, memory %d", r.Algorithm, r.PerKey, len(r.Trailing), r.MemoryBytes)
 				}
 			}
-			if !slicesEqual(res.Notes[:min(len(res.Notes), len(run.Notes))], run.Notes) {
-				t.Errorf("notes %q, want %q", res.Notes, run.Notes)
+			if !slicesEqual(res.Notes[:min(len(res.Notes), len(ran.Notes))], ran.Notes) {
+				t.Errorf("notes %q, want %q", res.Notes, ran.Notes)
 			}
 			if n := strings.Count(log.String(), "\n"); n != len(sched.Arrivals)*len(res.Results) {
 				t.Errorf("%d decisions logged, want %d", n, len(sched.Arrivals)*len(res.Results))
@@ -91,7 +92,7 @@ func TestReplayPerKey(t *testing.T) {
 		fmt.Fprintf(&b, `{"ts":%q,"user":"heavy"}`+"\n", t0.Add(time.Second+time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano))
 	}
 	fmt.Fprintf(&b, `{"ts":%q,"user":"light"}`+"\n", t0.Add(3*time.Second).Format(time.RFC3339Nano))
-	res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(b.String()), harness.ReplayConfig{
+	res, err := replay.Run(ctx, srv.Redis, strings.NewReader(b.String()), replay.Config{
 		Algorithms: []string{"fixed-window", "sliding-log"}, Limit: limit.Limit{Count: 10, Window: 10 * time.Second},
 		Traffic: scenarios.TrafficOptions{TimeField: "ts", KeyField: "user"},
 	}, nil, nil)
@@ -117,8 +118,8 @@ func TestReplayPerKey(t *testing.T) {
 func TestReplayMalformed(t *testing.T) {
 	data := "timestamp,key,cost\n1700000000,a,1\nnot-a-time,a,1\n1700000001,b,5\n1700000002,,1\n1700000003,a,1\n"
 	var progress bytes.Buffer
-	cfg := harness.ReplayConfig{Algorithms: []string{"sliding-log"}, Limit: limit.Limit{Count: 3, Window: time.Second}, Source: "t.csv"}
-	res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(data), cfg, nil, &progress)
+	cfg := replay.Config{Algorithms: []string{"sliding-log"}, Limit: limit.Limit{Count: 3, Window: time.Second}, Source: "t.csv"}
+	res, err := replay.Run(ctx, srv.Redis, strings.NewReader(data), cfg, nil, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestReplayMalformed(t *testing.T) {
 	}
 
 	cfg.Traffic.Strict = true
-	res, err = harness.Replay(ctx, srv.Redis, strings.NewReader(data), cfg, nil, nil)
+	res, err = replay.Run(ctx, srv.Redis, strings.NewReader(data), cfg, nil, nil)
 	// the first record is read ahead (reordering), so line 3 stops the
 	// replay before any decision: no results
 	if name, _ := field.Name(err); name != "traffic" || !strings.Contains(err.Error(), "line 3") || res != nil {
@@ -149,7 +150,7 @@ func TestReplayMalformed(t *testing.T) {
 	// a malformed line further on stops a replay under way: results incomplete
 	late := data + strings.Repeat("1700000010,a,1\n", 3) + "1700000020,a,x\n"
 	cfg.Traffic.Strict, cfg.Traffic.ReorderWindow = true, -1
-	res, err = harness.Replay(ctx, srv.Redis, strings.NewReader(strings.Replace(late, "not-a-time,a,1\n", "", 1)), cfg, nil, nil)
+	res, err = replay.Run(ctx, srv.Redis, strings.NewReader(strings.Replace(late, "not-a-time,a,1\n", "", 1)), cfg, nil, nil)
 	if name, _ := field.Name(err); name != "traffic" || res == nil || res.Complete || !strings.Contains(res.Error, "line") {
 		t.Errorf("strict, late: %v, %+v", err, res)
 	}
@@ -159,7 +160,7 @@ func TestReplayMalformed(t *testing.T) {
 		{"empty", ""}, {"blank lines", "\n\n  \n"}, {"no valid record", "timestamp,key\nx,a\ny,b\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := harness.Replay(ctx, srv.Redis, strings.NewReader(tc.data), cfg, nil, nil)
+			res, err := replay.Run(ctx, srv.Redis, strings.NewReader(tc.data), cfg, nil, nil)
 			name, _ := field.Name(err)
 			if res != nil || name != "traffic" || !strings.Contains(err.Error(), "t.csv") {
 				t.Errorf("got %v, %v", res, err)
@@ -169,20 +170,20 @@ func TestReplayMalformed(t *testing.T) {
 }
 
 func TestReplayValidate(t *testing.T) {
-	ok := harness.ReplayConfig{Limit: limit.Limit{Count: 10, Window: time.Second}}
+	ok := replay.Config{Limit: limit.Limit{Count: 10, Window: time.Second}}
 	for _, tc := range []struct {
 		field string
-		edit  func(*harness.ReplayConfig)
+		edit  func(*replay.Config)
 	}{
-		{"limit", func(c *harness.ReplayConfig) { c.Limit.Count = 0 }},
-		{"window", func(c *harness.ReplayConfig) { c.Limit.Window = 0 }},
-		{"window", func(c *harness.ReplayConfig) { c.Limit.Window = 11 * 365 * 24 * time.Hour }},
-		{"cost", func(c *harness.ReplayConfig) { c.Cost = 11 }},
-		{"algorithms", func(c *harness.ReplayConfig) { c.Algorithms = []string{"nope"} }},
-		{"pipeline", func(c *harness.ReplayConfig) { c.Pipeline = -1 }},
-		{"on-error", func(c *harness.ReplayConfig) { c.OnError = "maybe" }},
-		{"traffic-format", func(c *harness.ReplayConfig) { c.Traffic.Format = "xml" }},
-		{"time-unit", func(c *harness.ReplayConfig) { c.Traffic.TimeUnit = "days" }},
+		{"limit", func(c *replay.Config) { c.Limit.Count = 0 }},
+		{"window", func(c *replay.Config) { c.Limit.Window = 0 }},
+		{"window", func(c *replay.Config) { c.Limit.Window = 11 * 365 * 24 * time.Hour }},
+		{"cost", func(c *replay.Config) { c.Cost = 11 }},
+		{"algorithms", func(c *replay.Config) { c.Algorithms = []string{"nope"} }},
+		{"pipeline", func(c *replay.Config) { c.Pipeline = -1 }},
+		{"on-error", func(c *replay.Config) { c.OnError = "maybe" }},
+		{"traffic-format", func(c *replay.Config) { c.Traffic.Format = "xml" }},
+		{"time-unit", func(c *replay.Config) { c.Traffic.TimeUnit = "days" }},
 	} {
 		cfg := ok
 		tc.edit(&cfg)
@@ -203,7 +204,7 @@ func TestReplayGzipAccessLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	zw.Close()
-	res, err := harness.Replay(ctx, srv.Redis, &z, harness.ReplayConfig{Limit: limit.Limit{Count: 20, Window: time.Minute}, Source: "access.log.gz"}, nil, nil)
+	res, err := replay.Run(ctx, srv.Redis, &z, replay.Config{Limit: limit.Limit{Count: 20, Window: time.Minute}, Source: "access.log.gz"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,13 +257,13 @@ func TestReplaySurvivesScriptFlush(t *testing.T) {
 	p := sc.Defaults
 	p.Seed = 1
 	csv := scheduleCSV(sc.Build(p))
-	cfg := harness.ReplayConfig{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: "overload"}
-	want, err := harness.Replay(ctx, srv.Redis, strings.NewReader(csv), cfg, nil, nil)
+	cfg := replay.Config{Limit: limit.Limit{Count: p.Limit, Window: p.Window}, Pipeline: 7, Name: "overload"}
+	want, err := replay.Run(ctx, srv.Redis, strings.NewReader(csv), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fr := &flushingReader{r: strings.NewReader(csv)}
-	got, err := harness.Replay(ctx, srv.Redis, fr, cfg, nil, nil)
+	got, err := replay.Run(ctx, srv.Redis, fr, cfg, nil, nil)
 	if err != nil {
 		t.Fatalf("after %d SCRIPT FLUSH: %v", fr.flushes, err)
 	}

@@ -1,4 +1,4 @@
-package harness_test
+package run_test
 
 import (
 	"testing"
@@ -7,19 +7,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // A run's results say how it was made: the header every command shares,
 // with the run's seed, limit override and the user's script digests.
 func TestRunHeader(t *testing.T) {
-	mine := harness.Target{Name: "mine.lua", SHA256: "cafe", New: func(r redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+	mine := targets.Target{Name: "mine.lua", SHA256: "cafe", New: func(r redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 		return algorithms.New("sliding-log", r, l)
 	}}
 	before := time.Now().UTC().Add(-time.Second)
-	res, err := harness.Run(ctx, srv.Redis, harness.Config{Algorithms: []string{"fixed-window"}, Targets: []harness.Target{mine},
+	res, err := run.Run(ctx, srv.Redis, run.Config{Algorithms: []string{"fixed-window"}, Targets: []targets.Target{mine},
 		Scenarios: []string{"boundary-burst"}, Limit: limit.Limit{Count: 20, Window: time.Hour}, Seed: 9}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package harness_test
+package run_test
 
 import (
 	"bufio"
@@ -6,17 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
-	"github.com/ratelab/ratelab/scenarios"
 )
 
 var srv *redistest.Server
@@ -43,7 +42,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 	var log bytes.Buffer
 	foreign := srv.Key(t)
 	srv.Client().Set(ctx, foreign, "not ratelab's", 0)
-	res, err := harness.Run(ctx, srv.Redis, harness.Config{Scenarios: []string{"boundary-burst"}}, measure.NewDecisionLog(&log), nil)
+	res, err := run.Run(ctx, srv.Redis, run.Config{Scenarios: []string{"boundary-burst"}}, measure.NewDecisionLog(&log), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 // The same verdicts in real time, aligned to the Redis server's clock.
 func TestRunBoundaryBurstRedisClock(t *testing.T) {
 	start := time.Now()
-	res, err := harness.Run(ctx, srv.Redis, harness.Config{
+	res, err := run.Run(ctx, srv.Redis, run.Config{
 		Algorithms: []string{"fixed-window", "sliding-log"}, Scenarios: []string{"boundary-burst"},
 		Clock: harness.RedisClock, Limit: limit.Limit{Count: 20, Window: 2 * time.Second},
 	}, nil, nil)
@@ -117,61 +116,12 @@ func TestRunBoundaryBurstRedisClock(t *testing.T) {
 	}
 }
 
-// Many clients at one instant in real time: the sliding log holds the limit.
-func TestRunnerConcurrentClients(t *testing.T) {
-	lim := limit.Limit{Count: 50, Window: 5 * time.Second}
-	var arr []scenarios.Arrival
-	for c := 0; c < 16; c++ {
-		for i := 0; i < 10; i++ {
-			arr = append(arr, scenarios.Arrival{At: 0, Key: "hot", Cost: 1, Client: c})
-		}
-	}
-	sched := scenarios.Schedule{Scenario: "test", Params: scenarios.Params{Limit: 50, Window: lim.Window}, Arrivals: arr}
-	for _, clock := range []harness.ClockMode{harness.RedisClock, harness.ClientClock} {
-		l, _ := algorithms.NewSlidingLog(srv.Client(), lim)
-		r := &harness.Runner{Redis: srv.Client(), Clock: clock, Lead: 50 * time.Millisecond}
-		rows, err := r.Run(ctx, []harness.Job{{Limiter: l, Limit: lim, Schedule: sched, Prefix: srv.Key(t) + ":"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := rows[0]; got.Accepted != 50 || got.MaxInWindow != 50 || got.Requests != 160 {
-			t.Errorf("%s clock: accepted %d max %d requests %d, want 50 50 160", clock, got.Accepted, got.MaxInWindow, got.Requests)
-		}
-	}
-}
-
-func TestOpenErrors(t *testing.T) {
-	start := time.Now()
-	_, err := server.OpenURL(ctx, "redis://127.0.0.1:1/0", server.Options{Timeout: 500 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
-		t.Errorf("unreachable URL: %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("unreachable URL took %v, want within the connect timeout", d)
-	}
-	if _, err := server.OpenURL(ctx, "mysql://x", server.Options{Timeout: time.Second}); err == nil {
-		t.Error("unknown scheme: no error")
-	}
-	// a URL to a live server works, and Close leaves it running
-	r, err := server.OpenURL(ctx, "redis://"+srv.Info.Addr+"/0", server.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Owned() || r.Info.Mode != "url" {
-		t.Errorf("URL Redis: owned %v mode %s", r.Owned(), r.Info.Mode)
-	}
-	r.Close()
-	if err := srv.Client().Ping(ctx).Err(); err != nil {
-		t.Errorf("closing a URL Redis stopped the server: %v", err)
-	}
-}
-
 // A cancelled run still removes its keys and says it is incomplete.
 func TestRunCancelledCleansUp(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
-	r := harness.Config{Scenarios: []string{"cron-regions"}, RunID: "cancel-" + time.Now().Format("150405.000")}
+	r := run.Config{Scenarios: []string{"cron-regions"}, RunID: "cancel-" + time.Now().Format("150405.000")}
 	go func() { time.Sleep(150 * time.Millisecond); cancel() }()
-	res, err := harness.Run(cctx, srv.Redis, r, nil, nil)
+	res, err := run.Run(cctx, srv.Redis, r, nil, nil)
 	if err == nil || res.Complete || res.Error == "" {
 		t.Fatalf("cancelled run: err %v complete %v error %q", err, res.Complete, res.Error)
 	}

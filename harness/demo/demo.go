@@ -1,4 +1,7 @@
-package harness
+// Package demo is the study behind `ratelab demo`: seed 001's boundary
+// burst, live on the Redis server's clock, told to an Observer as it
+// happens (Config, Validate, Run).
+package demo
 
 import (
 	"context"
@@ -7,34 +10,35 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// DemoScenario is the schedule `ratelab demo` shows: seed 001's harness, a
+// Scenario is the schedule `ratelab demo` shows: seed 001's harness, a
 // full burst of L just before a window boundary and another just after.
-const DemoScenario = "boundary-burst"
+const Scenario = "boundary-burst"
 
-// DefaultDemoLimit is the demo's default limit: boundary-burst's own 50,
+// DefaultLimit is the demo's default limit: boundary-burst's own 50,
 // per 10 s.
-var DefaultDemoLimit = limit.Limit{Count: 50, Window: 10 * time.Second}
+var DefaultLimit = limit.Limit{Count: 50, Window: 10 * time.Second}
 
-// DefaultDemoLead is the demo's default countdown: at least one second
+// DefaultLead is the demo's default countdown: at least one second
 // before the first burst.
-const DefaultDemoLead = time.Second
+const DefaultLead = time.Second
 
-// DemoConfig is what `ratelab demo` runs.
-type DemoConfig struct {
+// Config is what `ratelab demo` runs.
+type Config struct {
 	// Algorithms are registry names; empty means all.
 	Algorithms []string
 	// Limit is the limit shown: Count is also the size of each burst
 	// (1..1000), Window in 100ms..10m (a live show); the zero Limit means
-	// DefaultDemoLimit. Precision reaches bucketed-hash only.
+	// DefaultLimit. Precision reaches bucketed-hash only.
 	Limit limit.Limit
 	// Lead is the shortest countdown before the first burst; zero means
-	// DefaultDemoLead. The demo parks until the first window boundary on
+	// DefaultLead. The demo parks until the first window boundary on
 	// the Redis server's clock that leaves at least Lead before the burst
 	// ahead of it, so it waits between Lead and Lead + Window.
 	Lead time.Duration
@@ -46,11 +50,11 @@ type DemoConfig struct {
 // registered; Limit zero (the default) or valid (limit.Limit.Validate)
 // with Count <= 1000 (two bursts of Count requests are sent live) and
 // Window in 100ms..10m (a live show); Lead >= 0.
-func (cfg DemoConfig) Validate() error {
+func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
-	l := cfg.withDefaults().Limit
+	l := cfg.WithDefaults().Limit
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -67,29 +71,29 @@ func (cfg DemoConfig) Validate() error {
 	return nil
 }
 
-// withDefaults is cfg with its zero fields set to the defaults: all
-// algorithms, DefaultDemoLimit, DefaultDemoLead.
-func (cfg DemoConfig) withDefaults() DemoConfig {
+// WithDefaults returns cfg with its zero fields set to the defaults: all
+// algorithms, DefaultLimit, DefaultLead. Validate and Run call it.
+func (cfg Config) WithDefaults() Config {
 	if len(cfg.Algorithms) == 0 {
 		cfg.Algorithms = algorithms.Names()
 	}
 	if cfg.Limit == (limit.Limit{}) {
-		cfg.Limit = DefaultDemoLimit
+		cfg.Limit = DefaultLimit
 	}
 	if cfg.Lead <= 0 {
-		cfg.Lead = DefaultDemoLead
+		cfg.Lead = DefaultLead
 	}
 	return cfg
 }
 
-// DemoObserver is told what the demo does, as it happens. Decided is called
+// Observer is told what the demo does, as it happens. Decided is called
 // from several goroutines at once.
-type DemoObserver interface {
+type Observer interface {
 	Planned(p measure.DemoPlan)
 	Decided(d measure.DemoDecision)
 }
 
-// Demo runs seed 001's boundary burst in real time on the Redis server's
+// Run runs seed 001's boundary burst in real time on the Redis server's
 // clock against every algorithm at once (each on its own key): it parks
 // until a window boundary, sends L requests just before it and L just after
 // it (boundary-burst: at -W/10 and +W/10, 1 ms apart at most), telling obs
@@ -97,16 +101,16 @@ type DemoObserver interface {
 // keys. The Results hold one boundary-burst row per algorithm (clock
 // "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
 // A cancelled ctx stops it; the Results then hold what was measured.
-func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserver, log *measure.DecisionLog) (*measure.Results, error) {
-	cfg = cfg.withDefaults()
-	s := NewSession(rd, cfg.RunID, 0)
+func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *measure.DecisionLog) (*measure.Results, error) {
+	cfg = cfg.WithDefaults()
+	s := harness.NewSession(rd, cfg.RunID, 0)
 	prefix := s.Prefix
 	res := &measure.Results{
 		Header: s.Header("demo", measure.Repro{Limits: []limit.Limit{cfg.Limit}}),
 		Config: measure.RunConfig{
-			Algorithms: cfg.Algorithms, Scenarios: []string{DemoScenario},
+			Algorithms: cfg.Algorithms, Scenarios: []string{Scenario},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
-			Clock: string(RedisClock), Prefix: prefix,
+			Clock: string(harness.RedisClock), Prefix: prefix,
 		},
 		Results: []measure.Row{},
 	}
@@ -121,7 +125,7 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 			return err
 		}
 		guard = done
-		sc, err := scenarios.Get(DemoScenario)
+		sc, err := scenarios.Get(Scenario)
 		if err != nil {
 			return err
 		}
@@ -132,20 +136,20 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 		for i, a := range sched.Arrivals {
 			plan.Arrivals[i] = measure.Event{At: a.At, Cost: a.Cost}
 		}
-		jobs := make([]Job, len(cfg.Algorithms))
+		jobs := make([]harness.Job, len(cfg.Algorithms))
 		for i, name := range cfg.Algorithms {
 			l, err := algorithms.New(name, rd.Client, lim)
 			if err != nil {
 				return err
 			}
-			jobs[i] = Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":" + DemoScenario + ":"}
+			jobs[i] = harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":" + Scenario + ":"}
 			plan.Describe = append(plan.Describe, l.Describe())
 		}
 		// scripts cached before the clock starts: no first-call EVAL in the burst
 		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
-		r := &Runner{Redis: rd.Client, Clock: RedisClock, Log: log, Lead: cfg.Lead,
+		r := &harness.Runner{Redis: rd.Client, Clock: harness.RedisClock, Log: log, Lead: cfg.Lead,
 			Anchored: func(boundary time.Time, offset time.Duration) {
 				plan.Boundary, plan.Offset = boundary, offset
 				plan.FirstLocal = boundary.Add(sched.Arrivals[0].At).Add(-offset)
@@ -153,7 +157,7 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 					obs.Planned(plan)
 				}
 			},
-			Observe: func(job int, o Outcome) {
+			Observe: func(job int, o harness.Outcome) {
 				if obs != nil {
 					obs.Decided(measure.DemoDecision{Algorithm: job, Seq: o.Seq, At: o.Arrival.At,
 						T: o.Decision.DecidedAt.Sub(plan.Boundary), Recv: o.Recv.Add(plan.Offset).Sub(plan.Boundary),
@@ -167,7 +171,13 @@ func Demo(ctx context.Context, rd *server.Redis, cfg DemoConfig, obs DemoObserve
 		}
 		return ctx.Err()
 	}()
-	err = GuardErr(guard, err)
+	err = harness.GuardErr(guard, err)
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
+}
+
+// demoEstimate is the upper bound of bytes a demo writes: boundary-burst's
+// 2 x Limit decisions per algorithm, doubled for its spare requests.
+func demoEstimate(cfg Config) int64 {
+	return 4 * cfg.Limit.Count * harness.BytesPerUnit * int64(len(cfg.Algorithms))
 }

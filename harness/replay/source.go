@@ -1,4 +1,4 @@
-package harness
+package replay
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -38,7 +39,7 @@ type trafficSource struct {
 // openTraffic starts reading traffic and reads its first record, so that a
 // traffic that is empty, unreadable or without one valid record is a
 // field error "traffic" before any decision is made.
-func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
+func openTraffic(r io.Reader, cfg Config) (*trafficSource, error) {
 	bad := func(err error) error {
 		return &field.Error{Name: "traffic", Err: fmt.Errorf("%s: %w", cfg.Source, err)}
 	}
@@ -61,7 +62,7 @@ func openTraffic(r io.Reader, cfg ReplayConfig) (*trafficSource, error) {
 	}
 	// a first record above the limit (not strict) is skipped by feed
 	return &trafficSource{tr: tr, arr: arr, source: cfg.Source, strict: cfg.Traffic.Strict,
-		base: alignUp(VirtualEpoch, cfg.Limit.Window), first: first, firstErr: err}, nil
+		base: harness.AlignUp(harness.VirtualEpoch, cfg.Limit.Window), first: first, firstErr: err}, nil
 }
 
 func (s *trafficSource) stats() scenarios.TrafficStats { return s.tr.Stats() }
@@ -114,7 +115,7 @@ func (s *trafficSource) feed(ctx context.Context, size int, send func([]replayIt
 }
 
 // info describes what was read (call once feed returned).
-func (s *trafficSource) info(cfg ReplayConfig) *measure.TrafficInfo {
+func (s *trafficSource) info(cfg Config) *measure.TrafficInfo {
 	st := s.tr.Stats()
 	info := &measure.TrafficInfo{
 		Source: s.source, Format: string(st.Format), Gzip: st.Gzip,

@@ -1,4 +1,8 @@
-package harness
+// Package run is the study behind `ratelab run` without --traffic: it
+// compares algorithms and the user's targets on named scenarios and
+// scenario files (Config, Validate, Run), each schedule built once and run
+// on the engine (harness.Runner) against every limiter on its own keys.
+package run
 
 import (
 	"context"
@@ -6,17 +10,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // Config is what `ratelab run` compares.
@@ -30,88 +33,25 @@ type Config struct {
 	ScenarioFiles []string
 	// Targets are limiters of the user's (scripts), compared after
 	// Algorithms, each named by its Name in every row and plot.
-	Targets []Target
+	Targets []targets.Target
 	// Limit overrides every scenario's own limit field by field: a Count
-	// (1..MaxRunLimit) replaces the scenario's count, a Window
+	// (1..MaxLimit) replaces the scenario's count, a Window
 	// (1ms..MaxRunWindow) its window; a zero field keeps the scenario's
 	// own. Precision, when set, reaches bucketed-hash (0: Window/10).
 	// Config.LimitFor applies it.
 	Limit limit.Limit
 	// Cost replaces every arrival's cost when non-zero.
 	Cost  int64
-	Clock ClockMode
+	Clock harness.ClockMode
 	Seed  int64
 	// Timeout bounds each decision call; OnError says what a failed call
 	// counts as; MaxOutage stops the run when calls keep failing that long
-	// (see Runner).
+	// (see harness.Runner).
 	Timeout   time.Duration
-	OnError   ErrorPolicy
+	OnError   harness.ErrorPolicy
 	MaxOutage time.Duration
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
-}
-
-// Target is a limiter that is not in the algorithms registry, such as a
-// user's script (algorithms.NewScript): Name labels its rows (e.g. the
-// script's file name); New builds it on a Redis for one limit (each
-// scenario's). Used by run, capacity and bench alike.
-type Target struct {
-	Name string
-	New  algorithms.Constructor
-	// SHA256 is the hex SHA-256 of the user's script the target runs
-	// (recorded in the results' Header); empty when there is none.
-	SHA256 string
-}
-
-// TargetDigests is the SHA256 of every target that has one, in order,
-// joined by ","; empty when none (Repro.TargetSHA256).
-func TargetDigests(ts []Target) string {
-	var ds []string
-	for _, t := range ts {
-		if t.SHA256 != "" {
-			ds = append(ds, t.SHA256)
-		}
-	}
-	return strings.Join(ds, ",")
-}
-
-// CheckTargets returns an error naming field "targets" when a target has no
-// name or constructor, or its name is a registered algorithm's or another
-// target's.
-func CheckTargets(ts []Target) error {
-	seen := map[string]bool{}
-	for _, t := range ts {
-		switch {
-		case t.Name == "" || t.New == nil:
-			return field.Errorf("targets", "a target needs a name and a constructor")
-		case slices.Contains(algorithms.Names(), t.Name):
-			return field.Errorf("targets", "%q is a built-in algorithm's name", t.Name)
-		case seen[t.Name]:
-			return field.Errorf("targets", "two targets are named %q (name them apart)", t.Name)
-		}
-		seen[t.Name] = true
-	}
-	return nil
-}
-
-// NewLimiter builds the limiter named name for l on rdb: the target of that
-// name, else the registered algorithm.
-func NewLimiter(name string, targets []Target, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-	for _, t := range targets {
-		if t.Name == name {
-			return t.New(rdb, l)
-		}
-	}
-	return algorithms.New(name, rdb, l)
-}
-
-// TargetNames returns the targets' names, in order.
-func TargetNames(ts []Target) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.Name
-	}
-	return out
 }
 
 // ErrKeysVanished is returned when a run's keys were removed while it ran
@@ -119,31 +59,26 @@ func TargetNames(ts []Target) []string {
 // the server lost its data): its figures cannot be trusted.
 var ErrKeysVanished = errors.New("the run's keys were removed while it ran (FLUSH, `ratelab clean` or a restart): its figures are not to be trusted")
 
-// Size bounds of a run: the schedules are built whole (overload holds 15
-// arrivals per unit of limit) and every outcome is kept for the metrics.
-const (
-	// MaxRunLimit is the largest limit a run takes (overload: 1.5 million
-	// arrivals per algorithm at this limit).
-	MaxRunLimit = 100_000
-	// MaxRunWindow is the longest window a run takes: ten years.
-	MaxRunWindow = 10 * 365 * 24 * time.Hour
-)
+// MaxLimit is the largest limit a run takes: the schedules are built whole
+// (overload holds 15 arrivals per unit of limit, 1.5 million per algorithm
+// at this limit) and every outcome is kept for the metrics.
+const MaxLimit = 100_000
 
 // Validate checks cfg and returns an error naming the field: algorithms and
 // scenarios must be registered names; scenario files ("scenario-file")
 // must load, build with the run's limit and window, and not repeat a
-// scenario's name; targets as CheckTargets says; Limit.Count in
-// 0..MaxRunLimit (0: each scenario's own); Limit.Window 0 (each
+// scenario's name; targets as targets.Check says; Limit.Count in
+// 0..MaxLimit (0: each scenario's own); Limit.Window 0 (each
 // scenario's own) or in 1ms..MaxRunWindow; Limit.Precision as
 // limit.Limit.Validate says for every scenario's window;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
-// Clock one of ClockModes ("" means virtual); OnError fail-closed or
+// Clock one of harness.ClockModes ("" means virtual); OnError fail-closed or
 // fail-open ("" means fail-closed); Timeout and MaxOutage >= 0.
 func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
-	if err := CheckTargets(cfg.Targets); err != nil {
+	if err := targets.Check(cfg.Targets); err != nil {
 		return err
 	}
 	for _, s := range cfg.Scenarios {
@@ -160,15 +95,15 @@ func (cfg Config) Validate() error {
 		return field.Errorf("timeout", "must be > 0, got %s", cfg.Timeout)
 	case cfg.MaxOutage < 0:
 		return field.Errorf("max-outage", "must be >= 0, got %s", cfg.MaxOutage)
-	case cfg.OnError != "" && cfg.OnError != FailClosed && cfg.OnError != FailOpen:
+	case cfg.OnError != "" && cfg.OnError != harness.FailClosed && cfg.OnError != harness.FailOpen:
 		return field.Errorf("on-error", "unknown policy %q (want fail-closed or fail-open)", cfg.OnError)
-	case cfg.Clock != "" && !slices.Contains(ClockModes, cfg.Clock):
+	case cfg.Clock != "" && !slices.Contains(harness.ClockModes, cfg.Clock):
 		return field.Errorf("clock", "unknown clock %q (want virtual, redis or client)", cfg.Clock)
-	case cfg.Limit.Count > MaxRunLimit:
+	case cfg.Limit.Count > MaxLimit:
 		return field.Errorf("limit", "at most %d in a run (overload alone would send %d requests per algorithm, all held in memory), got %d",
-			MaxRunLimit, 15*MaxRunLimit, cfg.Limit.Count)
-	case cfg.Limit.Window > MaxRunWindow:
-		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
+			MaxLimit, 15*MaxLimit, cfg.Limit.Count)
+	case cfg.Limit.Window > harness.MaxRunWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(harness.MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
 	case cfg.Cost < 0:
 		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
 	}
@@ -178,7 +113,7 @@ func (cfg Config) Validate() error {
 			o.Count = 1
 		}
 		if o.Window >= 0 {
-			o.Window = MaxRunWindow
+			o.Window = harness.MaxRunWindow
 		}
 		if err := o.Validate(); err != nil {
 			return err
@@ -258,6 +193,23 @@ func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario
 	return append(out, files...), nil
 }
 
+// WithDefaults returns cfg with its zero fields set to their defaults: all
+// algorithms, the virtual clock, OnError fail-closed. (Empty Scenarios
+// stay empty: Run reads them as all built-ins unless ScenarioFiles are
+// given.) Run calls it.
+func (cfg Config) WithDefaults() Config {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if cfg.Clock == "" {
+		cfg.Clock = harness.VirtualClock
+	}
+	if cfg.OnError == "" {
+		cfg.OnError = harness.FailClosed
+	}
+	return cfg
+}
+
 // Run compares cfg.Algorithms and cfg.Targets on cfg.Scenarios against rd, streaming every
 // decision to log, and returns the results. Every scenario's schedule is built
 // once and run against each algorithm (on its own keys). The run's keys are
@@ -266,9 +218,7 @@ func (cfg Config) scenarioList(files []scenarios.Scenario) ([]scenarios.Scenario
 // scenario file that does not load returns nil Results (Validate says so
 // first).
 func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.DecisionLog, progress io.Writer) (res *measure.Results, err error) {
-	if len(cfg.Algorithms) == 0 {
-		cfg.Algorithms = algorithms.Names()
-	}
+	cfg = cfg.WithDefaults()
 	files, err := cfg.loadFiles()
 	if err != nil {
 		return nil, err
@@ -281,18 +231,15 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	for _, sc := range list {
 		cfg.Scenarios = append(cfg.Scenarios, sc.Name)
 	}
-	if cfg.Clock == "" {
-		cfg.Clock = VirtualClock
-	}
-	s := NewSession(rd, cfg.RunID, cfg.Timeout)
+	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	prefix := s.Prefix
-	names := append(slices.Clone(cfg.Algorithms), TargetNames(cfg.Targets)...)
+	names := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
 	var limits []limit.Limit // each scenario's own unless overridden
 	if cfg.Limit != (limit.Limit{}) {
 		limits = []limit.Limit{cfg.Limit}
 	}
 	res = &measure.Results{
-		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: TargetDigests(cfg.Targets)}),
+		Header: s.Header("run", measure.Repro{Seed: cfg.Seed, Limits: limits, TargetSHA256: targets.Digests(cfg.Targets)}),
 		Config: measure.RunConfig{
 			Algorithms: names, Scenarios: cfg.Scenarios,
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
@@ -301,12 +248,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 		Results: []measure.Row{},
 	}
 	defer s.RemoveKeysOrSay(ctx, progress) // nothing left behind, even after Ctrl-C
-	if cfg.OnError == "" {
-		cfg.OnError = FailClosed
-	}
 	res.Config.TimeoutMS = cfg.Timeout.Milliseconds()
 	res.Config.OnError = string(cfg.OnError)
-	runner := &Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
+	runner := &harness.Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
 		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
 	guard := func() error { return nil }
 	err = func() error {
@@ -330,9 +274,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 					sched.Arrivals[i].Cost = cfg.Cost
 				}
 			}
-			var jobs []Job
+			var jobs []harness.Job
 			for _, aname := range names {
-				l, err := NewLimiter(aname, cfg.Targets, rd.Client, lim)
+				l, err := targets.NewLimiter(aname, cfg.Targets, rd.Client, lim)
 				if err != nil {
 					return fmt.Errorf("%s: %w", aname, err)
 				}
@@ -343,7 +287,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 					}
 					continue
 				}
-				jobs = append(jobs, Job{Limiter: l, Limit: lim, Schedule: sched,
+				jobs = append(jobs, harness.Job{Limiter: l, Limit: lim, Schedule: sched,
 					Prefix: prefix + aname + ":" + sname + ":"})
 			}
 			if progress != nil {
@@ -358,7 +302,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 		}
 		return nil
 	}()
-	err = GuardErr(guard, err)
+	err = harness.GuardErr(guard, err)
 	if s.Vanished() {
 		// the figures after that point are not the limiter's: say so, loudly
 		note := ErrKeysVanished.Error()
@@ -385,13 +329,33 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 
 // clockNote says why l cannot run on clock (then it is left out of the
 // scenario), or "".
-func clockNote(l algorithms.Limiter, clock ClockMode, scenario string) string {
-	if !l.Capabilities().InjectsTime && clock == VirtualClock {
+func clockNote(l algorithms.Limiter, clock harness.ClockMode, scenario string) string {
+	if !l.Capabilities().InjectsTime && clock == harness.VirtualClock {
 		// replayed at full speed, its own clock would see no time pass
 		return fmt.Sprintf("%s was not run on %s: it decides on its own clock, not an injected one, so virtual time cannot reach it (pass the time with an {now_*} argument, or use --clock redis)", l.Name(), scenario)
 	}
-	if ck, ok := l.(interface{ ClockKeys() []string }); ok && clock == RedisClock && len(ck.ClockKeys()) > 0 {
+	if ck, ok := l.(interface{ ClockKeys() []string }); ok && clock == harness.RedisClock && len(ck.ClockKeys()) > 0 {
 		return fmt.Sprintf("%s was not run on %s: its key %q is built from the clock, which needs an injected clock (use --clock virtual or client)", l.Name(), scenario, ck.ClockKeys()[0])
 	}
 	return ""
+}
+
+// estimateBytes is the upper bound of bytes a scenario run writes: every
+// scenario's schedule (built as Run builds it) for each of n algorithms and
+// targets; -1 (unknown) when a schedule cannot be built.
+func (cfg Config) estimateBytes(list []scenarios.Scenario, n int) int64 {
+	var total int64
+	for _, sc := range list {
+		_, p := cfg.LimitFor(sc)
+		sched, err := sc.Make(p)
+		if err != nil {
+			return -1
+		}
+		b := harness.ScheduleBytes(sched.Arrivals)
+		if cfg.Cost > 0 {
+			b = int64(len(sched.Arrivals)) * cfg.Cost * harness.BytesPerUnit
+		}
+		total += b * int64(n)
+	}
+	return total
 }

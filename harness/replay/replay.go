@@ -1,10 +1,15 @@
-package harness
+// Package replay is the study behind `ratelab run --traffic`: it replays
+// recorded traffic (CSV, JSON Lines or an access log, plain or gzip) in
+// virtual time against every algorithm at once, one limiter key per client
+// key, on pipelined scripts, with per-key figures (Config, Validate, Run).
+package replay
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -15,14 +20,15 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// ReplayConfig is what a traffic replay (`ratelab run --traffic`) compares.
-type ReplayConfig struct {
+// Config is what a traffic replay (`ratelab run --traffic`) compares.
+type Config struct {
 	// Algorithms are registry names; empty means all.
 	Algorithms []string
 	// Limit is every key's limit (required: a traffic file has no
@@ -45,7 +51,7 @@ type ReplayConfig struct {
 	// Pipeline is how many decisions each algorithm sends per round trip
 	// (EVALSHA calls in one pipeline, executed by Redis in order, so the
 	// decisions are those of calls made one by one); zero means
-	// DefaultReplayPipeline.
+	// DefaultPipeline.
 	Pipeline int
 	// Timeout bounds each decision: a pipeline's round trip is bounded by
 	// Timeout times ceil(Pipeline/64) (a deep pipeline waits behind the
@@ -54,25 +60,25 @@ type ReplayConfig struct {
 	// means fail-closed); MaxOutage stops the replay when round trips keep
 	// failing that long (zero: never).
 	Timeout   time.Duration
-	OnError   ErrorPolicy
+	OnError   harness.ErrorPolicy
 	MaxOutage time.Duration
 	// RunID names the keys' prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
 
-// DefaultReplayPipeline is the pipeline depth of a replay.
-const DefaultReplayPipeline = 256
+// DefaultPipeline is the pipeline depth of a replay.
+const DefaultPipeline = 256
 
-// MaxReplayPipeline is the deepest pipeline a replay takes.
-const MaxReplayPipeline = 10_000
+// MaxPipeline is the deepest pipeline a replay takes.
+const MaxPipeline = 10_000
 
 // Validate checks cfg and returns an error naming the field: algorithms
 // registered; Limit valid (limit.Limit.Validate: "limit", "window",
-// "precision") with Window <= MaxRunWindow; Cost 0 or 1..Limit.Count;
-// Pipeline 0..MaxReplayPipeline; OnError fail-closed or fail-open ("" is
+// "precision") with Window <= harness.MaxRunWindow; Cost 0 or 1..Limit.Count;
+// Pipeline 0..MaxPipeline; OnError fail-closed or fail-open ("" is
 // fail-closed); Timeout and MaxOutage >= 0; the traffic format and time
 // unit known ("" is auto).
-func (cfg ReplayConfig) Validate() error {
+func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
@@ -82,17 +88,17 @@ func (cfg ReplayConfig) Validate() error {
 		return err
 	}
 	switch {
-	case cfg.Limit.Window > MaxRunWindow:
-		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
+	case cfg.Limit.Window > harness.MaxRunWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", limit.FormatWindow(harness.MaxRunWindow), limit.FormatWindow(cfg.Limit.Window))
 	case cfg.Cost < 0 || cfg.Cost > cfg.Limit.Count:
 		return field.Errorf("cost", "must be in 1..%d (the limit), got %d", cfg.Limit.Count, cfg.Cost)
-	case cfg.Pipeline < 0 || cfg.Pipeline > MaxReplayPipeline:
-		return field.Errorf("pipeline", "must be in 1..%d, got %d", MaxReplayPipeline, cfg.Pipeline)
+	case cfg.Pipeline < 0 || cfg.Pipeline > MaxPipeline:
+		return field.Errorf("pipeline", "must be in 1..%d, got %d", MaxPipeline, cfg.Pipeline)
 	case cfg.Timeout < 0:
 		return field.Errorf("timeout", "must be > 0, got %s", cfg.Timeout)
 	case cfg.MaxOutage < 0:
 		return field.Errorf("max-outage", "must be >= 0, got %s", cfg.MaxOutage)
-	case cfg.OnError != "" && cfg.OnError != FailClosed && cfg.OnError != FailOpen:
+	case cfg.OnError != "" && cfg.OnError != harness.FailClosed && cfg.OnError != harness.FailOpen:
 		return field.Errorf("on-error", "unknown policy %q (want fail-closed or fail-open)", cfg.OnError)
 	case !slices.Contains(formats, cfg.Traffic.Format):
 		return field.Errorf("traffic-format", "unknown format %q (want auto, csv, jsonl or access-log)", cfg.Traffic.Format)
@@ -102,7 +108,29 @@ func (cfg ReplayConfig) Validate() error {
 	return nil
 }
 
-// Replay replays traffic (a CSV, JSON Lines or access log, plain or gzip;
+// WithDefaults returns cfg with its zero fields set to their defaults:
+// all algorithms, OnError fail-closed, Pipeline DefaultPipeline, Source
+// and Name "traffic". Run calls it.
+func (cfg Config) WithDefaults() Config {
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = algorithms.Names()
+	}
+	if cfg.OnError == "" {
+		cfg.OnError = harness.FailClosed
+	}
+	if cfg.Pipeline == 0 {
+		cfg.Pipeline = DefaultPipeline
+	}
+	if cfg.Source == "" {
+		cfg.Source = "traffic"
+	}
+	if cfg.Name == "" {
+		cfg.Name = "traffic"
+	}
+	return cfg
+}
+
+// Run replays traffic (a CSV, JSON Lines or access log, plain or gzip;
 // see scenarios.TrafficReader) in virtual time against every algorithm of
 // cfg, one limiter key per client key, and returns one Row per algorithm
 // with per-key figures (Row.PerKey, Row.Trailing) and Results.Traffic.
@@ -114,7 +142,7 @@ func (cfg ReplayConfig) Validate() error {
 // one entry per key plus one window of decisions per key, whatever the
 // traffic's length. Record times keep their offsets from the anchor (the
 // first time aligned down to the window) and are replayed from the first
-// window boundary after VirtualEpoch. Algorithms that cannot take virtual
+// window boundary after harness.VirtualEpoch. Algorithms that cannot take virtual
 // time (gcra) are left out with a note.
 //
 // Memory: key expiries run on Redis's real clock, which the replay
@@ -142,37 +170,23 @@ func (cfg ReplayConfig) Validate() error {
 // line, Redis failing longer than MaxOutage, ctx cancelled) return the
 // Results measured so far, Complete false. The run's keys are removed at
 // the end, also when ctx is cancelled.
-func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg ReplayConfig, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
+func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, log *measure.DecisionLog, progress io.Writer) (*measure.Results, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.Algorithms) == 0 {
-		cfg.Algorithms = algorithms.Names()
-	}
-	if cfg.OnError == "" {
-		cfg.OnError = FailClosed
-	}
-	if cfg.Pipeline == 0 {
-		cfg.Pipeline = DefaultReplayPipeline
-	}
-	if cfg.Source == "" {
-		cfg.Source = "traffic"
-	}
-	if cfg.Name == "" {
-		cfg.Name = "traffic"
-	}
+	cfg = cfg.WithDefaults()
 	counted := &countingReader{r: traffic}
 	src, err := openTraffic(counted, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := NewSession(rd, cfg.RunID, cfg.Timeout)
+	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
 	res := &measure.Results{
 		Header: s.Header("run", measure.Repro{Limits: []limit.Limit{cfg.Limit}}),
 		Config: measure.RunConfig{
 			Algorithms: cfg.Algorithms, Scenarios: []string{cfg.Name},
 			Limit: cfg.Limit.Count, WindowMS: cfg.Limit.Window.Milliseconds(),
-			Clock: string(VirtualClock), Prefix: s.Prefix,
+			Clock: string(harness.VirtualClock), Prefix: s.Prefix,
 			TimeoutMS: cfg.Timeout.Milliseconds(), OnError: string(cfg.OnError),
 		},
 		Results: []measure.Row{},
@@ -212,13 +226,13 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 			cfg.Name, cfg.Source, src.stats().Format, len(workers), lim, cfg.Pipeline)
 		return runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
 	}()
-	err = GuardErr(guard, err)
+	err = harness.GuardErr(guard, err)
 	info := src.info(cfg)
 	for _, w := range workers {
 		row := w.row(cfg, src.base)
 		// keys derived by the scripts may linger in the thousands (see below)
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 30*time.Second))
-		if !errors.Is(err, ErrOutage) {
+		if !errors.Is(err, harness.ErrOutage) {
 			keys, kerr := server.ScanKeys(mctx, rd.Client, w.prefix)
 			if kerr == nil {
 				row.Keys = int64(len(keys))
@@ -264,7 +278,7 @@ func Replay(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Replay
 
 // runReplay feeds the traffic to every worker in batches and waits for them.
 func runReplay(ctx context.Context, rd *server.Redis, src *trafficSource, workers []*replayWorker,
-	cfg ReplayConfig, log *measure.DecisionLog, progress io.Writer, counted *countingReader) error {
+	cfg Config, log *measure.DecisionLog, progress io.Writer, counted *countingReader) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	outer := ctx
@@ -349,4 +363,29 @@ func sortExamples(ex []measure.LineExample, n int) []measure.LineExample {
 		ex = ex[:n]
 	}
 	return ex
+}
+
+// minTrafficLine is the fewest bytes a traffic record takes ("0,k\n" is
+// 4; real timestamps take 10 or more): replayEstimate counts Size/8 lines.
+const minTrafficLine = 8
+
+// estimateBytes is the upper bound of bytes a replay writes for n
+// algorithms: every line a key of its own filled with cfg.Cost units, or
+// with Limit units when the records carry their own costs (a key holds at
+// most Limit accepted units per window), with lines bounded by
+// Size/minTrafficLine; -1 (unknown) when the size is unknown (standard
+// input) or compressed (.gz).
+func (cfg Config) estimateBytes(n int) int64 {
+	if cfg.Size <= 0 || strings.HasSuffix(cfg.Source, ".gz") {
+		return -1
+	}
+	units := cfg.Limit.Count
+	if cfg.Cost > 0 {
+		units = cfg.Cost
+	}
+	lines := cfg.Size/minTrafficLine + 1
+	if units > 0 && lines > math.MaxInt64/harness.BytesPerUnit/int64(max(n, 1))/units {
+		return math.MaxInt64
+	}
+	return lines * units * harness.BytesPerUnit * int64(n)
 }

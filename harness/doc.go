@@ -1,0 +1,17 @@
+// Package harness is the engine every study runs on: it runs a
+// scenarios.Schedule against an algorithms.Limiter and measures it.
+// A Runner sends each Job's arrivals in virtual time (exact injected
+// timestamps, pipelined where the limiter is a script, with the virtual
+// key expiry of expiry.go) or in real time (on the Redis server's clock or
+// the client's), and summarizes the outcomes into measure.Rows; a Session
+// is one command's run id, key prefix, registration, cleanup and results
+// header, and its Guard keeps the command from making the user's Redis
+// evict keys that are not ratelab's.
+//
+// The studies live beside it, one package each with a Config, its
+// Validate and WithDefaults, and a Run: harness/run (scenarios),
+// harness/replay (traffic files), harness/demo, harness/verify,
+// harness/capacity and harness/bench. What a user drives (built-ins,
+// scripts, HTTP endpoints) is built by package targets; Redis itself is
+// reached through harness/server and harness/engine.
+package harness

@@ -1,0 +1,147 @@
+package targets
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
+)
+
+// Given is how a user names the limiters a command drives, as the command
+// line gives them: a built-in Algorithm, Lua Scripts sharing their KEYS
+// and ARGV templates and reply predicate, an HTTP endpoint, or target
+// Files (ReadFile). Load turns it into Specs.
+type Given struct {
+	// Algorithm is a built-in's registry name; "" means none.
+	Algorithm string
+	// Scripts are paths of Lua files, each a target named by its file
+	// name; Keys and Args are their KEYS and ARGV templates
+	// (algorithms.ScriptConfig; no Keys means the one key {key}).
+	Scripts    []string
+	Keys, Args []string
+	// Allowed, when not "", is the Scripts' reply predicate
+	// (algorithms.ParseReplyPredicate); when "", the reply integer (or
+	// first element) AllowedWhen means allowed: zero means 0 is allowed
+	// (the usual script answers 1: set AllowedWhen to 1).
+	Allowed     string
+	AllowedWhen int64
+	// HTTP is an endpoint's URL; "" means none.
+	HTTP string
+	// Files are target files' paths (ratelab.yaml, docs/config.md).
+	Files []string
+	// BesideBuiltins says the targets are compared beside built-in
+	// algorithms (run, capacity, bench): then only scripts are taken, and
+	// their names must stand apart (Check).
+	BesideBuiltins bool
+}
+
+// Load reads g's scripts and files, parses its predicate, and checks every
+// template and predicate by building each script once (for 1 per 1s,
+// without Redis), before any Redis is opened. The Specs come in this
+// order: Scripts, Files, then the Algorithm or HTTP endpoint. Errors are
+// *field.Error named after g's fields: "allowed" (the predicate),
+// "scripts" (a script that cannot be read), "files" (a file that cannot
+// be read, or that is not a script when BesideBuiltins), "targets"
+// (Check's, when BesideBuiltins); a spec that does not build is a
+// *SpecError.
+func Load(g Given) ([]Spec, error) {
+	allowed := algorithms.ReplyIs(g.AllowedWhen)
+	if g.Allowed != "" {
+		p, err := algorithms.ParseReplyPredicate(g.Allowed)
+		if err != nil {
+			return nil, &field.Error{Name: "allowed", Err: err}
+		}
+		allowed = p
+	}
+	var specs []Spec
+	for _, path := range g.Scripts {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, &field.Error{Name: "scripts", Err: err}
+		}
+		specs = append(specs, Spec{Name: filepath.Base(path), Script: path, Source: string(b),
+			Keys: g.Keys, Args: g.Args, Allowed: allowed})
+	}
+	for _, path := range g.Files {
+		s, err := ReadFile(path)
+		if err != nil {
+			return nil, &field.Error{Name: "files", Err: err}
+		}
+		if g.BesideBuiltins && s.Script == "" {
+			return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+		}
+		specs = append(specs, s)
+	}
+	if g.Algorithm != "" || g.HTTP != "" {
+		specs = append(specs, Spec{Algorithm: g.Algorithm, HTTP: g.HTTP})
+	}
+	if g.BesideBuiltins && len(specs) > 0 {
+		if err := Check(Targets(specs)); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range specs {
+		if s.Script != "" {
+			if _, err := s.Build(nil, limit.Limit{Count: 1, Window: time.Second}); err != nil {
+				return nil, &SpecError{Spec: s, Err: err}
+			}
+		}
+	}
+	return specs, nil
+}
+
+// SpecError is an error of one Spec (Build's), with the Spec it is about,
+// so that the caller can say where the spec came from (Spec.From).
+type SpecError struct {
+	Spec Spec
+	Err  error
+}
+
+func (e *SpecError) Error() string {
+	if e.Spec.From != "" {
+		return fmt.Sprintf("%s: %v", e.Spec.From, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
+// Digest is the hex SHA-256 of s's script source; "" when s has none (a
+// built-in or an HTTP endpoint).
+func (s Spec) Digest() string {
+	if s.Source == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(s.Source))
+	return hex.EncodeToString(sum[:])
+}
+
+// Target is s as a Target of run, capacity and bench: named s.Name, with
+// s.Digest, built by s.Build for each limit. Its New's errors are
+// *SpecErrors.
+func (s Spec) Target() Target {
+	return Target{Name: s.Name, SHA256: s.Digest(), New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+		lim, err := s.Build(rdb, l)
+		if err != nil {
+			return nil, &SpecError{Spec: s, Err: err}
+		}
+		return lim, nil
+	}}
+}
+
+// Targets is every spec's Target, in order.
+func Targets(specs []Spec) []Target {
+	out := make([]Target, len(specs))
+	for i, s := range specs {
+		out[i] = s.Target()
+	}
+	return out
+}

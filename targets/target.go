@@ -1,0 +1,75 @@
+package targets
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
+)
+
+// Target is a limiter that is not in the algorithms registry, such as a
+// user's script (algorithms.NewScript): Name labels its rows (e.g. the
+// script's file name); New builds it on a Redis for one limit (each
+// scenario's). Used by run, capacity and bench alike; Spec.Target makes one.
+type Target struct {
+	Name string
+	New  algorithms.Constructor
+	// SHA256 is the hex SHA-256 of the user's script the target runs
+	// (recorded in the results' Header); empty when there is none.
+	SHA256 string
+}
+
+// Digests is the SHA256 of every target that has one, in order, joined by
+// ","; empty when none (measure.Repro.TargetSHA256).
+func Digests(ts []Target) string {
+	var ds []string
+	for _, t := range ts {
+		if t.SHA256 != "" {
+			ds = append(ds, t.SHA256)
+		}
+	}
+	return strings.Join(ds, ",")
+}
+
+// Check returns an error naming field "targets" when a target has no name
+// or constructor, or its name is a registered algorithm's or another
+// target's.
+func Check(ts []Target) error {
+	seen := map[string]bool{}
+	for _, t := range ts {
+		switch {
+		case t.Name == "" || t.New == nil:
+			return field.Errorf("targets", "a target needs a name and a constructor")
+		case slices.Contains(algorithms.Names(), t.Name):
+			return field.Errorf("targets", "%q is a built-in algorithm's name", t.Name)
+		case seen[t.Name]:
+			return field.Errorf("targets", "two targets are named %q (name them apart)", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}
+
+// NewLimiter builds the limiter named name for l on rdb: the target of that
+// name among ts, else the registered algorithm (algorithms.New).
+func NewLimiter(name string, ts []Target, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+	for _, t := range ts {
+		if t.Name == name {
+			return t.New(rdb, l)
+		}
+	}
+	return algorithms.New(name, rdb, l)
+}
+
+// Names returns the targets' names, in order.
+func Names(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
