@@ -123,6 +123,38 @@ func ParseList(ss []string) ([]Limit, error) {
 	return out, nil
 }
 
+// ParseFlags reads the limits of a command line: one plain COUNT, whose
+// window is window, or any number of COUNT/WINDOW (Parse), whose windows
+// are their own, so window must not also be given (windowSet false). No
+// element gives no limits and no error (the caller decides whether limits
+// are required). Errors are *field.Error naming "limit", saying what was
+// expected; the values themselves are left to Validate.
+func ParseFlags(ss []string, window time.Duration, windowSet bool) ([]Limit, error) {
+	var out []Limit
+	for _, s := range ss {
+		if !strings.Contains(s, "/") && !strings.Contains(s, " per ") {
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			switch {
+			case err != nil:
+				return nil, field.Errorf("limit", "%q is not L or L/W (e.g. 20 or 10/1s)", s)
+			case len(ss) > 1:
+				return nil, field.Errorf("limit", "%s: several limits are given as L/W pairs (e.g. 10/1s and 120/1m)", s)
+			}
+			out = append(out, Limit{Count: n, Window: window})
+			continue
+		}
+		if windowSet {
+			return nil, field.Errorf("limit", "%s: give the window in the pair or on its own, not both", s)
+		}
+		l, err := Parse(s)
+		if err != nil {
+			return nil, field.Errorf("limit", "%w", err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 // ParseDuration reads a duration as time.ParseDuration does, and also
 // whole or fractional days with the unit "d" ("1d", "7d", "1d12h", "1.5d").
 // A leading "-" negates the whole ("-1d12h"); whether a negative duration

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -141,6 +142,39 @@ func TestJSON(t *testing.T) {
 		var back Limit
 		if err := json.Unmarshal(b, &back); err != nil || back != c.l {
 			t.Errorf("Unmarshal(%s) = %+v, %v", b, back, err)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cases := []struct {
+		name      string
+		ss        []string
+		windowSet bool
+		want      []Limit
+		err       string // "" for none
+	}{
+		// a plain count takes the window given beside it
+		{"count", []string{"20"}, true, []Limit{{Count: 20, Window: time.Second}}, ""},
+		// pairs carry their own windows
+		{"pairs", []string{"10/1s", "120/1m"}, false, []Limit{{Count: 10, Window: time.Second}, {Count: 120, Window: time.Minute}}, ""},
+		// nothing given: no limits, no error (required is the caller's)
+		{"none", nil, false, nil, ""},
+		{"not a number", []string{"ten"}, false, nil, `limit: "ten" is not L or L/W (e.g. 20 or 10/1s)`},
+		{"two counts", []string{"10", "20"}, false, nil, "limit: 10: several limits are given as L/W pairs (e.g. 10/1s and 120/1m)"},
+		{"window twice", []string{"10/1s"}, true, nil, "limit: 10/1s: give the window in the pair or on its own, not both"},
+		{"bad pair", []string{"0/1s"}, false, nil, `limit: "0/1s": limit: must be >= 1, got 0`},
+	}
+	for _, c := range cases {
+		got, err := ParseFlags(c.ss, time.Second, c.windowSet)
+		if c.err != "" {
+			if name, _ := field.Name(err); err == nil || err.Error() != c.err || name != "limit" {
+				t.Errorf("%s: error %v, want %q naming limit", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, %v; want %v", c.name, got, err, c.want)
 		}
 	}
 }

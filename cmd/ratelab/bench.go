@@ -19,12 +19,12 @@ import (
 
 // benchFlags are bench's flags: most go straight into the bench.Config.
 type benchFlags struct {
-	redis           redisFlags
-	target          targetFlags
-	cfg             bench.Config
-	out, cpuprofile string
-	format          formatFlag
-	force           bool
+	redis      redisFlags
+	target     targetFlags
+	cfg        bench.Config
+	cpuprofile string
+	format     formatFlag
+	out        outFlags
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -62,8 +62,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	fl.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "the redis-benchmark binary")
 	fl.IntVar(&cfg.Rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 9 when comparing)")
 	fl.IntVar(&cfg.Procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
-	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
-	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
+	f.out.add(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.format.add(c)
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof)")
 }
@@ -82,14 +81,11 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
 		cfg.RedisURL = s
 	}
-	if _, err := f.format.get(); err != nil {
-		return cfg, err
-	}
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
 	cfg.RunID = server.NewRunID()
-	return cfg, flagError(cfg.Validate(), targetFlagOf)
+	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
 func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
@@ -97,7 +93,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
 	}
@@ -124,7 +120,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	}
 	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)
 	if _, ok := field.Name(runErr); ok {
-		runErr = flagError(runErr, nil) // a deny path that never denies: --limit
+		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
 	return publish(stdout, stderr, "bench", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteBenchDir(dir, res) },

@@ -21,9 +21,8 @@ type capacityFlags struct {
 	counts    []int64       // --limits, per --window, into cfg.Limits
 	window    time.Duration // --window
 	precision time.Duration // --precision
-	out       string
 	format    formatFlag
-	force     bool
+	out       outFlags
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -47,20 +46,12 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	windowVar(fl, &f.window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
-	fl.StringVar(&f.out, "out", "", "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty")
-	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
+	f.out.add(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.format.add(c)
 	return c
 }
 
-// capacityFlagOf maps capacity.Config's field names to the flags.
-var capacityFlagOf = map[string]string{"algorithms": "--algorithms", "targets": "--script", "limits": "--limits", "keys": "--keys",
-	"active_keys": "--active-keys", "window": "--window", "precision": "--precision", "budget": "--budget"}
-
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if _, err := f.format.get(); err != nil {
-		return err
-	}
 	if err := f.target.check(c); err != nil {
 		return err
 	}
@@ -72,9 +63,9 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	cfg.Targets = f.target.targets()
 	cfg.RunID = server.NewRunID()
 	if err := cfg.Validate(); err != nil {
-		return flagError(err, capacityFlagOf)
+		return flagError(c.Flags(), err)
 	}
-	rd, out, err := openOut(c, &f.redis, f.out, cfg.RunID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,16 +16,13 @@ import (
 	"github.com/ratelab/ratelab/reports"
 )
 
+// demoFlags are demo's flags: most go straight into the demo.Config.
 type demoFlags struct {
-	redis      redisFlags
-	algorithms []string
-	limit      int64
-	window     time.Duration
-	lead       time.Duration
-	explain    bool
-	format     formatFlag
-	out        string
-	force      bool
+	redis   redisFlags
+	cfg     demo.Config
+	explain bool
+	format  formatFlag
+	out     outFlags
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -44,37 +38,29 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl := c.Flags()
 	f.redis.add(c)
 	f.redis.addEviction(c)
-	fl.StringSliceVar(&f.algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.limit, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
-	windowVar(fl, &f.window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
-	fl.DurationVar(&f.lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
+	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
+	fl.Int64Var(&f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
+	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
+	fl.DurationVar(&f.cfg.Lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
 	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
-	fl.StringVar(&f.out, "out", "", "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty")
-	fl.BoolVar(&f.force, "force", false, "replace the results of an earlier run in --out")
+	f.out.add(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run")
 	return c
 }
 
-func (f *demoFlags) check() error {
-	if _, err := f.format.get(); err != nil {
-		return err
-	}
-	if f.limit == 0 && f.window == 0 { // the zero Limit would mean the default in the library
+func (f *demoFlags) check(c *cobra.Command) error {
+	if f.cfg.Limit == (limit.Limit{}) { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}
-	return flagError(f.config().Validate(), nil)
-}
-
-func (f *demoFlags) config() demo.Config {
-	return demo.Config{Algorithms: f.algorithms, Limit: limit.Limit{Count: f.limit, Window: f.window}, Lead: f.lead}
+	return flagError(c.Flags(), f.cfg.Validate())
 }
 
 func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
-	if err := f.check(); err != nil {
+	if err := f.check(c); err != nil {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, err := openOut(c, &f.redis, f.out, runID, f.force, stderr)
+	rd, out, _, err := openOut(c, &f.redis, f.out, runID, stderr)
 	if err != nil {
 		return err
 	}
@@ -88,20 +74,16 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	}
 	tty, width := live.Terminal(show)
 
-	df, err := os.Create(filepath.Join(out, "decisions.jsonl"))
-	if err != nil {
-		return usagef("--out: %w", err)
-	}
-	log := measure.NewDecisionLog(df)
 	view := live.NewDemo(show, tty, width)
-	view.Start()
-	cfg := f.config()
+	cfg := f.cfg
 	cfg.RunID = runID
-	res, runErr := demo.Run(c.Context(), rd, cfg, view, log)
-	view.Stop()
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
+	var res *measure.Results
+	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+		view.Start()
+		defer view.Stop()
+		res, err = demo.Run(c.Context(), rd, cfg, view, log)
+		return err
+	})
 	if err := reports.WriteDir(out, res); err != nil {
 		return fmt.Errorf("write results to %s: %w", out, err)
 	}
@@ -112,14 +94,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	if f.explain {
-		cols := width
-		if cols <= 0 {
-			cols = 100 // not a terminal
-		}
-		fmt.Fprintln(show)
-		for _, p := range reports.Explain(res) {
-			fmt.Fprintln(show, live.Wrap(p, max(cols, 60)))
-		}
+		_ = live.WriteExplained(show, reports.Explain(res), width)
 	}
 	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, report.html, plots) — %.1fs\n",
 		out, float64(res.DurationMS)/1000)

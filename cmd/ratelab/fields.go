@@ -4,20 +4,58 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ratelab/ratelab/field"
 )
 
-// fieldUsage turns the error of a Config's Validate into a usage error
-// naming the flag of its field: flagOf maps field names to flags ("window"
-// to "--window"). A flag that was not given, whose default is what failed,
-// is said to be required. An error about no mapped field is passed on as a
-// usage error.
-func fieldUsage(c *cobra.Command, err error, flagOf map[string]string) error {
-	var fe *field.Error
-	if errors.As(err, &fe) && flagOf[fe.Name] != "" && !c.Flags().Changed(strings.TrimPrefix(flagOf[fe.Name], "--")) {
-		return usagef("%s: %w (it is required)", flagOf[fe.Name], fe.Err)
+// flagExceptions are the library fields whose flag is not named after them.
+var flagExceptions = map[string]string{"targets": "script", "files": "config"}
+
+// flagOf returns the flag of a library field, as a field.Error names it,
+// and whether it is that field's own flag: "--" + the name before any
+// index, with "_" and "." written "-" ("real_time_max" is --real-time-max,
+// "limits[2]" --limits); when the command's flags fs have no such flag but
+// its singular, a repeatable flag giving one element a time, the singular
+// ("limits" is verify's --limit); the fields of flagExceptions are named
+// there ("targets" is --script, and not its own). fs nil means the fields
+// of the targets package (targets.Given, a script's config), whose lists
+// are all repeatable flags ("keys" is --key, "scripts" --script).
+func flagOf(fs *pflag.FlagSet, name string) (string, bool) {
+	base, _, _ := strings.Cut(name, "[")
+	base = strings.NewReplacer("_", "-", ".", "-").Replace(base)
+	if f, ok := flagExceptions[base]; ok {
+		return "--" + f, false
 	}
-	return flagError(err, flagOf)
+	single := strings.TrimSuffix(base, "s")
+	if single != base && (fs == nil || fs.Lookup(base) == nil && fs.Lookup(single) != nil) {
+		return "--" + single, true
+	}
+	return "--" + base, true
+}
+
+// flagError turns a library error about a field (field.Error) into a usage
+// error naming its flag on fs (flagOf): "window: must be ..." is
+// "--window: must be ...". Any other error is returned as a usage error
+// unchanged; nil stays nil.
+func flagError(fs *pflag.FlagSet, err error) error { return fieldError(fs, err, false) }
+
+// requiredError is flagError saying of a flag of its own that was not
+// given, whose default is what failed, that it is required (verify's
+// --limit and --window have no default).
+func requiredError(fs *pflag.FlagSet, err error) error { return fieldError(fs, err, true) }
+
+func fieldError(fs *pflag.FlagSet, err error, required bool) error {
+	if err == nil {
+		return nil
+	}
+	var fe *field.Error
+	if !errors.As(err, &fe) {
+		return usageError{err}
+	}
+	flag, own := flagOf(fs, fe.Name)
+	if required && own && fs.Lookup(flag[2:]) != nil && !fs.Changed(flag[2:]) {
+		return usagef("%s: %w (it is required)", flag, fe.Err)
+	}
+	return usagef("%s: %w", flag, fe.Err)
 }

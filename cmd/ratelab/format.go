@@ -9,8 +9,9 @@ import (
 )
 
 // formatFlag is a command's --format: how its results go to stdout. Every
-// command declares it with add, checks it with get before any work, and
-// prints with render (reports.Render), so the check is made once, here.
+// command declares it with add, which checks it before the command runs
+// (cobra's PreRunE), and prints with render (reports.Render), so the check
+// is made once, here.
 type formatFlag struct {
 	value   string
 	allowed []reports.Format
@@ -24,13 +25,17 @@ func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
 	}
 	f.allowed = allowed
 	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.PreRunE = func(*cobra.Command, []string) error {
+		_, err := f.get()
+		return err
+	}
 }
 
 // get returns --format, or a usage error naming the flag when the command
 // does not take it (`--format: unknown format "csv" (want table or json)`).
 func (f *formatFlag) get() (reports.Format, error) {
 	v, err := reports.ParseFormat(f.value, f.allowed...)
-	return v, flagError(err, nil)
+	return v, flagError(nil, err)
 }
 
 // render returns the writer of results in --format, for publish.

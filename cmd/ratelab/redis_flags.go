@@ -41,23 +41,12 @@ func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.ca, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
+// open checks the flags (options) and opens the Redis of --redis. The
+// caller closes it.
 func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
-	if f.timeout <= 0 {
-		return nil, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
-	}
-	o := engine.Options{Timeout: f.timeout, Image: f.image, AllowEviction: f.allowEviction}
-	if f.image != "" && f.spec != "container" && f.spec != "auto" {
-		return nil, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
-	}
-	if f.ca != "" {
-		if !server.IsTLS(f.spec) {
-			return nil, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", server.RedactURL(f.spec))
-		}
-		pool, err := server.LoadCA(f.ca)
-		if err != nil {
-			return nil, usagef("--redis-ca: %w", err)
-		}
-		o.RootCAs = pool
+	o, err := f.options()
+	if err != nil {
+		return nil, err
 	}
 	rd, err := engine.OpenWith(c.Context(), f.spec, o)
 	if err != nil {
@@ -65,6 +54,29 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	}
 	rd.AllowEviction = f.allowEviction // also on the servers ratelab starts
 	return rd, nil
+}
+
+// options checks the flags and returns them as engine.Options (the CAs of
+// --redis-ca read). Errors are usage errors naming the flag.
+func (f *redisFlags) options() (engine.Options, error) {
+	if f.timeout <= 0 {
+		return engine.Options{}, usagef("--connect-timeout: must be > 0, got %s", f.timeout)
+	}
+	o := engine.Options{Timeout: f.timeout, Image: f.image, AllowEviction: f.allowEviction}
+	if f.image != "" && f.spec != "container" && f.spec != "auto" {
+		return o, usagef("--redis-image: only --redis container uses an image (got --redis %s)", server.RedactURL(f.spec))
+	}
+	if f.ca != "" {
+		if !server.IsTLS(f.spec) {
+			return o, usagef("--redis-ca: only rediss:// URLs use TLS (got --redis %s)", server.RedactURL(f.spec))
+		}
+		pool, err := server.LoadCA(f.ca)
+		if err != nil {
+			return o, usagef("--redis-ca: %w", err)
+		}
+		o.RootCAs = pool
+	}
+	return o, nil
 }
 
 // closeRedis closes rd, a command's deferred cleanup: stopping what ratelab

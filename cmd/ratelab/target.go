@@ -123,11 +123,6 @@ func (t *targetFlags) fileLimits() []limit.Limit {
 	return nil
 }
 
-// scriptFlagOf maps the fields of targets.Given and of
-// algorithms.ScriptConfig to the flags.
-var scriptFlagOf = map[string]string{"keys": "--key", "args": "--arg", "allowed": "--allowed",
-	"scripts": "--script", "files": "--config", "targets": "--script"}
-
 // targets returns the loaded targets (run, capacity, bench), their scripts
 // on the guarded connection when there is one, their errors naming flags.
 func (t *targetFlags) targets() []targets.Target {
@@ -185,9 +180,6 @@ func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.L
 	return lim, nil
 }
 
-// targetFlagOf maps the Configs' "targets" field to its flag.
-var targetFlagOf = map[string]string{"targets": "--script"}
-
 // targetErr names the flag of a targets error: a target file's field as
 // "--config FILE: FIELD: ...", else the flag of the field.
 func targetErr(err error) error {
@@ -198,5 +190,5 @@ func targetErr(err error) error {
 		}
 		err = se.Err
 	}
-	return flagError(err, scriptFlagOf)
+	return flagError(nil, err)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // A run registers itself in the Redis it writes to with two keys under its
@@ -49,18 +50,8 @@ func isMetaKey(k string) bool {
 	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
 }
 
-// RunRecord is what a run writes about itself (Register).
-type RunRecord struct {
-	RunID   string    `json:"run_id"`
-	Started time.Time `json:"started"`
-	Host    string    `json:"host,omitempty"`
-	PID     int       `json:"pid"`
-	// Process identifies the run's process on Linux ("<boot id> <pid
-	// namespace> <pid> <start time>"), empty elsewhere: a clean on the same
-	// machine that finds no such process knows the run was killed, without
-	// waiting for its marker to expire.
-	Process string `json:"process,omitempty"`
-}
+// RunRecord is what a run writes about itself (Register): measure.RunRecord.
+type RunRecord = measure.RunRecord
 
 // Registration is a run's registration in a Redis (Register). Its methods
 // are safe for concurrent use.
@@ -137,24 +128,9 @@ func (r *Registration) Stop() {
 // not to be trusted. A nil Registration reports false.
 func (r *Registration) Vanished() bool { return r != nil && r.vanished.Load() }
 
-// Leftover is one run's keys found in a Redis by FindLeftovers.
-type Leftover struct {
-	// Prefix is the run's key prefix, "ratelab:<run id>:".
-	Prefix string   `json:"prefix"`
-	RunID  string   `json:"run_id"`
-	Keys   []string `json:"keys"`
-	// MemoryBytes sums MEMORY USAGE (SAMPLES 0) over Keys.
-	MemoryBytes int64 `json:"memory_bytes"`
-	// Record is the run's RunRecord, nil when it left none (a version of
-	// ratelab before runs registered, a record older than RecordTTL).
-	Record *RunRecord `json:"record,omitempty"`
-	// Live: the run's marker is there and its process is not known to be
-	// gone. A live run's keys are never removed.
-	Live bool `json:"live"`
-	// Remove: RemoveLeftovers removes these keys (not Live, and Record is
-	// set or the run was named).
-	Remove bool `json:"remove"`
-}
+// Leftover is one run's keys found in a Redis by FindLeftovers:
+// measure.Leftover.
+type Leftover = measure.Leftover
 
 // CleanConfig says which runs' keys `ratelab clean` lists and removes.
 type CleanConfig struct {
@@ -204,7 +180,7 @@ func FindLeftovers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig
 			return nil, err
 		}
 		l := Leftover{Prefix: RunPrefix(id), RunID: id, Keys: ks, MemoryBytes: mem}
-		if err := l.check(ctx, c); err != nil {
+		if err := checkLeftover(ctx, c, &l); err != nil {
 			return nil, err
 		}
 		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run)
@@ -214,8 +190,8 @@ func FindLeftovers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig
 	return out, nil
 }
 
-// check reads l's record and marker and sets Record and Live.
-func (l *Leftover) check(ctx context.Context, c redis.UniversalClient) error {
+// checkLeftover reads l's record and marker and sets Record and Live.
+func checkLeftover(ctx context.Context, c redis.UniversalClient, l *Leftover) error {
 	var marker, record *redis.StringCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		marker = p.Get(ctx, MarkerKey(l.RunID))
@@ -249,7 +225,7 @@ func RemoveLeftovers(ctx context.Context, c redis.UniversalClient, ls []Leftover
 			continue
 		}
 		hadRecord := l.Record != nil
-		if err := l.check(ctx, c); err != nil {
+		if err := checkLeftover(ctx, c, l); err != nil {
 			return n, err
 		}
 		if l.Live || (hadRecord && l.Record == nil) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/field"
 )
 
 // ErrNoGuard is wrapped by NewGuard when the user's data cannot be guarded
@@ -95,4 +97,43 @@ func IsGuardRefusal(err error) bool {
 // nothing: Close the Guard and the original Redis.
 func (g *Guard) Redis(rd *Redis) *Redis {
 	return &Redis{Client: g.Client, Info: rd.Info}
+}
+
+// Started reports whether rd is a server ratelab started itself (engine
+// modes exec, container and cluster): a user's script can harm nothing
+// there.
+func Started(rd *Redis) bool {
+	switch rd.Info.Mode {
+	case "exec", "container", "cluster":
+		return true
+	}
+	return false
+}
+
+// GuardScript is ratelab's policy for a user's script on rd, for the run
+// runID (issue 14): on a server ratelab started (Started), or when the
+// user trusts the script, it needs no guard and GuardScript returns nil,
+// nil. Otherwise the script's calls must run under a Guard for the run's
+// keys (KeyPrefix + runID + ":"), which GuardScript creates and the caller
+// closes; viaLimiter says whether the command sends the script's calls
+// through its limiter, where a guard can take them (run, verify); a command
+// that pipelines them on connections of its own (capacity, bench) cannot
+// be guarded and is refused. A refusal, and a server that cannot have a
+// Guard (ErrNoGuard), is a *field.Error naming "script"; any other error
+// of creating the guard one naming "redis".
+func GuardScript(ctx context.Context, rd *Redis, runID string, trust, viaLimiter bool) (*Guard, error) {
+	if Started(rd) || trust {
+		return nil, nil
+	}
+	if !viaLimiter {
+		return nil, field.Errorf("script", "on your own Redis a script could touch keys that are not ratelab's (FLUSHALL, other keys), and this command cannot guard it")
+	}
+	g, err := NewGuard(ctx, rd, KeyPrefix+runID+":")
+	if errors.Is(err, ErrNoGuard) {
+		return nil, field.Errorf("script", "%w", err)
+	}
+	if err != nil {
+		return nil, field.Errorf("redis", "%w", err)
+	}
+	return g, nil
 }

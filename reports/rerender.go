@@ -1,0 +1,58 @@
+package reports
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ratelab/ratelab/measure"
+)
+
+// Rerender is `ratelab report DIR`: it reads the results directory dir of
+// any command — its results.json (run, demo, capacity, bench), or a
+// verify's verify.json when it holds no results.json, of this ratelab or
+// the one before — writes its files again (WriteDir, WriteCapacityDir,
+// WriteBenchDir; a verify's report.html) and writes the results to w in
+// format f. A format the results do not take is a *field.Error naming
+// "format", checked before anything is written; unreadable results are the
+// reader's error (measure.ReadResults and the others).
+func Rerender(w io.Writer, dir string, f Format) error {
+	_, errResults := os.Stat(filepath.Join(dir, "results.json"))
+	_, errVerify := os.Stat(filepath.Join(dir, "verify.json"))
+	if os.IsNotExist(errResults) && errVerify == nil {
+		if err := f.Validate(VerifyFormats...); err != nil {
+			return err
+		}
+		rep, err := measure.ReadVerify(filepath.Join(dir, "verify.json"))
+		if err != nil {
+			return err
+		}
+		if err := WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, rep) }); err != nil {
+			return err
+		}
+		return Render(w, f, rep)
+	}
+	path := filepath.Join(dir, "results.json")
+	switch command, err := measure.ResultsCommand(path); {
+	case err != nil:
+		return err
+	case command == "capacity":
+		return rerender(w, dir, f, measure.ReadCapacity, WriteCapacityDir)
+	case command == "bench":
+		return rerender(w, dir, f, measure.ReadBench, WriteBenchDir)
+	}
+	return rerender(w, dir, f, measure.ReadResults, WriteDir)
+}
+
+// rerender reads dir's results.json with read, writes dir again with
+// writeDir and the results to w in format f.
+func rerender[T any](w io.Writer, dir string, f Format, read func(path string) (T, error), writeDir func(dir string, r T) error) error {
+	res, err := read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	if err := writeDir(dir, res); err != nil {
+		return err
+	}
+	return Render(w, f, res)
+}
