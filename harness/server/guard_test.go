@@ -34,6 +34,12 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		{"FLUSHDB", "return redis.call('FLUSHDB')", []string{own}, true},
 		{"a key outside KEYS and the prefix", "return redis.call('SET', 'users:1', 'mallory')", []string{own}, true},
 		{"CONFIG SET", "return redis.call('CONFIG', 'SET', 'maxmemory', '1')", []string{own}, true},
+		// issue 24 item 3: nothing leaves the database cleanup scans
+		{"SELECT 1 then write", "redis.call('SELECT', 1); for i = 1, 54 do redis.call('SET', KEYS[1] .. i, 1) end; return 1", []string{own}, true},
+		{"SWAPDB", "return redis.call('SWAPDB', 0, 1)", []string{own}, true},
+		{"MOVE", "redis.call('SET', KEYS[1], 1); return redis.call('MOVE', KEYS[1], 1)", []string{own}, true},
+		{"COPY to another db", "redis.call('SET', KEYS[1], 1); return redis.call('COPY', KEYS[1], KEYS[1] .. 'x', 'DB', 1)", []string{own}, true},
+		{"MIGRATE", "return redis.call('MIGRATE', '127.0.0.1', 1, KEYS[1], 0, 100)", []string{own}, true},
 	}
 	for _, tc := range cases {
 		err := g.Client.Eval(ctx, tc.script, tc.keys).Err()
@@ -47,6 +53,9 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 	// a foreign key declared in KEYS: the EVAL itself is refused (NOPERM)
 	if err := g.Client.Eval(ctx, "return redis.call('DEL', KEYS[1])", []string{"users:1"}).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("a foreign key in KEYS: %v, want NOPERM", err)
+	}
+	if n, err := c.Do(ctx, "EVAL", "redis.call('SELECT', 1); return redis.call('DBSIZE')", 0).Int64(); err != nil || n != 0 {
+		t.Errorf("db 1 after the guarded scripts: %d keys (%v), want 0", n, err)
 	}
 	if v := c.Get(ctx, "users:1").Val(); v != "alice" {
 		t.Errorf("the user's key is %q after the guarded scripts", v)
