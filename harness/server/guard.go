@@ -62,8 +62,23 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
 	}
 	opt := *admin.Options()
-	opt.Username, opt.Password = user, pass
-	opt.CredentialsProvider, opt.CredentialsProviderContext, opt.StreamingCredentialsProvider = nil, nil, nil
+	if opt.DB == 0 {
+		opt.Username, opt.Password = user, pass
+		opt.CredentialsProvider, opt.CredentialsProviderContext, opt.StreamingCredentialsProvider = nil, nil, nil
+	} else {
+		// the guarded user may not SELECT: each connection selects the
+		// database as the user's own login (go-redis's handshake), then
+		// switches to the guarded user, keeping the database
+		onConnect := opt.OnConnect
+		opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+			if onConnect != nil {
+				if err := onConnect(ctx, cn); err != nil {
+					return err
+				}
+			}
+			return cn.AuthACL(ctx, user, pass).Err()
+		}
+	}
 	return &Guard{Client: redis.NewClient(&opt), user: user, admin: admin}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -71,5 +73,35 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		if strings.HasPrefix(u, "ratelab-guard-") {
 			t.Errorf("ACL user %s left behind", u)
 		}
+	}
+}
+
+// issue 24 item 3: the guard denies SELECT, yet a user's Redis URL naming
+// a database other than 0 still works: the guarded connections use that
+// database, and the script's keys land where cleanup scans.
+func TestGuardKeepsTheURLDatabase(t *testing.T) {
+	ctx := context.Background()
+	rd := openExec(t)
+	opt := *rd.Client.(*redis.Client).Options()
+	opt.DB = 3
+	c := redis.NewClient(&opt)
+	defer c.Close()
+	prefix := "ratelab:20261123T090000-dbdb:"
+	g, err := server.NewGuard(ctx, &server.Redis{Client: c, Info: rd.Info}, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close(ctx) }()
+	if err := g.Client.Eval(ctx, "return redis.call('SET', KEYS[1], 1)", []string{prefix + "{k}"}).Err(); err != nil {
+		t.Fatalf("a guarded script on db 3: %v", err)
+	}
+	if n := c.Exists(ctx, prefix+"{k}").Val(); n != 1 {
+		t.Errorf("the script's key is not in db 3 (EXISTS %d)", n)
+	}
+	if err := g.Client.Eval(ctx, "return redis.call('SELECT', 0)", []string{prefix + "{k}"}).Err(); !server.IsGuardRefusal(err) {
+		t.Errorf("SELECT from a script on db 3: %v, want the guard's refusal", err)
+	}
+	if err := g.Client.Do(ctx, "SELECT", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("SELECT on the guarded connection: %v, want NOPERM", err)
 	}
 }
