@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -134,6 +135,7 @@ type Runner struct {
 		err       error
 		threshold time.Duration // the server's busy-reply-threshold
 		known     bool          // threshold was read, not assumed
+		busy      atomic.Bool   // a call was answered BUSY
 	}
 	outage struct {
 		mu    sync.Mutex
@@ -454,6 +456,12 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 // key it cannot build: every call would fail alike) or a refusal by the
 // guard stops it at once; other errors count towards MaxOutage.
 func (r *Runner) settle(err error) {
+	if server.IsBusy(err) {
+		// a script runs past busy-reply-threshold: another client's, as
+		// ratelab's call was refused, not run (a script of ratelab's is
+		// stopped by the call that sent it timing out: killBusy)
+		r.kill.busy.Store(true)
+	}
 	var se *algorithms.ScriptError
 	switch {
 	case r.cancel == nil:
@@ -539,15 +547,19 @@ func (r *Runner) killBusy(ctx context.Context, sent time.Time) {
 // returns an error wrapping server.ErrScriptKilled when ratelab's script
 // had to be killed, server.ErrScriptUnkillable when it wrote and could not
 // be (the server is left BUSY), server.ErrForeignBusy when another client's
-// script kept Redis busy (left running); nil otherwise. Call it once the run
-// is over, before the process exits, so that the user's Redis is never left
-// answering BUSY by ratelab.
+// script kept Redis busy (left running; also when a call was answered
+// BUSY); nil otherwise. Call it once the run is over, before the process
+// exits, so that the user's Redis is never left answering BUSY by ratelab.
 func (r *Runner) Settle() error {
-	if r.kill.done == nil {
-		return nil
+	found := server.NotBusy
+	if r.kill.done != nil {
+		<-r.kill.done
+		found = r.kill.found
 	}
-	<-r.kill.done
-	return r.kill.found.Err(r.Timeout)
+	if found == server.NotBusy && r.kill.busy.Load() {
+		return fmt.Errorf("%w (ratelab's calls were answered BUSY)", server.ErrForeignBusy)
+	}
+	return found.Err(r.Timeout)
 }
 
 // virtualAnchor is the first multiple of the window after VirtualEpoch minus

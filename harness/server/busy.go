@@ -83,6 +83,20 @@ const (
 	Unkillable
 )
 
+// String is the constant's name in lower case ("not busy", "killed",
+// "foreign", "unkillable").
+func (b BusyScript) String() string {
+	switch b {
+	case Killed:
+		return "killed"
+	case Foreign:
+		return "foreign"
+	case Unkillable:
+		return "unkillable"
+	}
+	return "not busy"
+}
+
 // busySlack is how much sooner than sent+threshold a BUSY may come and still
 // be the BUSY of a script started by the call sent at sent (clock ticks).
 const busySlack = 25 * time.Millisecond
@@ -173,6 +187,13 @@ func (b BusyScript) Err(timeout time.Duration) error {
 		return fmt.Errorf("%w (ratelab's call timed out after %s)", ErrForeignBusy, timeout)
 	}
 	return nil
+}
+
+// IsBusy reports whether err is Redis answering BUSY: a script (whose,
+// Redis does not say) has run past busy-reply-threshold.
+func IsBusy(err error) bool {
+	var re redis.Error
+	return err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
 }
 
 // IsRedisError reports whether err is an error reply from Redis (a script
