@@ -80,7 +80,11 @@ type FamilyResult struct {
 	Family  string  `json:"family"`
 	Trials  int     `json:"trials"`
 	Verdict Verdict `json:"verdict"`
-	// MaxRatio is the largest max_in_window / limit over the family's trials.
+	// MaxRatio is the largest max_in_window / limit over the family's
+	// trials and keys: Row.Ratio's quotient, where max_in_window counts
+	// only accepted cost that certainly fits in one window (in real time,
+	// a decision is known only to lie between send and receive; see
+	// CounterExample). Above 1: the family is Violated.
 	MaxRatio float64 `json:"max_ratio"`
 	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
 	MinFidelity float64 `json:"min_fidelity,omitempty"`
