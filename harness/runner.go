@@ -18,7 +18,9 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// ClockMode says whose clock the limiters decide on.
+// ClockMode says whose clock the limiters decide on, for a whole run. The
+// words (injected, Redis TIME, wall clock, virtual and real time) are those
+// of algorithms.Clock, whose doc defines them once.
 type ClockMode string
 
 const (
@@ -392,7 +394,7 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 				if ctx.Err() != nil {
 					break
 				}
-				at := algorithms.ServerTime()
+				at := algorithms.RedisTime()
 				if r.Clock == ClientClock {
 					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}

@@ -88,7 +88,8 @@ type FamilyResult struct {
 	MaxRatio float64 `json:"max_ratio"`
 	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
 	MinFidelity float64 `json:"min_fidelity,omitempty"`
-	// Mode is "virtual", "real", or "virtual+real" (both ran).
+	// Mode is "virtual" (its trials ran in virtual time), "real" (in real
+	// time) or "virtual+real" (both ran); the words are algorithms.Clock's.
 	Mode string `json:"mode"`
 	Note string `json:"note,omitempty"`
 }

@@ -52,7 +52,7 @@ func TestCallOfReplaysAllow(t *testing.T) {
 			base := srv.Key(t)
 			viaAllow, viaCall := "{"+base+":a}", "{"+base+":c}"
 			for i := range 5 {
-				d, err := lim.Allow(ctx, viaAllow, 1, algorithms.ServerTime())
+				d, err := lim.Allow(ctx, viaAllow, 1, algorithms.RedisTime())
 				if err != nil {
 					t.Fatal(err)
 				}
