@@ -92,7 +92,10 @@ func (c Clock) arg() string {
 	return strconv.FormatInt(c.t.UnixMicro(), 10)
 }
 
-// Decision is the verdict of one Allow call.
+// Decision is the verdict of one Allow call: the limiter's answer, and the
+// innermost of ratelab's decision records. The harness wraps it with the
+// arrival and the call's times in a harness.Outcome, which is written as a
+// measure.Record (one line of decisions.jsonl).
 type Decision struct {
 	// Allowed is true when the request was accepted (and recorded).
 	Allowed bool

@@ -118,7 +118,9 @@ type CounterExample struct {
 	Explain string `json:"explain"`
 }
 
-// Evidence is one decision of a counter-example.
+// Evidence is one accepted decision of a counter-example, as verify.json
+// holds it: a Record cut to what the counter-example needs, its times from
+// the trial's boundary instead of Unix µs.
 type Evidence struct {
 	Key  string `json:"key"`
 	Cost int64  `json:"cost"`
