@@ -19,11 +19,9 @@ import (
 // runFlags are run's flags: most go straight into the run.Config (and
 // with --traffic into a replay.Config).
 type runFlags struct {
-	redis   redisFlags
+	commonFlags
 	target  targetFlags
 	cfg     run.Config
-	format  formatFlag
-	out     outFlags
 	traffic trafficFlags
 }
 
@@ -44,8 +42,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // bind declares run's flags on c, stored in f.
 func (f *runFlags) bind(c *cobra.Command) {
 	fl, cfg := c.Flags(), &f.cfg
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.target.addMany(c)
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
@@ -55,8 +52,6 @@ func (f *runFlags) bind(c *cobra.Command) {
 	windowVar(fl, &cfg.Limit.Window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&cfg.Cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar((*string)(&cfg.Clock), "clock", string(harness.VirtualClock), "virtual, redis or client")
-	f.out.add(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
-	f.format.add(c)
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the scenarios' random choices")
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it counts as failed")
 	fl.StringVar((*string)(&cfg.OnError), "on-error", string(harness.FailClosed), "what a failed call counts as: fail-closed (denied) or fail-open (allowed, unmetered)")

@@ -19,14 +19,12 @@ import (
 
 // verifyFlags are verify's flags: most go straight into the verify.Config.
 type verifyFlags struct {
-	redis     redisFlags
+	commonFlags
 	target    targetFlags
 	cfg       verify.Config
 	limits    []string
 	window    time.Duration
 	precision time.Duration
-	format    formatFlag
-	out       outFlags
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -40,8 +38,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 		RunE:    func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
 	}
 	fl := c.Flags()
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.target.add(c)
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
@@ -54,10 +51,8 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Float64Var(&cfg.MinFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
 	fl.BoolVar(&cfg.CheckIsolation, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
-	f.format.add(c, reports.VerifyFormats...)
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
-	f.out.add(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify")
 	return c
 }
 
