@@ -17,17 +17,19 @@ type redisFlags struct {
 	timeout time.Duration
 	image   string
 	ca      string
-	// allowEviction is --allow-eviction: write to a Redis
+	// allowEviction is --allow-eviction (addEviction): write to a Redis
 	// that may evict other keys.
 	allowEviction bool
 }
 
-// add declares --redis, --connect-timeout, --redis-image, --redis-ca and
-// --allow-eviction on c.
-func (f *redisFlags) add(c *cobra.Command) {
+// addEviction adds --allow-eviction, for the commands that write keys.
+func (f *redisFlags) addEviction(c *cobra.Command) {
 	c.Flags().BoolVar(&f.allowEviction, "allow-eviction", false,
 		"run on a Redis given by URL that may evict keys to make room (maxmemory with an allkeys-* or volatile-* policy): "+
 			"warn instead of refusing (exit 2) when this command may write more than its headroom, and do not stop when it evicts")
+}
+
+func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.spec, "redis", "auto",
 		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
 			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+

@@ -11,7 +11,7 @@ import (
 )
 
 // commonFlags are the flags of every command that talks to Redis and
-// writes results: the Redis flags, --format, --out and --force.
+// writes results: the Redis flags with --allow-eviction, --format, --out and --force.
 type commonFlags struct {
 	redis  redisFlags
 	format formatFlag
@@ -22,6 +22,7 @@ type commonFlags struct {
 // earlier what, --format taking formats (every one when none).
 func (f *commonFlags) addCommon(c *cobra.Command, usage, what string, formats ...reports.Format) {
 	f.redis.add(c)
+	f.redis.addEviction(c)
 	f.format.add(c, formats...)
 	f.out.add(c, usage, what)
 }
