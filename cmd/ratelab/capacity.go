@@ -47,10 +47,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if err := f.target.check(c); err != nil {
-		return err
-	}
-	if err := f.target.load(); err != nil {
+	if err := f.target.load(c); err != nil {
 		return err
 	}
 	cfg := f.cfg

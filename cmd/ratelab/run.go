@@ -63,10 +63,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 // scenario's own").
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
-	if err := f.target.check(c); err != nil {
-		return cfg, err
-	}
-	if err := f.target.load(); err != nil {
+	if err := f.target.load(c); err != nil {
 		return cfg, err
 	}
 	cfg.Targets = f.target.targets()

@@ -58,21 +58,18 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 
 // config checks the flags and turns them into a verify.Config.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	if err := f.target.check(c); err != nil {
+	if err := f.target.load(c); err != nil {
 		return verify.Config{}, err
 	}
-	if err := f.target.load(); err != nil {
-		return verify.Config{}, err
-	}
-	cfg := f.cfg
-	cfg.TargetSHA256 = f.target.digest()
+	cfg, spec := f.cfg, f.target.specs[0] // verify's one target
+	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
 	fromFile := false
-	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
-		limits, fromFile = slices.Clone(ls), true // the --config file's, every one at once
+	if len(spec.Limits) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
+		limits, fromFile = slices.Clone(spec.Limits), true // the --config file's, every one at once
 	}
 	if len(limits) == 0 {
 		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
@@ -83,9 +80,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 		return cfg, requiredError(c.Flags(), err)
 	}
 	// the one builder's rule (targets.Spec.Build), checked before any Redis
-	if err := f.target.specs[0].CheckLimits(cfg.Limits); err != nil {
+	if err := spec.CheckLimits(cfg.Limits); err != nil {
 		if fromFile {
-			return cfg, usagef("--config %s: %w", f.target.specs[0].From, err)
+			return cfg, usagef("--config %s: %w", spec.From, err)
 		}
 		return cfg, requiredError(c.Flags(), err)
 	}
@@ -113,7 +110,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 	}
 	var rd *server.Redis // none for --http
-	if f.target.usesRedis() {
+	if f.target.specs[0].HTTP == "" {
 		if rd, err = f.redis.open(c); err != nil {
 			return err
 		}
@@ -154,7 +151,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 	}
 	if err != nil {
-		if name := f.target.scriptName(); name != "" {
+		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)
