@@ -58,9 +58,8 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
-// config turns the flags into a run.Config and checks it. A limit,
-// window or cost given as 0 is refused (0 in the Config means "each
-// scenario's own").
+// config turns the flags into a run.Config and checks it (a limit, window
+// or cost given as 0 is refused: run.Config.Set).
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
 	if err := f.target.load(c); err != nil {
@@ -76,14 +75,7 @@ func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 			return cfg, usagef("--%s: only with --traffic", n)
 		}
 	}
-	switch {
-	case changed("limit") && cfg.Limit.Count < 1:
-		return cfg, usagef("--limit: must be >= 1, got %d", cfg.Limit.Count)
-	case changed("window") && cfg.Limit.Window <= 0:
-		return cfg, usagef("--window: must be > 0, got %s", cfg.Limit.Window)
-	case changed("cost") && cfg.Cost < 1:
-		return cfg, usagef("--cost: must be >= 1, got %d", cfg.Cost)
-	}
+	cfg.Set.Count, cfg.Set.Window, cfg.Set.Cost = changed("limit"), changed("window"), changed("cost")
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
