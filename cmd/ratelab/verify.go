@@ -76,6 +76,7 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	}
 	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
+	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
 	if err := cfg.Validate(); err != nil {
 		return cfg, requiredError(c.Flags(), err)
 	}
@@ -85,16 +86,6 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 			return cfg, usagef("--config %s: %w", spec.From, err)
 		}
 		return cfg, requiredError(c.Flags(), err)
-	}
-	// zero means the library's default; on the command line the default is
-	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
-	switch {
-	case cfg.Timeout == 0:
-		return cfg, usagef("--timeout: must be > 0, got %s", cfg.Timeout)
-	case cfg.MaxOutage == 0:
-		return cfg, usagef("--max-outage: must be > 0, got %s", cfg.MaxOutage)
-	case cfg.Clients == 0:
-		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
 	return cfg, nil
 }
