@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -94,10 +93,7 @@ func (t *targetFlags) targets() []targets.Target {
 	for i, s := range t.specs {
 		build := out[i].New
 		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			if t.guarded != nil && s.Script != "" {
-				rdb = t.guarded
-			}
-			lim, err := build(rdb, l)
+			lim, err := build(t.on(rdb, s), l)
 			if err != nil {
 				return nil, targetErr(err)
 			}
@@ -112,21 +108,24 @@ func (t *targetFlags) targets() []targets.Target {
 // enforcing them all, a script or an endpoint; else refused). Precision
 // reaches bucketed-hash only. Errors are usage errors naming the flag.
 func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
-	if len(t.specs) != 1 {
-		return nil, fmt.Errorf("no target loaded")
-	}
 	var rdb redis.Scripter
 	if rd != nil {
 		rdb = rd.Client
 	}
-	if t.guarded != nil && t.specs[0].Script != "" {
-		rdb = t.guarded
-	}
-	lim, err := t.specs[0].Build(rdb, ls...)
+	s := t.specs[0]
+	lim, err := s.Build(t.on(rdb, s), ls...)
 	if err != nil {
-		return nil, targetErr(&targets.SpecError{Spec: t.specs[0], Err: err})
+		return nil, targetErr(&targets.SpecError{Spec: s, Err: err})
 	}
 	return lim, nil
+}
+
+// on is rdb, or the guarded connection (guard) when s is a script.
+func (t *targetFlags) on(rdb redis.Scripter, s targets.Spec) redis.Scripter {
+	if t.guarded != nil && s.Script != "" {
+		return t.guarded
+	}
+	return rdb
 }
 
 // targetErr names the flag of a targets error: a target file's field as
