@@ -27,14 +27,8 @@ type benchFlags struct {
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &benchFlags{}
-	c := &cobra.Command{
-		Use:     "bench",
-		Short:   "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
-		Long:    helpText("bench", "long"),
-		Example: helpText("bench", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
-	}
+	c := command("bench", "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
+		func(c *cobra.Command) error { return runBench(c, f, stdout, stderr) })
 	f.bind(c)
 	return c
 }

@@ -25,14 +25,8 @@ type capacityFlags struct {
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &capacityFlags{}
-	c := &cobra.Command{
-		Use:     "capacity",
-		Short:   "Measure Redis memory per key at each limit and project it to many active keys",
-		Long:    helpText("capacity", "long"),
-		Example: helpText("capacity", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runCapacity(c, f, stdout, stderr) },
-	}
+	c := command("capacity", "Measure Redis memory per key at each limit and project it to many active keys",
+		func(c *cobra.Command) error { return runCapacity(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.target.addMany(c)

@@ -25,14 +25,8 @@ type demoFlags struct {
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &demoFlags{}
-	c := &cobra.Command{
-		Use:     "demo",
-		Short:   "Watch a boundary burst hit every algorithm, live, on a real Redis",
-		Long:    helpText("demo", "long"),
-		Example: helpText("demo", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
-	}
+	c := command("demo", "Watch a boundary burst hit every algorithm, live, on a real Redis",
+		func(c *cobra.Command) error { return runDemo(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run", reports.Table, reports.JSON) // the show needs a terminal, not a document
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")

@@ -27,14 +27,8 @@ type runFlags struct {
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{}
-	c := &cobra.Command{
-		Use:     "run",
-		Short:   "Compare the algorithms on every scenario against a real Redis",
-		Long:    helpText("run", "long", strings.Join(scenarios.Names(), ", ")),
-		Example: helpText("run", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
-	}
+	c := command("run", "Compare the algorithms on every scenario against a real Redis",
+		func(c *cobra.Command) error { return runRun(c, f, stdout, stderr) }, strings.Join(scenarios.Names(), ", "))
 	f.bind(c)
 	return c
 }

@@ -29,14 +29,8 @@ type verifyFlags struct {
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
-	c := &cobra.Command{
-		Use:     "verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)",
-		Short:   `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
-		Long:    helpText("verify", "long"),
-		Example: helpText("verify", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
-	}
+	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
+		func(c *cobra.Command) error { return runVerify(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.target.add(c)
