@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,10 +60,7 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
-	fromFile := false
-	if len(spec.Limits) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
-		limits, fromFile = slices.Clone(spec.Limits), true // the --config file's, every one at once
-	}
+	limits, fromFile := spec.LimitsOr(limits, c.Flags().Changed("limit") || c.Flags().Changed("window")) // else the --config file's
 	if len(limits) == 0 {
 		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
 	}
@@ -101,9 +97,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 		defer closeRedis(rd, stderr)
 	}
-	if cfg.RunID == "" {
-		cfg.RunID = server.NewRunID()
-	}
+	cfg.RunID = server.NewRunID()
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
