@@ -11,7 +11,8 @@ import (
 	"github.com/expr-lang/expr/file"
 )
 
-// Lua-style indexing in template and predicate expressions.
+// Lua-style indexing in template and predicate expressions, and
+// comparisons that read a numeric string as a number.
 
 // Names of the functions that indexing is rewritten to. They contain a
 // space so that no expression can name them.
@@ -22,12 +23,16 @@ const (
 
 // indexRewriter is an expr patcher that records the Placeholders an
 // expression names and makes indexing behave as in Lua: it rewrites x[i],
-// x.name and x?.[i] to calls of luaIndex and luaOptionalIndex. Method calls
+// x.name and x?.[i] to calls of luaIndex and luaOptionalIndex, and with
+// compare the comparisons to luaCompare's. Method calls
 // are left to expr. Slices and $env (which would hide the names used) are
 // refused: err is set.
 type indexRewriter struct {
 	names nameCollector
 	err   error
+	// compare rewrites comparisons to luaCompare's (reply predicates; a
+	// template's comparison keeps its bool type, which a template refuses)
+	compare bool
 }
 
 func (r *indexRewriter) Visit(node *ast.Node) {
@@ -39,6 +44,12 @@ func (r *indexRewriter) Visit(node *ast.Node) {
 		if n.Value == "$env" {
 			r.fail(n, "$env is not supported; name the variables")
 		}
+	case *ast.BinaryNode:
+		fn, ok := luaCompareFns[n.Operator]
+		if !ok || !r.compare || literalNonNumber(n.Left) || literalNonNumber(n.Right) {
+			return
+		}
+		ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: fn}, Arguments: []ast.Node{n.Left, n.Right}})
 	case *ast.MemberNode:
 		if n.Method {
 			return
@@ -49,6 +60,72 @@ func (r *indexRewriter) Visit(node *ast.Node) {
 		}
 		ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: fn}, Arguments: []ast.Node{n.Node, n.Property}})
 	}
+}
+
+// luaCompareFns are the functions the comparisons are rewritten to (names
+// no expression can write), by operator.
+var luaCompareFns = map[string]string{"==": "lua ==", "!=": "lua !=", "<": "lua <", "<=": "lua <=", ">": "lua >", ">=": "lua >="}
+
+// literalNonNumber reports a string, nil or bool literal: a comparison with
+// one is left as written ("1" == reply compares strings, as in Lua).
+func literalNonNumber(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.StringNode, *ast.NilNode, *ast.BoolNode:
+		return true
+	}
+	return false
+}
+
+// luaCompare returns the function of a comparison op of runtime (Equal,
+// Less, ...): when one operand is a number and the other a string that
+// Lua's tonumber reads as a number ("1", " 9 ", "0x10", "2.5e3"), the
+// string is compared as that number, so a script that returns {"1", "9"}
+// is read as its author reads it; anything else is compared as expr does.
+func luaCompare(op func(a, b any) bool) func(args ...any) (any, error) {
+	return func(args ...any) (any, error) {
+		a, b := args[0], args[1]
+		if isNumber(a) {
+			b = stringAsNumber(b)
+		} else if isNumber(b) {
+			a = stringAsNumber(a)
+		}
+		return op(a, b), nil
+	}
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return true
+	}
+	return false
+}
+
+// stringAsNumber is v read as Lua's tonumber reads a string (surrounding
+// space allowed; decimal integers as int64, 0x hex, else a finite
+// decimal float), or v unchanged when it is no such string.
+func stringAsNumber(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	t := strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return n
+	}
+	if h, found := strings.CutPrefix(strings.ToLower(t), "0x"); found {
+		if n, err := strconv.ParseUint(h, 16, 63); err == nil {
+			return int64(n)
+		}
+		return v
+	}
+	if t == "" || strings.ContainsAny(t, "_xXpP") {
+		return v
+	}
+	if f, err := strconv.ParseFloat(t, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		return f
+	}
+	return v
 }
 
 // fail records the first error, at node.

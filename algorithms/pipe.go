@@ -25,11 +25,11 @@ type PipeClient interface {
 // fall back to EVAL as Script.Run does: a call refused with NOSCRIPT (the
 // server's script cache was flushed, or a failover) did not run, so Exec
 // loads the scripts of the refused calls (SCRIPT LOAD) and resends only
-// those calls, in their order. It gives up after MaxLoads loads in a row
-// after which none of the resent calls ran: a Redis that flushes often
-// still gets every call through, one that forgets its scripts faster than
-// a round trip is reported. So one Exec of n calls loads at most
-// (n+1)*MaxLoads times.
+// those calls, in their order. After MaxLoads loads in a row after which
+// none of the resent calls ran (a Redis that forgets its scripts faster
+// than a round trip), the calls still refused are sent once as EVAL, with
+// the script's body, as Script.Run falls back: no flush can refuse that.
+// So one Exec of n calls loads at most (n+1)*MaxLoads times.
 //
 // Calls before a flush have run; those after it are resent after them, so
 // calls of one key keep their order within a batch. Between the refusal and
@@ -59,6 +59,7 @@ type ScriptPipe struct {
 	reuse        bool // the client's commands carry no routing cache
 	cmds         []*redis.Cmd
 	again        []int
+	evalSent     bool // this Exec resent its refused calls as EVAL
 }
 
 // NewScriptPipe returns a ScriptPipe sending to rdb.
@@ -99,6 +100,7 @@ func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd
 	if err := p.send(ctx, cmds); err != nil {
 		return cmds, err
 	}
+	p.evalSent = false
 	maxLoads := p.MaxLoads
 	if maxLoads == 0 {
 		maxLoads = DefaultMaxLoads
@@ -119,6 +121,15 @@ func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd
 		}
 		refused = len(p.again)
 		if loads >= maxLoads {
+			if maxLoads > 0 && !p.evalSent {
+				// the last resort, as Script.Run's: EVAL sends the body,
+				// which no flush can refuse
+				p.evalSent = true
+				if err := p.sendEval(ctx, calls, cmds); err != nil {
+					return cmds, err
+				}
+				continue
+			}
 			first := calls[p.again[0]].Script
 			return cmds, fmt.Errorf("script %s: NOSCRIPT after loading it %d times in a row: %w", first.Hash(), loads, cmds[p.again[0]].Err())
 		}
@@ -140,6 +151,27 @@ func (p *ScriptPipe) Exec(ctx context.Context, calls []ScriptCall) ([]*redis.Cmd
 			return cmds, err
 		}
 	}
+}
+
+// sendEval resends the calls at p.again as EVAL (the script's body), in
+// their order, in one pipeline, replacing their commands in cmds. Error
+// replies stay in the commands; only a failed round trip is returned.
+func (p *ScriptPipe) sendEval(ctx context.Context, calls []ScriptCall, cmds []*redis.Cmd) error {
+	var pipe redis.Pipeliner
+	if p.Tx {
+		pipe = p.rdb.TxPipeline()
+	} else {
+		pipe = p.rdb.Pipeline()
+	}
+	for _, i := range p.again {
+		cmds[i] = calls[i].Script.Eval(ctx, pipe, calls[i].Keys, calls[i].Args...)
+	}
+	_, err := pipe.Exec(ctx)
+	var re redis.Error
+	if err == nil || errors.As(err, &re) {
+		return nil
+	}
+	return err
 }
 
 // seen reports whether the script s is that of one of the calls at idx.
@@ -172,6 +204,7 @@ func (p *ScriptPipe) command(ctx context.Context, old *redis.Cmd, c ScriptCall) 
 	if p.reuse && old != nil && len(old.Args()) == n {
 		// strings are boxed again only when they changed: boxing allocates
 		a := old.Args()
+		setString(a, 0, "evalsha") // an EVAL of the last resort (sendEval) is reused too
 		setString(a, 1, c.Script.Hash())
 		a[2] = len(c.Keys)
 		for i, k := range c.Keys {

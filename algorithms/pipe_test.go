@@ -134,9 +134,6 @@ func TestScriptPipeLoadRefused(t *testing.T) {
 	}{
 		// SCRIPT LOAD is refused (NOPERM): one try, the refusal named
 		{name: "NOPERM", rdb: acl, wantLoads: 1, wantErr: "SCRIPT LOAD after NOSCRIPT: NOPERM"},
-		// loads that never stick: bounded by MaxLoads
-		{name: "in vain", rdb: noLoad{srv.Client()}, maxLoads: 2, wantLoads: 2, wantErr: "NOSCRIPT after loading it 2 times in a row"},
-		{name: "in vain, default", rdb: noLoad{srv.Client()}, wantLoads: algorithms.DefaultMaxLoads, wantErr: "NOSCRIPT after loading it 3 times in a row"},
 		// negative MaxLoads: never load
 		{name: "never", rdb: srv.Client(), maxLoads: -1, wantLoads: 0, wantErr: "NOSCRIPT after loading it 0 times in a row"},
 	}
@@ -165,6 +162,45 @@ func TestScriptPipeLoadRefused(t *testing.T) {
 			}
 			if n, _ := srv.Client().Exists(ctx, key).Result(); n != 0 {
 				t.Errorf("the key exists: a call ran")
+			}
+		})
+	}
+}
+
+// Loads that never stick are bounded by MaxLoads; then the calls go once as
+// EVAL (the script's body), which no flush refuses, and they run, in order.
+func TestScriptPipeEvalAfterLoadsInVain(t *testing.T) {
+	s := counter(t.Name())
+	for _, c := range []struct {
+		name                string
+		maxLoads, wantLoads int
+	}{{"two", 2, 2}, {"default", 0, algorithms.DefaultMaxLoads}} {
+		t.Run(c.name, func(t *testing.T) {
+			key := srv.Key(t)
+			if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			p := algorithms.NewScriptPipe(noLoad{srv.Client()})
+			p.MaxLoads = c.maxLoads
+			for round := 1; round <= 2; round++ { // the second Exec reuses the EVAL's commands
+				if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+				cmds, err := p.Exec(ctx, incrs(s, 3, key))
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				for i, cmd := range cmds {
+					if cmd.Err() != nil {
+						t.Errorf("round %d call %d: %v", round, i, cmd.Err())
+					}
+				}
+			}
+			if p.Loads != 2*c.wantLoads {
+				t.Errorf("%d loads, want %d", p.Loads, 2*c.wantLoads)
+			}
+			if n, _ := srv.Client().Get(ctx, key).Int(); n != 6 {
+				t.Errorf("the key holds %d, want 6 (every call ran once)", n)
 			}
 		})
 	}

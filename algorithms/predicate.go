@@ -45,6 +45,14 @@ type predicateEnv struct {
 // float64 or a bool from a RESP3 script) is used as it is. Comparisons mix
 // integer types freely: reply == 1 is true for the int64 1.
 //
+// A string that Lua's tonumber reads as a number ("1", " 9", "0x1f",
+// "2.5") compares as that number with a number (==, !=, <, <=, >, >=):
+// reply[1] == 1 and reply[2] <= limit hold for the reply {"1", "9"} of a
+// script that returns tostring(...). A comparison with a string literal is
+// left as written (reply[1] == "1" compares strings; 1 == "1" is false),
+// and so are arithmetic, "in" and the builtins: reply[2] * 2 on "9" is an
+// evaluation error whose message names int(reply[2]).
+//
 // Indexing is Lua's: reply[1] is the first element of an array,
 // reply[len(reply)] the last, and reply[0], negative and past-the-end
 // indexes give nil (reply[5] == nil is true for a 2-element reply). A map
@@ -124,7 +132,11 @@ func (p ReplyPredicate) Eval(reply any, v Values) (bool, error) {
 	}
 	out, err := runProgram(p.prog, &env)
 	if err != nil {
-		return false, &predicateError{pred: p.src, reply: reply, msg: exprMessage(err)}
+		msg := exprMessage(err)
+		if strings.HasPrefix(msg, "invalid operation") && strings.Contains(msg, "string") {
+			msg += " (a string that reads as a number compares as one, but in arithmetic convert it: int(reply[1]), float(reply[1]))"
+		}
+		return false, &predicateError{pred: p.src, reply: reply, msg: msg}
 	}
 	b, ok := out.(bool)
 	if !ok {

@@ -19,6 +19,7 @@ var (
 	pair    = []any{int64(1), int64(7)}   // {allowed, remaining}
 	denied  = []any{int64(0), int64(-1)}  // {denied, -1}
 	nested  = []any{[]any{int64(1)}, "x"} // {{1}, "x"}
+	strPair = []any{"1", "9"}             // {tostring(allowed), tostring(remaining)}
 )
 
 func TestReplyPredicateEval(t *testing.T) {
@@ -82,6 +83,23 @@ func TestReplyPredicateEval(t *testing.T) {
 		{`reply["status"] == "ok"`, map[any]any{"status": "ok"}, true},
 		{`reply[1] == "a"`, map[any]any{int64(1): "a"}, true},
 		{"reply.missing == nil", map[any]any{"status": "ok"}, true},
+		// A published-style script returns tostring()s: a string Lua's
+		// tonumber reads as a number compares as that number with a number.
+		{"reply[1] == 1", strPair, true},
+		{"reply[1] != 1", strPair, false},
+		{"reply[2] <= limit", strPair, true},
+		{"reply[2] > limit", strPair, false},
+		{"reply[1] == 1", []any{"0", "10"}, false},
+		{"reply[2] >= 0 && reply[1] == 1", []any{"1", "-1"}, false},
+		{"1 == reply", " 1 ", true},
+		{"reply == 16", "0x10", true},
+		{"reply > 2", "2.5", true},
+		{"reply == 1", "1.0", true},
+		{"reply == 1", "one", false},
+		{"reply == 1", "1e", false},
+		// ... but a string literal compares strings, as in Lua.
+		{`reply[1] == "1"`, strPair, true},
+		{`reply[1] == "1"`, pair, false},
 		// A predicate need not read the reply.
 		{"true", nil, true},
 	}
@@ -123,6 +141,8 @@ func TestReplyPredicateEvalErrors(t *testing.T) {
 		{`reply["a"] == 1`, pair, `array index "a" is not an integer`},
 		{"reply.a == 1", pair, `array index "a" is not an integer`},
 		{"reply[1.5] == 1", pair, "array index 1.5 is not an integer"},
+		// A numeric string is a number in comparisons only: arithmetic names the fix.
+		{"reply[2] * 2 > 0", strPair, `invalid operation: string * int (a string that reads as a number compares as one, but in arithmetic convert it: int(reply[1])`},
 		// Long arrays are shown elided.
 		{"reply", []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "x"}, `on reply [1, 2, 3, 4, 5, 6, 7, 8, ... 3 more] (an array): result`},
 	}
@@ -192,6 +212,7 @@ func TestReplyIsIsParseAllowedReply(t *testing.T) {
 		pair, denied, []any{int64(1), "x"}, // arrays starting with an integer
 		[]any{}, []any{"x", int64(1)}, []any{nil}, // arrays not starting with one
 		okReply, "", nil, // strings, nil
+		"1", strPair, []any{"0", "9"}, " -3", "1.5", // strings tonumber reads: integers count, others do not
 		1,    // a Go int, which go-redis never gives: a wrong shape
 		true, // a RESP3 boolean: a wrong shape
 	}
@@ -316,5 +337,28 @@ func BenchmarkReplyPredicateEval(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A reply whose verdict is a numeric string reads as Lua's tonumber reads
+// it; one that is not an integer stays a wrong shape.
+func TestParseAllowedReplyNumericString(t *testing.T) {
+	cases := []struct {
+		reply any
+		want  int64
+		ok    bool
+	}{
+		{"1", 1, true},
+		{strPair, 1, true},
+		{[]any{" 0 ", "9"}, 0, true},
+		{"0x1", 1, true},
+		{"1.5", 0, false},
+		{[]any{"yes"}, 0, false},
+	}
+	for i, c := range cases {
+		got, err := algorithms.ParseAllowedReply(c.reply)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("case %d %#v: got %d, %v; want %d (ok %v)", i, c.reply, got, err, c.want, c.ok)
+		}
 	}
 }

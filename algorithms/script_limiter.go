@@ -424,17 +424,16 @@ func (s *ScriptLimiter) Decode(c ScriptCall, reply any) (Decision, error) {
 
 // ParseAllowedReply extracts the verdict integer of a script reply: the
 // reply itself when it is an integer, else the first element of an array
-// reply when that is an integer. Anything else wraps ErrReplyShape.
+// reply when that is an integer; a string that Lua's tonumber reads as an
+// integer ("1") counts as that integer in either place. Anything else
+// wraps ErrReplyShape.
 func ParseAllowedReply(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case []any:
-		if len(x) > 0 {
-			if n, ok := x[0].(int64); ok {
-				return n, nil
-			}
-		}
+	first := v
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		first = a[0]
+	}
+	if n, ok := stringAsNumber(first).(int64); ok {
+		return n, nil
 	}
 	return 0, fmt.Errorf("%w: got %s, want an integer or an array whose first element is an integer", ErrReplyShape, describeReply(v))
 }

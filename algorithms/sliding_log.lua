@@ -32,13 +32,19 @@ if used + cost > limit then
   return {0, limit - used, retry, now}
 end
 
-local args = {}
+-- one member per unit, added 1000 at a time: unpack of one table of the
+-- whole cost fails past Lua's stack limit (~8000 values)
 local prefix = now_s .. ':' .. ARGV[5] .. ':'
-for i = 1, cost do
-  args[#args + 1] = now_s
-  args[#args + 1] = prefix .. i
+local i = 1
+while i <= cost do
+  local args = {}
+  for j = i, math.min(cost, i + 999) do
+    args[#args + 1] = now_s
+    args[#args + 1] = prefix .. j
+  end
+  redis.call('ZADD', key, unpack(args))
+  i = i + 1000
 end
-redis.call('ZADD', key, unpack(args))
 -- the newest entry leaves the window after one window: idle keys vanish then
 redis.call('PEXPIRE', key, math.ceil(window / 1000))
 return {1, limit - used - cost, 0, now}

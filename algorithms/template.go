@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // Placeholders are the variables a template may name, alone in braces
@@ -251,12 +252,19 @@ func newTemplateEnv(v Values) templateEnv {
 // both have no now() (the clock comes only from now_*, so that it can be
 // injected) and index arrays from 1 (see indexRewriter).
 func compileExpr(src string, env any) (*vm.Program, []string, error) {
-	rw := &indexRewriter{}
+	_, pred := env.(predicateEnv)
+	rw := &indexRewriter{compare: pred}
 	prog, err := expr.Compile(src,
 		expr.Env(env),
 		expr.DisableBuiltin("now"),
 		expr.Function(luaIndexFn, luaIndex),
 		expr.Function(luaOptionalIndexFn, luaOptionalIndex),
+		expr.Function(luaCompareFns["=="], luaCompare(runtime.Equal)),
+		expr.Function(luaCompareFns["!="], luaCompare(func(a, b any) bool { return !runtime.Equal(a, b) })),
+		expr.Function(luaCompareFns["<"], luaCompare(runtime.Less)),
+		expr.Function(luaCompareFns["<="], luaCompare(runtime.LessOrEqual)),
+		expr.Function(luaCompareFns[">"], luaCompare(runtime.More)),
+		expr.Function(luaCompareFns[">="], luaCompare(runtime.MoreOrEqual)),
 		expr.Patch(rw))
 	if err == nil && rw.err != nil {
 		err = rw.err

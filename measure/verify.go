@@ -1,5 +1,7 @@
 package measure
 
+import "fmt"
+
 // Verdict is the outcome of a verification, of one family or of one trial.
 type Verdict string
 
@@ -11,9 +13,28 @@ const (
 	// Interfered: traffic on one key limited another.
 	Interfered Verdict = "interfered"
 	Skipped    Verdict = "skipped"
-	// Inconclusive: no trial could be run and judged (every family skipped).
+	// Inconclusive: no verdict on the limiter: no trial could be run and
+	// judged (every family skipped), or calls failed (script errors,
+	// timeouts, replies of the wrong shape); VerifyReport.Reason says which.
 	Inconclusive Verdict = "inconclusive"
 )
+
+// Reason says in one phrase why a report is Inconclusive: "3 of 1200 calls
+// failed; the first: <error>" when calls failed, else "no trial could be
+// run and judged". Empty for any other verdict.
+func (r *VerifyReport) Reason() string {
+	switch {
+	case r.Verdict != Inconclusive:
+		return ""
+	case r.Errors > 0:
+		first := "(no sample kept)"
+		if len(r.ErrorSamples) > 0 {
+			first = r.ErrorSamples[0]
+		}
+		return fmt.Sprintf("%d of %d calls failed; the first: %s", r.Errors, r.Decisions, first)
+	}
+	return "no trial could be run and judged"
+}
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
@@ -30,7 +51,8 @@ type VerifyReport struct {
 	// Verdict is Holds, or the most serious failure found: Violated, then
 	// Starved, then Interfered (these two only when asked for: a minimum
 	// fidelity, isolation checked), or Inconclusive when nothing could be
-	// judged.
+	// judged or any call failed (Errors > 0: a failed call is never a
+	// verdict, not even beside a counter-example; see Reason).
 	Verdict Verdict `json:"verdict"`
 	// Clock says how the target was driven: "virtual" (injected clock, key
 	// TTLs emulated on it), "virtual+real" (the same, and the real-time

@@ -147,8 +147,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	case measure.Holds:
 		return nil
 	case measure.Inconclusive:
-		// nothing was checked: not a verdict on the limiter (exit 2)
-		return fmt.Errorf("verify: %s: inconclusive — no trial could be run and judged (see the notes above)", rep.Target)
+		// nothing was checked, or calls failed: not a verdict on the limiter (exit 2)
+		return fmt.Errorf("verify: %s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason())
 	}
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 }

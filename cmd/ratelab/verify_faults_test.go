@@ -74,10 +74,14 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "Redis 7") && time.Now().Before(deadline); {
+	// verify says its plan ("... virtual-time trials ...") once Redis is open and before the trials.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "virtual-time trials") && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond) // into the trials
+	if cmd.ProcessState != nil || !strings.Contains(stderr.String(), "virtual-time trials") {
+		t.Fatalf("verify did not start its trials within 20 s: %s", stderr.String())
+	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	sent := time.Now()
 	_ = cmd.Wait()

@@ -50,9 +50,10 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 		tr.slow = tookHalfAWindow(jr, s.limit.Window)
 	}
 	all := tr.collect(t, jr, exact)
+	onClock := tr.mode == "virtual" || (exact && len(t.Skew) == 0)
 	if t.Judge == scenarios.Safety || t.Judge == scenarios.Liveness {
 		for _, l := range s.limits {
-			tr.judgeSafety(t, all, l, judgedWindow(l.Window, s.caps.Resolution), len(s.limits) > 1)
+			tr.judgeSafety(t, all, l, judgedWindow(l.Window, s.caps.Resolution, onClock), len(s.limits) > 1)
 		}
 	}
 	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
@@ -72,13 +73,30 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 	return tr
 }
 
-// judgedWindow is the window at the target's resolution: never count a set
-// that a coarser clock could have seen spanning a whole window.
-func judgedWindow(w, res time.Duration) time.Duration {
+// judgedWindow is the window a set of decisions must fit in to count, for
+// a target of resolution res: never count a set that the target's clock
+// could have seen spanning a whole window. exact says the decision times
+// are already on the injected clock (whole µs, what the script was
+// handed): the window shrinks only when the script reads a coarser step
+// from it (1 ms for {now_ms}). Otherwise the times are send and receive
+// bounds in ns, and the target's clock is at best µs: it shrinks by at
+// least 1 µs, since two true times less than W apart may still be W
+// apart once truncated to µs.
+func judgedWindow(w, res time.Duration, exact bool) time.Duration {
+	if !exact {
+		return w - max(res, time.Microsecond)
+	}
 	if res > time.Microsecond {
-		w -= res
+		return w - res
 	}
 	return w
+}
+
+// onInjectedClock is at (from anchor) as an injected clock hands it to a
+// script: truncated to the µs (Clock's ARGV is Unix µs), as an offset from
+// anchor again.
+func onInjectedClock(anchor time.Time, at time.Duration) time.Duration {
+	return anchor.Add(at).Truncate(time.Microsecond).Sub(anchor)
 }
 
 // tookHalfAWindow reports whether the calls of jr spanned half a window or
@@ -112,8 +130,12 @@ func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bo
 		var x timed
 		switch {
 		case tr.mode == "virtual":
-			// the true time; equals the limiter's when no skew is simulated
-			x.lo, x.hi = o.Arrival.At, o.Arrival.At
+			// the true time at the resolution of the clock handed to the
+			// limiter (whole µs: Clock.arg); equals the limiter's own
+			// time when no skew is simulated. The schedule's nanoseconds
+			// would let a set span W to the limiter and W-1ns here.
+			x.lo = onInjectedClock(jr.Anchor, o.Arrival.At)
+			x.hi = x.lo
 		case exact && len(t.Skew) == 0:
 			x.lo = o.Decision.DecidedAt.Sub(jr.Anchor)
 			x.hi = x.lo

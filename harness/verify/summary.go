@@ -75,6 +75,16 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 	if rep.Verdict == measure.Holds && (judged == 0 || slow == judged) {
 		rep.Verdict = measure.Inconclusive
 	}
+	if rep.Errors > 0 {
+		// a failed call is no answer: what it would have done is unknown,
+		// so neither "holds" nor a failure found beside it is a verdict
+		rep.Verdict = measure.Inconclusive
+		note := rep.Reason() + ": errors are not a verdict (fix them and verify again)"
+		if rep.CounterExample != nil {
+			note += fmt.Sprintf("; the answered calls alone show the counter-example below (%s)", rep.CounterExample.Kind)
+		}
+		rep.Notes = append(rep.Notes, note)
+	}
 	return rep
 }
 

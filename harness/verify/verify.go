@@ -212,9 +212,11 @@ func (c Config) skewDelta() time.Duration {
 // with cfg.CheckIsolation, interference when one key's traffic changed the
 // answers on another. It never cries wolf:
 // decision times are the limiter's own when it takes an injected clock
-// (judged at its resolution: a set counts only when it fits in Window minus
-// the resolution); otherwise a set of decisions counts as inside one window
-// only when the last answer came less than Window - resolution after the
+// (the whole µs the script was handed, judged on (t-Window, t] as the
+// script keeps it; a set counts only when it fits in Window minus the
+// resolution when the script reads a coarser step, 1 ms for {now_ms});
+// otherwise a set of decisions counts as inside one window only when the
+// last answer came less than Window - max(resolution, 1µs) after the
 // first send.
 //
 // rd is the Redis lim runs on (for its keys and their removal); nil for a
@@ -224,8 +226,10 @@ func (c Config) skewDelta() time.Duration {
 // Errors: an invalid cfg returns Validate's error; a failing probe call (the
 // script does not compile, the reply has the wrong shape, Redis is gone)
 // returns an error before any trial; an outage (see Config.MaxOutage) or a
-// cancelled ctx stops the trials with an error. Errors of single calls are
-// counted in the report. The keys are removed at the end, also after ctx
+// cancelled ctx stops the trials with an error. Errors of single calls
+// (a script error, a timeout, a reply of the wrong shape) are counted in
+// the report and make its verdict measure.Inconclusive, never Holds nor a
+// failure (VerifyReport.Reason gives the count and the first). The keys are removed at the end, also after ctx
 // is cancelled; when that fails, cfg.Progress is told which keys are left
 // and the command that removes them (harness.Session.RemoveKeysOrSay), and
 // they expire with their TTLs. Concurrent calls are safe when their RunIDs
