@@ -29,31 +29,78 @@ type Given struct {
 	Keys, Args []string
 	// Allowed, when not "", is the Scripts' reply predicate
 	// (algorithms.ParseReplyPredicate); when "", the reply integer (or
-	// first element) AllowedWhen means allowed: zero means 0 is allowed
-	// (the usual script answers 1: set AllowedWhen to 1).
+	// first element) *AllowedWhen means allowed, and nil means 1 (the
+	// usual script's answer).
 	Allowed     string
-	AllowedWhen int64
+	AllowedWhen *int64
 	// HTTP is an endpoint's URL; "" means none.
 	HTTP string
 	// Files are target files' paths (ratelab.yaml, docs/config.md).
 	Files []string
 	// BesideBuiltins says the targets are compared beside built-in
 	// algorithms (run, capacity, bench): then only scripts are taken, and
-	// their names must stand apart (Check).
+	// their names must stand apart (Check). Without it exactly one target
+	// is taken (Validate).
 	BesideBuiltins bool
 }
 
-// Load reads g's scripts and files, parses its predicate, and checks every
+// Validate checks how g's fields combine, before any file is read: without
+// BesideBuiltins exactly one target among Algorithm, Scripts, HTTP and
+// Files (an error naming no one field, since it is about all four);
+// Algorithm a registered name ("algorithm"); Keys, Args, Allowed and
+// AllowedWhen only with Scripts (a target file has its own), the error
+// named after the first given ("keys", "args", "allowed",
+// "allowed_when"); Allowed and AllowedWhen not both ("allowed").
+func (g Given) Validate() error {
+	if !g.BesideBuiltins {
+		n := len(g.Scripts) + len(g.Files)
+		for _, s := range []string{g.Algorithm, g.HTTP} {
+			if s != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got %d)", n)
+		}
+	}
+	if g.Algorithm != "" {
+		if err := algorithms.CheckNames([]string{g.Algorithm}); err != nil {
+			return &field.Error{Name: "algorithm", Err: err}
+		}
+	}
+	if len(g.Scripts) == 0 {
+		for _, f := range []struct {
+			name  string
+			given bool
+		}{{"keys", len(g.Keys) > 0}, {"args", len(g.Args) > 0}, {"allowed", g.Allowed != ""}, {"allowed_when", g.AllowedWhen != nil}} {
+			if f.given {
+				return field.Errorf(f.name, "goes only with a script (a target file has its own keys, args and allowed)")
+			}
+		}
+	}
+	if g.Allowed != "" && g.AllowedWhen != nil {
+		return field.Errorf("allowed", "give allowed or allowed_when, not both")
+	}
+	return nil
+}
+
+// Load checks g (Validate), reads its scripts and files, parses its predicate, and checks every
 // template and predicate by building each script once (for 1 per 1s,
 // without Redis), before any Redis is opened. The Specs come in this
 // order: Scripts, Files, then the Algorithm or HTTP endpoint. Errors are
-// *field.Error named after g's fields: "allowed" (the predicate),
+// Validate's, or *field.Error named after g's fields: "allowed" (the predicate),
 // "scripts" (a script that cannot be read), "files" (a file that cannot
 // be read, or that is not a script when BesideBuiltins), "targets"
 // (Check's, when BesideBuiltins); a spec that does not build is a
 // *SpecError.
 func Load(g Given) ([]Spec, error) {
-	allowed := algorithms.ReplyIs(g.AllowedWhen)
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	allowed := algorithms.ReplyIs(1)
+	if g.AllowedWhen != nil {
+		allowed = algorithms.ReplyIs(*g.AllowedWhen)
+	}
 	if g.Allowed != "" {
 		p, err := algorithms.ParseReplyPredicate(g.Allowed)
 		if err != nil {

@@ -35,7 +35,12 @@ func TestLoadErrors(t *testing.T) {
 		{"algorithm beside built-ins", targets.Given{Files: []string{algo}, BesideBuiltins: true}, "files", "only a script can stand beside the built-ins"},
 		{"built-in's name", targets.Given{Scripts: []string{write("sliding-log", "return 1\n")}, BesideBuiltins: true}, "targets", "built-in algorithm's name"},
 		{"same name twice", targets.Given{Scripts: []string{script, script}, BesideBuiltins: true}, "targets", "two targets are named"},
-		{"bad key template", targets.Given{Scripts: []string{script}, Keys: []string{"other:{key}"}, AllowedWhen: 1}, "", "must start with {key}"},
+		{"bad key template", targets.Given{Scripts: []string{script}, Keys: []string{"other:{key}"}}, "", "must start with {key}"},
+		// Validate's rules on how the fields combine
+		{"unknown algorithm", targets.Given{Algorithm: "leaky"}, "algorithm", `unknown algorithm "leaky"`},
+		{"args without a script", targets.Given{Algorithm: "sliding-log", Args: []string{"{now_us}"}}, "args", "goes only with a script"},
+		{"allowed_when without a script", targets.Given{Files: []string{algo}, AllowedWhen: new(int64)}, "allowed_when", "goes only with a script"},
+		{"allowed and allowed_when", targets.Given{Scripts: []string{script}, Allowed: "reply == 1", AllowedWhen: new(int64)}, "allowed", "not both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,23 +61,25 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// Load keeps the order scripts, files, then the one algorithm or endpoint,
-// and a script's target carries its digest.
+// Load keeps the order scripts, then files, and a script's target carries
+// its digest.
 func TestLoadOrder(t *testing.T) {
 	dir := t.TempDir()
-	script := filepath.Join(dir, "mine.lua")
-	if err := os.WriteFile(script, []byte("return 1\n"), 0o644); err != nil {
-		t.Fatal(err)
+	script, other, file := filepath.Join(dir, "mine.lua"), filepath.Join(dir, "other.lua"), filepath.Join(dir, "other.yaml")
+	for p, text := range map[string]string{script: "return 1\n", other: "return 2\n", file: "script: other.lua\n"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	specs, err := targets.Load(targets.Given{Scripts: []string{script}, Algorithm: "sliding-log", AllowedWhen: 1})
+	specs, err := targets.Load(targets.Given{Scripts: []string{script}, Files: []string{file}, BesideBuiltins: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 2 || specs[0].Name != "mine.lua" || specs[1].Algorithm != "sliding-log" {
+	if len(specs) != 2 || specs[0].Name != "mine.lua" || specs[1].From != file {
 		t.Fatalf("specs %+v", specs)
 	}
 	ts := targets.Targets(specs)
-	if d := targets.Digests(ts); len(d) != 64 || ts[1].SHA256 != "" {
-		t.Errorf("digests %q, second %q: want one SHA-256", d, ts[1].SHA256)
+	if d := targets.Digests(ts); len(d) != 64+1+64 || ts[0].SHA256 == ts[1].SHA256 {
+		t.Errorf("digests %q: want two SHA-256s", d)
 	}
 }

@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,16 @@ type Spec struct {
 	Allowed algorithms.ReplyPredicate
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
+}
+
+// LimitsOr returns the limits to build s for: given, the caller's, unless
+// the caller gave none (gave false) and s has limits of its own (a target
+// file's), then a copy of them all, own true.
+func (s Spec) LimitsOr(given []limit.Limit, gave bool) (ls []limit.Limit, own bool) {
+	if !gave && len(s.Limits) > 0 {
+		return slices.Clone(s.Limits), true
+	}
+	return given, false
 }
 
 // CheckLimits says whether s can be built for every limit of ls at once:

@@ -19,24 +19,16 @@ import (
 
 // benchFlags are bench's flags: most go straight into the bench.Config.
 type benchFlags struct {
-	redis      redisFlags
+	commonFlags
 	target     targetFlags
 	cfg        bench.Config
 	cpuprofile string
-	format     formatFlag
-	out        outFlags
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &benchFlags{}
-	c := &cobra.Command{
-		Use:     "bench",
-		Short:   "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
-		Long:    helpText("bench", "long"),
-		Example: helpText("bench", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runBench(c, f, stdout, stderr) },
-	}
+	c := command("bench", "Measure decisions per second and latency of each algorithm, next to redis-benchmark",
+		func(c *cobra.Command) error { return runBench(c, f, stdout, stderr) })
 	f.bind(c)
 	return c
 }
@@ -44,8 +36,7 @@ func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
 // bind declares bench's flags on c, stored in f.
 func (f *benchFlags) bind(c *cobra.Command) {
 	fl := c.Flags()
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.target.addMany(c)
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
@@ -62,18 +53,13 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	fl.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "the redis-benchmark binary")
 	fl.IntVar(&cfg.Rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 9 when comparing)")
 	fl.IntVar(&cfg.Procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
-	f.out.add(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
-	f.format.add(c)
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof)")
 }
 
 // config checks the flags' bench.Config (a --duration given as 0 is
 // refused: 0 in the Config means the default) and completes it.
 func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
-	if err := f.target.check(c); err != nil {
-		return f.cfg, err
-	}
-	if err := f.target.load(); err != nil {
+	if err := f.target.load(c); err != nil {
 		return f.cfg, err
 	}
 	cfg := f.cfg

@@ -15,29 +15,20 @@ import (
 
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
 type capacityFlags struct {
-	redis     redisFlags
+	commonFlags
 	target    targetFlags
 	cfg       capacity.Config
 	counts    []int64       // --limits, per --window, into cfg.Limits
 	window    time.Duration // --window
 	precision time.Duration // --precision
-	format    formatFlag
-	out       outFlags
 }
 
 func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &capacityFlags{}
-	c := &cobra.Command{
-		Use:     "capacity",
-		Short:   "Measure Redis memory per key at each limit and project it to many active keys",
-		Long:    helpText("capacity", "long"),
-		Example: helpText("capacity", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runCapacity(c, f, stdout, stderr) },
-	}
+	c := command("capacity", "Measure Redis memory per key at each limit and project it to many active keys",
+		func(c *cobra.Command) error { return runCapacity(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.target.addMany(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64SliceVar(&f.counts, "limits", capacity.DefaultCounts, "limits (cost units per window) to fill keys to, comma-separated")
@@ -46,16 +37,11 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 	windowVar(fl, &f.window, "window", capacity.DefaultWindow, "window of the limits; keys get this TTL, so it must outlast the run")
 	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.Int64Var(&f.cfg.Budget, "budget", capacity.DefaultBudget, "most script calls to fill one algorithm and limit; N is scaled down to fit")
-	f.out.add(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
-	f.format.add(c)
 	return c
 }
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if err := f.target.check(c); err != nil {
-		return err
-	}
-	if err := f.target.load(); err != nil {
+	if err := f.target.load(c); err != nil {
 		return err
 	}
 	cfg := f.cfg

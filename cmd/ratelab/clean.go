@@ -14,13 +14,8 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	var rf redisFlags
 	var yes bool
 	var cfg server.CleanConfig
-	c := &cobra.Command{
-		Use:     "clean --redis URL [--run ID] [--yes]",
-		Short:   "List (and with --yes remove) keys left behind by ratelab runs that were killed",
-		Long:    helpText("clean", "long"),
-		Example: helpText("clean", "example"),
-		Args:    cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+	c := command("clean --redis URL [--run ID] [--yes]", "List (and with --yes remove) keys left behind by ratelab runs that were killed",
+		func(c *cobra.Command) error {
 			if !strings.Contains(rf.spec, "://") {
 				return usagef("--redis: clean needs the URL of the Redis to clean, got %q", rf.spec)
 			}
@@ -54,8 +49,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 				return usagef("--run: run %s is still running: its keys were not removed", cfg.Run)
 			}
 			return nil
-		},
-	}
+		})
 	rf.add(c)
 	c.Flags().Lookup("redis").DefValue = ""
 	rf.spec = ""

@@ -18,33 +18,22 @@ import (
 
 // demoFlags are demo's flags: most go straight into the demo.Config.
 type demoFlags struct {
-	redis   redisFlags
+	commonFlags
 	cfg     demo.Config
 	explain bool
-	format  formatFlag
-	out     outFlags
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &demoFlags{}
-	c := &cobra.Command{
-		Use:     "demo",
-		Short:   "Watch a boundary burst hit every algorithm, live, on a real Redis",
-		Long:    helpText("demo", "long"),
-		Example: helpText("demo", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runDemo(c, f, stdout, stderr) },
-	}
+	c := command("demo", "Watch a boundary burst hit every algorithm, live, on a real Redis",
+		func(c *cobra.Command) error { return runDemo(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run", reports.Table, reports.JSON) // the show needs a terminal, not a document
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.Int64Var(&f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
 	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.cfg.Lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
-	f.format.add(c, reports.Table, reports.JSON) // the show needs a terminal, not a document
-	f.out.add(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run")
 	return c
 }
 

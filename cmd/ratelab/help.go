@@ -4,7 +4,18 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
+
+// command is the command of use (named by its first word) and short, whose
+// long help and examples are help/<name>.*.txt (helpText, args filling the
+// long help), that takes no arguments and runs run.
+func command(use, short string, run func(c *cobra.Command) error, args ...string) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{Use: use, Short: short, Long: helpText(name, "long", args...), Example: helpText(name, "example"),
+		Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error { return run(c) }}
+}
 
 // helpFiles are the commands' long help and examples, kept as text beside
 // the code: help/<command>.long.txt and help/<command>.example.txt.

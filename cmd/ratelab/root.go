@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/version"
 )
 
@@ -46,16 +46,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	msg := err.Error()
-	if ctx.Err() != nil {
-		// Ctrl-C: say so once, not as the context and signal packages word it
-		msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
-		msg = strings.ReplaceAll(msg, context.Cause(ctx).Error(), "interrupted")
-		for strings.Contains(msg, "interrupted: interrupted") {
-			msg = strings.ReplaceAll(msg, "interrupted: interrupted", "interrupted")
-		}
-	}
-	fmt.Fprintln(stderr, "ratelab:", msg)
+	fmt.Fprintln(stderr, "ratelab:", harness.Interrupted(ctx, err)) // Ctrl-C said once
 	var fe failError
 	if errors.As(err, &fe) {
 		return exitFail

@@ -19,24 +19,16 @@ import (
 // runFlags are run's flags: most go straight into the run.Config (and
 // with --traffic into a replay.Config).
 type runFlags struct {
-	redis   redisFlags
+	commonFlags
 	target  targetFlags
 	cfg     run.Config
-	format  formatFlag
-	out     outFlags
 	traffic trafficFlags
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &runFlags{}
-	c := &cobra.Command{
-		Use:     "run",
-		Short:   "Compare the algorithms on every scenario against a real Redis",
-		Long:    helpText("run", "long", strings.Join(scenarios.Names(), ", ")),
-		Example: helpText("run", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runRun(c, f, stdout, stderr) },
-	}
+	c := command("run", "Compare the algorithms on every scenario against a real Redis",
+		func(c *cobra.Command) error { return runRun(c, f, stdout, stderr) }, strings.Join(scenarios.Names(), ", "))
 	f.bind(c)
 	return c
 }
@@ -44,8 +36,7 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // bind declares run's flags on c, stored in f.
 func (f *runFlags) bind(c *cobra.Command) {
 	fl, cfg := c.Flags(), &f.cfg
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
 	f.target.addMany(c)
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
@@ -55,23 +46,17 @@ func (f *runFlags) bind(c *cobra.Command) {
 	windowVar(fl, &cfg.Limit.Window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&cfg.Cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar((*string)(&cfg.Clock), "clock", string(harness.VirtualClock), "virtual, redis or client")
-	f.out.add(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
-	f.format.add(c)
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the scenarios' random choices")
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it counts as failed")
 	fl.StringVar((*string)(&cfg.OnError), "on-error", string(harness.FailClosed), "what a failed call counts as: fail-closed (denied) or fail-open (allowed, unmetered)")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop the run (results marked incomplete, exit 2) when calls keep failing this long; 0 never stops")
 }
 
-// config turns the flags into a run.Config and checks it. A limit,
-// window or cost given as 0 is refused (0 in the Config means "each
-// scenario's own").
+// config turns the flags into a run.Config and checks it (a limit, window
+// or cost given as 0 is refused: run.Config.Set).
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
-	if err := f.target.check(c); err != nil {
-		return cfg, err
-	}
-	if err := f.target.load(); err != nil {
+	if err := f.target.load(c); err != nil {
 		return cfg, err
 	}
 	cfg.Targets = f.target.targets()
@@ -84,14 +69,7 @@ func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 			return cfg, usagef("--%s: only with --traffic", n)
 		}
 	}
-	switch {
-	case changed("limit") && cfg.Limit.Count < 1:
-		return cfg, usagef("--limit: must be >= 1, got %d", cfg.Limit.Count)
-	case changed("window") && cfg.Limit.Window <= 0:
-		return cfg, usagef("--window: must be > 0, got %s", cfg.Limit.Window)
-	case changed("cost") && cfg.Cost < 1:
-		return cfg, usagef("--cost: must be >= 1, got %d", cfg.Cost)
-	}
+	cfg.Set.Count, cfg.Set.Window, cfg.Set.Cost = changed("limit"), changed("window"), changed("cost")
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 

@@ -10,6 +10,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// commonFlags are the flags of every command that talks to Redis and
+// writes results: the Redis flags with --allow-eviction, --format, --out and --force.
+type commonFlags struct {
+	redis  redisFlags
+	format formatFlag
+	out    outFlags
+}
+
+// addCommon declares them on c: --out with usage, --force replacing an
+// earlier what, --format taking formats (every one when none).
+func (f *commonFlags) addCommon(c *cobra.Command, usage, what string, formats ...reports.Format) {
+	f.redis.add(c)
+	f.redis.addEviction(c)
+	f.format.add(c, formats...)
+	f.out.add(c, usage, what)
+}
+
 // outFlags are --out and --force: where a command writes its results.
 type outFlags struct {
 	dir   string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -67,59 +66,23 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
 }
 
-// check enforces the command-line rules, before any file is read: one
-// target for verify, a known algorithm, the script flags only with
-// --script, --allowed or --allowed-when.
-func (t *targetFlags) check(c *cobra.Command) error {
-	changed := c.Flags().Changed
-	if !t.many {
-		n := len(t.configs)
-		for _, s := range []string{t.algorithm, t.script, t.http} {
-			if s != "" {
-				n++
-			}
-		}
-		if n != 1 {
-			return usagef("give exactly one of --algorithm, --script or --http (or a --config file)")
-		}
-		if t.algorithm != "" {
-			if err := algorithms.CheckNames([]string{t.algorithm}); err != nil {
-				return usagef("--algorithm: %w", err)
-			}
-		}
-	}
-	if t.script == "" && len(t.scripts) == 0 && (len(t.args) > 0 || len(t.keys) > 0 || changed("allowed") || changed("allowed-when")) {
-		return usagef("--key, --allowed, --arg and --allowed-when go with --script (a --config file has its own keys, args and allowed)")
-	}
-	if changed("allowed") && changed("allowed-when") {
-		return usagef("--allowed: give --allowed or --allowed-when, not both")
-	}
-	return nil
-}
-
-// load reads the --script files and the --config files (before any Redis
-// is opened) and checks every template and predicate (targets.Load).
-func (t *targetFlags) load() error {
+// load checks how the flags combine, reads the --script files and the
+// --config files (before any Redis is opened) and checks every template
+// and predicate (targets.Load).
+func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, AllowedWhen: t.allowedWhen, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
+	}
+	if c.Flags().Changed("allowed-when") {
+		g.AllowedWhen = &t.allowedWhen
 	}
 	specs, err := targets.Load(g)
 	if err != nil {
 		return targetErr(err)
 	}
 	t.specs = specs
-	return nil
-}
-
-// fileLimits returns the limits of a --config file; nil when none.
-func (t *targetFlags) fileLimits() []limit.Limit {
-	for _, s := range t.specs {
-		if len(s.Limits) > 0 {
-			return s.Limits
-		}
-	}
 	return nil
 }
 
@@ -130,10 +93,7 @@ func (t *targetFlags) targets() []targets.Target {
 	for i, s := range t.specs {
 		build := out[i].New
 		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			if t.guarded != nil && s.Script != "" {
-				rdb = t.guarded
-			}
-			lim, err := build(rdb, l)
+			lim, err := build(t.on(rdb, s), l)
 			if err != nil {
 				return nil, targetErr(err)
 			}
@@ -143,41 +103,29 @@ func (t *targetFlags) targets() []targets.Target {
 	return out
 }
 
-// digest is the hex SHA-256 of each loaded script, in order, joined by
-// "," (verify has one); empty for a built-in or --http target.
-func (t *targetFlags) digest() string { return targets.Digests(targets.Targets(t.specs)) }
-
-// usesRedis reports whether verify's target runs in Redis (all but --http).
-func (t *targetFlags) usesRedis() bool { return len(t.specs) == 0 || t.specs[0].HTTP == "" }
-
-// scriptName is verify's --script or the file's script, for errors ("").
-func (t *targetFlags) scriptName() string {
-	if len(t.specs) == 0 {
-		return ""
-	}
-	return t.specs[0].Script
-}
-
 // limiter builds verify's target for the limits ls on rd (nil for --http),
 // after load, through targets.Spec.Build (several limits: bucketed-hash
 // enforcing them all, a script or an endpoint; else refused). Precision
 // reaches bucketed-hash only. Errors are usage errors naming the flag.
 func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
-	if len(t.specs) != 1 {
-		return nil, fmt.Errorf("no target loaded")
-	}
 	var rdb redis.Scripter
 	if rd != nil {
 		rdb = rd.Client
 	}
-	if t.guarded != nil && t.specs[0].Script != "" {
-		rdb = t.guarded
-	}
-	lim, err := t.specs[0].Build(rdb, ls...)
+	s := t.specs[0]
+	lim, err := s.Build(t.on(rdb, s), ls...)
 	if err != nil {
-		return nil, targetErr(&targets.SpecError{Spec: t.specs[0], Err: err})
+		return nil, targetErr(&targets.SpecError{Spec: s, Err: err})
 	}
 	return lim, nil
+}
+
+// on is rdb, or the guarded connection (guard) when s is a script.
+func (t *targetFlags) on(rdb redis.Scripter, s targets.Spec) redis.Scripter {
+	if t.guarded != nil && s.Script != "" {
+		return t.guarded
+	}
+	return rdb
 }
 
 // targetErr names the flag of a targets error: a target file's field as

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,29 +18,20 @@ import (
 
 // verifyFlags are verify's flags: most go straight into the verify.Config.
 type verifyFlags struct {
-	redis     redisFlags
+	commonFlags
 	target    targetFlags
 	cfg       verify.Config
 	limits    []string
 	window    time.Duration
 	precision time.Duration
-	format    formatFlag
-	out       outFlags
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
-	c := &cobra.Command{
-		Use:     "verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)",
-		Short:   `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
-		Long:    helpText("verify", "long"),
-		Example: helpText("verify", "example"),
-		Args:    cobra.NoArgs,
-		RunE:    func(c *cobra.Command, _ []string) error { return runVerify(c, f, stdout, stderr) },
-	}
+	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
+		func(c *cobra.Command) error { return runVerify(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.redis.add(c)
-	f.redis.addEviction(c)
+	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.target.add(c)
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
@@ -54,55 +44,38 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Float64Var(&cfg.MinFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
 	fl.BoolVar(&cfg.CheckIsolation, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
-	f.format.add(c, reports.VerifyFormats...)
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
-	f.out.add(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify")
 	return c
 }
 
 // config checks the flags and turns them into a verify.Config.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	if err := f.target.check(c); err != nil {
+	if err := f.target.load(c); err != nil {
 		return verify.Config{}, err
 	}
-	if err := f.target.load(); err != nil {
-		return verify.Config{}, err
-	}
-	cfg := f.cfg
-	cfg.TargetSHA256 = f.target.digest()
+	cfg, spec := f.cfg, f.target.specs[0] // verify's one target
+	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
-	fromFile := false
-	if ls := f.target.fileLimits(); len(ls) > 0 && !c.Flags().Changed("limit") && !c.Flags().Changed("window") {
-		limits, fromFile = slices.Clone(ls), true // the --config file's, every one at once
-	}
+	limits, fromFile := spec.LimitsOr(limits, c.Flags().Changed("limit") || c.Flags().Changed("window")) // else the --config file's
 	if len(limits) == 0 {
 		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
 	}
 	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
+	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
 	if err := cfg.Validate(); err != nil {
 		return cfg, requiredError(c.Flags(), err)
 	}
 	// the one builder's rule (targets.Spec.Build), checked before any Redis
-	if err := f.target.specs[0].CheckLimits(cfg.Limits); err != nil {
+	if err := spec.CheckLimits(cfg.Limits); err != nil {
 		if fromFile {
-			return cfg, usagef("--config %s: %w", f.target.specs[0].From, err)
+			return cfg, usagef("--config %s: %w", spec.From, err)
 		}
 		return cfg, requiredError(c.Flags(), err)
-	}
-	// zero means the library's default; on the command line the default is
-	// the flag's own, so a zero is a mistake (run's --max-outage 0 is "never")
-	switch {
-	case cfg.Timeout == 0:
-		return cfg, usagef("--timeout: must be > 0, got %s", cfg.Timeout)
-	case cfg.MaxOutage == 0:
-		return cfg, usagef("--max-outage: must be > 0, got %s", cfg.MaxOutage)
-	case cfg.Clients == 0:
-		return cfg, usagef("--clients: must be in 1..%d, got 0", verify.MaxClients)
 	}
 	return cfg, nil
 }
@@ -118,15 +91,13 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 	}
 	var rd *server.Redis // none for --http
-	if f.target.usesRedis() {
+	if f.target.specs[0].HTTP == "" {
 		if rd, err = f.redis.open(c); err != nil {
 			return err
 		}
 		defer closeRedis(rd, stderr)
 	}
-	if cfg.RunID == "" {
-		cfg.RunID = server.NewRunID()
-	}
+	cfg.RunID = server.NewRunID()
 	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
@@ -159,7 +130,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 	}
 	if err != nil {
-		if name := f.target.scriptName(); name != "" {
+		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)

@@ -49,12 +49,12 @@ func TestVerifyCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "exactly one of --algorithm, --script or --http"},
-		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one of"},
+		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got 0)"},
+		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one target"},
 		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1, got 0 (it is required)"},
 		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be >= 1ms, got 0s (it is required)"},
 		{"unknown algorithm", []string{"verify", "--algorithm", "leaky", "--limit", "5", "--window", "1s"}, `--algorithm: unknown algorithm "leaky"`},
-		{"arg without script", []string{"verify", "--algorithm", "sliding-log", "--arg", "{now_us}", "--limit", "5", "--window", "1s"}, "--arg and --allowed-when go with --script"},
+		{"arg without script", []string{"verify", "--algorithm", "sliding-log", "--arg", "{now_us}", "--limit", "5", "--window", "1s"}, "--arg: goes only with a script"},
 		{"missing script", []string{"verify", "--script", filepath.Join(dir, "nope.lua"), "--limit", "5", "--window", "1s"}, "--script: open"},
 		{"unknown placeholder", append([]string{"verify", "--script", good, "--arg", "{nwo_us}"}, window...), "unknown placeholder {nwo_us}"},
 		{"not lua", append([]string{"verify", "--script", notLua}, window...), "Error compiling script"},

@@ -41,7 +41,11 @@ type Config struct {
 	// Config.LimitFor applies it.
 	Limit limit.Limit
 	// Cost replaces every arrival's cost when non-zero.
-	Cost  int64
+	Cost int64
+	// Set says which of Limit.Count, Limit.Window and Cost the caller
+	// gave (a command line's flags): one set must be >= 1 (a window > 0),
+	// since its zero would mean the scenario's own.
+	Set   Given
 	Clock harness.ClockMode
 	Seed  int64
 	// Timeout bounds each decision call; OnError says what a failed call
@@ -53,6 +57,10 @@ type Config struct {
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
+
+// Given names fields of a Config (Config.Set) whose zero is not the
+// default: Count is Limit.Count, Window Limit.Window, Cost Cost.
+type Given struct{ Count, Window, Cost bool }
 
 // ErrKeysVanished is returned when a run's keys were removed while it ran
 // (its registration marker vanished: someone ran FLUSHDB, ratelab clean, or
@@ -73,8 +81,17 @@ const MaxLimit = 100_000
 // limit.Limit.Validate says for every scenario's window;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
 // Clock one of harness.ClockModes ("" means virtual); OnError fail-closed or
-// fail-open ("" means fail-closed); Timeout and MaxOutage >= 0.
+// fail-open ("" means fail-closed); Timeout and MaxOutage >= 0. The
+// fields of Set are checked first.
 func (cfg Config) Validate() error {
+	switch {
+	case cfg.Set.Count && cfg.Limit.Count < 1:
+		return field.Errorf("limit", "must be >= 1, got %d", cfg.Limit.Count)
+	case cfg.Set.Window && cfg.Limit.Window <= 0:
+		return field.Errorf("window", "must be > 0, got %s", cfg.Limit.Window)
+	case cfg.Set.Cost && cfg.Cost < 1:
+		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
+	}
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}

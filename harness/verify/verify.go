@@ -107,6 +107,10 @@ type Config struct {
 	// report, never a verdict. Neither may be negative.
 	Timeout   time.Duration
 	MaxOutage time.Duration
+	// NoDefaults refuses a zero Timeout, MaxOutage or Clients instead of
+	// taking the default: for a caller, such as a command line, whose
+	// values already carry their defaults, so that a zero is a mistake.
+	NoDefaults bool
 	// Log receives every decision; nil discards them. Progress receives
 	// progress lines; nil discards them.
 	Log      *measure.DecisionLog
@@ -149,11 +153,11 @@ func (c Config) Validate() error {
 		return field.Errorf("skew_probe", "must be in 0..window/2, got %s", c.SkewProbe)
 	case c.RealTimeMax < 0:
 		return field.Errorf("real_time_max", "must be >= 0, got %s", c.RealTimeMax)
-	case c.Timeout < 0:
+	case c.Timeout < 0 || c.NoDefaults && c.Timeout == 0:
 		return field.Errorf("timeout", "must be > 0, got %s", c.Timeout)
-	case c.MaxOutage < 0:
+	case c.MaxOutage < 0 || c.NoDefaults && c.MaxOutage == 0:
 		return field.Errorf("max_outage", "must be > 0, got %s", c.MaxOutage)
-	case c.Clients < 0 || c.Clients > MaxClients:
+	case c.Clients < 0 || c.Clients > MaxClients || c.NoDefaults && c.Clients == 0:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
 	case c.MinFidelity < 0 || c.MinFidelity > 1:
 		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
