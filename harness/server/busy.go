@@ -98,8 +98,12 @@ func (b BusyScript) String() string {
 }
 
 // busySlack is how much sooner than sent+threshold a BUSY may come and still
-// be the BUSY of a script started by the call sent at sent (clock ticks).
-const busySlack = 25 * time.Millisecond
+// be the BUSY of a script started by the call sent at sent: Redis answers
+// BUSY once the script's elapsed milliseconds reach the threshold, never
+// sooner, so only clock rounding is allowed for. Kept small: a foreign
+// script started within busySlack after ratelab's call is taken for
+// ratelab's (as is one started while that call was on its way).
+const busySlack = 2 * time.Millisecond
 
 // KillBusyScript is called after a call ratelab sent at sent (local clock)
 // timed out, on a server whose busy-reply-threshold is threshold. Redis 7
