@@ -22,8 +22,9 @@ func TestValidateSet(t *testing.T) {
 		{"count set to 0", Config{Set: Given{Count: true}}, "limit"},
 		{"window set to 0", Config{Set: Given{Window: true}}, "window"},
 		{"cost set to 0", Config{Set: Given{Cost: true}}, "cost"},
+		{"timeout set to 0", Config{Set: Given{Timeout: true}}, "timeout"},
 		{"all set", Config{Limit: limit.Limit{Count: 10, Window: time.Second}, Cost: 1,
-			Set: Given{true, true, true}}, ""},
+			Set: Given{true, true, true, false}}, ""},
 	} {
 		err := c.cfg.Validate()
 		if name, _ := field.Name(err); name != c.field || (c.field == "") != (err == nil) {
