@@ -270,14 +270,14 @@ func TestUnknownAlgorithmAndBadLimit(t *testing.T) {
 
 // Every key an algorithm writes has a TTL no longer than its window, and the
 // Redis TIME clock gives a DecidedAt near the local clock.
-func TestServerClockAndTTL(t *testing.T) {
+func TestRedisTimeAndTTL(t *testing.T) {
 	for _, name := range algorithms.Names() {
 		t.Run(name, func(t *testing.T) {
 			w := 30 * time.Second
 			lim := newLimiter(t, name, limit.Limit{Count: 5, Window: w})
 			prefix := srv.Key(t) + ":"
 			for i := 0; i < 7; i++ {
-				d, err := lim.Allow(ctx, prefix+"{u}", 1, algorithms.ServerTime())
+				d, err := lim.Allow(ctx, prefix+"{u}", 1, algorithms.RedisTime())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -312,7 +312,7 @@ func TestServerClockAndTTL(t *testing.T) {
 func TestConcurrentClientsOneKey(t *testing.T) {
 	clocks := map[string]func() algorithms.Clock{
 		"injected same instant": func() algorithms.Clock { return algorithms.At(b0) },
-		"redis time":            algorithms.ServerTime,
+		"redis time":            algorithms.RedisTime,
 	}
 	for _, name := range algorithms.Names() {
 		for cname, clock := range clocks {

@@ -41,7 +41,7 @@ func BenchmarkAllow(b *testing.B) {
 				before := evalshaStats(b)
 				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
-					if _, err := lim.Allow(ctx, keys[i%len(keys)], 1, algorithms.ServerTime()); err != nil {
+					if _, err := lim.Allow(ctx, keys[i%len(keys)], 1, algorithms.RedisTime()); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -70,7 +70,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						i := next.Add(1)
-						if _, err := lim.Allow(ctx, keys[int(i)%len(keys)], 1, algorithms.ServerTime()); err != nil {
+						if _, err := lim.Allow(ctx, keys[int(i)%len(keys)], 1, algorithms.RedisTime()); err != nil {
 							b.Error(err)
 							return
 						}

@@ -31,7 +31,7 @@ import (
 // (virtual or client) the script runs rewritten by WithVirtualTime, so its
 // TIME answers the injected time, exactly, and the library runs unchanged
 // through VirtualTimeScripter: GCRA takes virtual time like every other
-// algorithm, and DecidedAt is the injected time. With ServerTime it runs as
+// algorithm, and DecidedAt is the injected time. With RedisTime it runs as
 // published on Redis TIME, and DecidedAt is an estimate (redis_rate does not
 // return the time it used): the midpoint of the call on the local clock plus
 // the server's clock offset, measured once at construction from TIME round

@@ -45,15 +45,38 @@ var ErrCostExceedsLimit = errors.New("cost exceeds limit")
 
 // Clock says which time a script decides at.
 //
-// The zero Clock means "use Redis TIME": the script reads the server's clock.
-// At(t) injects t (virtual or client clock), truncated to whole microseconds.
+// The zero Clock (RedisTime) means "use Redis TIME": the script reads the
+// Redis server's clock. At(t) injects t, truncated to whole microseconds.
+//
+// ratelab names a decision's time source with one vocabulary, here and in
+// every package above this one:
+//
+//   - injected: the caller hands the script its time (At); the script reads
+//     no clock. Capabilities.InjectsTime says a limiter can take one.
+//   - Redis TIME (RedisTime): the script reads the Redis server's clock.
+//   - its own clock: what a limiter that cannot take an injected time
+//     decides on: Redis TIME, or an HTTP server's clock.
+//   - wall clock: the clock of the ratelab process (time.Now).
+//
+// The harness's clock modes (harness.ClockMode, the --clock values and the
+// "clock" of results) choose among them for a whole run:
+//
+//   - virtual: the harness injects exact timestamps from the schedule and
+//     never waits; a day's scenario runs in seconds.
+//   - redis: scripts read Redis TIME.
+//   - client: the harness injects its wall clock, optionally skewed per
+//     simulated client.
+//
+// "Virtual time" is the time of the virtual mode; "real time" is any run
+// that waits for the wall clock (the redis and client modes, verify's
+// real-time trials, a target on its own clock).
 type Clock struct {
 	t      time.Time
 	inject bool
 }
 
-// ServerTime is the Clock that makes a script read Redis TIME. It is the zero Clock.
-func ServerTime() Clock { return Clock{} }
+// RedisTime is the Clock that makes a script read Redis TIME. It is the zero Clock.
+func RedisTime() Clock { return Clock{} }
 
 // At is the Clock that injects t into the script.
 func At(t time.Time) Clock { return Clock{t: t, inject: true} }
@@ -69,7 +92,10 @@ func (c Clock) arg() string {
 	return strconv.FormatInt(c.t.UnixMicro(), 10)
 }
 
-// Decision is the verdict of one Allow call.
+// Decision is the verdict of one Allow call: the limiter's answer, and the
+// innermost of ratelab's decision records. The harness wraps it with the
+// arrival and the call's times in a harness.Outcome, which is written as a
+// measure.Record (one line of decisions.jsonl).
 type Decision struct {
 	// Allowed is true when the request was accepted (and recorded).
 	Allowed bool

@@ -114,7 +114,7 @@ func TestSlidingCounterKeys(t *testing.T) {
 	lim := newLimiter(t, "sliding-counter", limit.Limit{Count: 5, Window: w})
 	prefix := srv.Key(t) + ":"
 	for i := 0; i < 3; i++ {
-		if _, err := lim.Allow(ctx, prefix+"plain", 1, algorithms.ServerTime()); err != nil {
+		if _, err := lim.Allow(ctx, prefix+"plain", 1, algorithms.RedisTime()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestGCRAIsRedisRate(t *testing.T) {
 	}
 	key := srv.Key(t) + ":{u}"
 	for i := 0; i < 6; i++ {
-		d, err := lim.Allow(ctx, key, 1, algorithms.ServerTime())
+		d, err := lim.Allow(ctx, key, 1, algorithms.RedisTime())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestGCRAScriptIsTheLibrarys(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := newLimiter(t, "gcra", limit.Limit{Count: 5, Window: time.Second})
-	if _, err := lim.Allow(ctx, srv.Key(t), 1, algorithms.ServerTime()); err != nil {
+	if _, err := lim.Allow(ctx, srv.Key(t), 1, algorithms.RedisTime()); err != nil {
 		t.Fatal(err)
 	}
 	var hashes []string
@@ -243,7 +243,7 @@ func TestGCRAOddReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lim.Allow(context.Background(), srv.Key(t), 1, algorithms.ServerTime()); err == nil {
+	if _, err := lim.Allow(context.Background(), srv.Key(t), 1, algorithms.RedisTime()); err == nil {
 		t.Error("a reply of the wrong shape gave no error")
 	}
 	d, err := algorithms.ParseGCRAReply([]any{int64(0), int64(0), "1.5", "3"})

@@ -32,7 +32,7 @@ import (
 // Redis TIME itself. A script that calls redis.call('TIME') runs on an
 // injected Clock too: it is rewritten once by WithVirtualTime, and each call
 // with an injected Clock runs the rewritten script with that time appended
-// to ARGV, so its TIME answers the injected time (ServerTime runs the
+// to ARGV, so its TIME answers the injected time (RedisTime runs the
 // original). A script with neither reads no clock (it may still rely on key
 // TTLs, which only run in real time): Allow then ignores the Clock and
 // DecidedAt is zero. Safe for concurrent use.
@@ -192,11 +192,11 @@ func (s *ScriptLimiter) readClock(src string) {
 	s.vt, s.vtScript = &vt, redis.NewScript(vt.Source)
 }
 
-// ReadsServerTime reports whether the script calls Redis TIME itself (and
+// ReadsRedisTime reports whether the script calls Redis TIME itself (and
 // so runs rewritten on an injected Clock: see ScriptLimiter). Every client
 // then shares one clock, the server's: a client's clock skew means nothing
 // to the script.
-func (s *ScriptLimiter) ReadsServerTime() bool { return s.vt != nil }
+func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 
 // AbsoluteExpiries returns the absolute-expiry commands and options the
 // script holds (EXPIREAT, PEXPIREAT, SET ... EXAT/PXAT, ...; see
@@ -212,7 +212,7 @@ func (s *ScriptLimiter) VirtualTimeErr() error { return s.vtErr }
 
 // ClockKeys returns the key templates that read the clock (keys named by
 // the time, "{key}:{floor(now_ms / window_ms)}"): such a script needs an
-// injected Clock, and Call refuses ServerTime. Nil when none.
+// injected Clock, and Call refuses RedisTime. Nil when none.
 func (s *ScriptLimiter) ClockKeys() []string {
 	var out []string
 	for _, k := range s.keys {
@@ -322,14 +322,14 @@ func (s *ScriptLimiter) values(key string, cost int64) Values {
 // the time get the injected one, or the local clock when at is Redis TIME;
 // DecidedAt is that time. A script that calls TIME, given an injected
 // clock, is called rewritten (its Script is the rewritten one) with the
-// time appended to ARGV, and DecidedAt is that time; with ServerTime it is
+// time appended to ARGV, and DecidedAt is that time; with RedisTime it is
 // called as written.
 //
 // Errors, as *ScriptError naming the template: an expression that cannot
 // be filled (a division by zero); a key that does not start with key (an
 // expression's value); on several keys, a key whose hash tag differs from
 // KEYS[1]'s (a Redis Cluster would refuse the call with CROSSSLOT); a key
-// template that reads the clock when at is ServerTime. Cost outside
+// template that reads the clock when at is RedisTime. Cost outside
 // 1..limit wraps ErrCostExceedsLimit.
 func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(s.name, cost, s.limit.Count); err != nil {

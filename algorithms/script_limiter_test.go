@@ -36,8 +36,8 @@ func TestScriptLimiterServerTimeOnInjectedClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	caps := lim.Capabilities()
-	if !caps.InjectsTime || caps.Resolution != time.Microsecond || !lim.ReadsServerTime() {
-		t.Fatalf("capabilities %+v, reads server time %v; want InjectsTime at 1µs", caps, lim.ReadsServerTime())
+	if !caps.InjectsTime || caps.Resolution != time.Microsecond || !lim.ReadsRedisTime() {
+		t.Fatalf("capabilities %+v, reads server time %v; want InjectsTime at 1µs", caps, lim.ReadsRedisTime())
 	}
 	key := srv.Key(t)
 	// far from the real clock: only the injected time can make these decisions
@@ -54,16 +54,16 @@ func TestScriptLimiterServerTimeOnInjectedClock(t *testing.T) {
 			t.Errorf("step %d at +%s: allowed %v decided at %s, want %v at the injected time", i, step.at, d.Allowed, d.DecidedAt, step.want)
 		}
 	}
-	// ServerTime calls the script as written
-	c, err := lim.Call(key, 1, algorithms.ServerTime())
+	// RedisTime calls the script as written
+	c, err := lim.Call(key, 1, algorithms.RedisTime())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Args) != 3 || !c.DecidedAt.IsZero() {
-		t.Errorf("ServerTime call: args %v, decided at %s; want the 3 ARGV as written and no time", c.Args, c.DecidedAt)
+		t.Errorf("RedisTime call: args %v, decided at %s; want the 3 ARGV as written and no time", c.Args, c.DecidedAt)
 	}
-	if _, err := lim.Allow(ctx, srv.Key(t), 1, algorithms.ServerTime()); err != nil {
-		t.Errorf("ServerTime: %v", err)
+	if _, err := lim.Allow(ctx, srv.Key(t), 1, algorithms.RedisTime()); err != nil {
+		t.Errorf("RedisTime: %v", err)
 	}
 }
 
@@ -123,8 +123,8 @@ func TestScriptLimiterKeys(t *testing.T) {
 	}
 	// keys from the clock need an injected one
 	var se *algorithms.ScriptError
-	if _, err := lim.Call("p:{u1}", 1, algorithms.ServerTime()); !errors.As(err, &se) || !strings.Contains(err.Error(), "needs an injected clock") {
-		t.Errorf("ServerTime with clock keys: %v", err)
+	if _, err := lim.Call("p:{u1}", 1, algorithms.RedisTime()); !errors.As(err, &se) || !strings.Contains(err.Error(), "needs an injected clock") {
+		t.Errorf("RedisTime with clock keys: %v", err)
 	}
 	// a key without a hash tag: derived keys would hash elsewhere on a Cluster
 	if _, err := lim.Call("p:u1", 1, algorithms.At(t0)); !errors.As(err, &se) || !strings.Contains(err.Error(), "CROSSSLOT") {
@@ -185,7 +185,7 @@ func TestScriptLimiterReplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := lim.Allow(ctx, srv.Key(t), 3, algorithms.ServerTime())
+		d, err := lim.Allow(ctx, srv.Key(t), 3, algorithms.RedisTime())
 		var se *algorithms.ScriptError
 		switch {
 		case c.err == "" && (err != nil || d.Allowed != c.want):

@@ -18,7 +18,9 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// ClockMode says whose clock the limiters decide on.
+// ClockMode says whose clock the limiters decide on, for a whole run. The
+// words (injected, Redis TIME, wall clock, virtual and real time) are those
+// of algorithms.Clock, whose doc defines them once.
 type ClockMode string
 
 const (
@@ -181,7 +183,10 @@ func (r *Runner) noteCall(err error, cancel context.CancelCauseFunc) {
 	}
 }
 
-// Outcome is the measured answer to one arrival.
+// Outcome is the measured answer to one arrival: the limiter's answer
+// (algorithms.Decision) with what the runner saw around it (the arrival,
+// when the call went and came back, its error). Its Record is the line of
+// decisions.jsonl it becomes.
 type Outcome struct {
 	// Seq is the arrival's index in its schedule.
 	Seq     int
@@ -192,6 +197,26 @@ type Outcome struct {
 	// is set (to the scheduled time).
 	Decision algorithms.Decision
 	Err      error
+}
+
+// Record is o as one line of decisions.jsonl, for the given algorithm
+// (registry name) and scenario: times in Unix µs, At as µs from the anchor,
+// the error's text.
+func (o Outcome) Record(algorithm, scenario string) measure.Record {
+	a := o.Arrival
+	rec := measure.Record{
+		Algorithm: algorithm, Scenario: scenario,
+		Seq: o.Seq, Client: a.Client, Key: a.Key, Cost: a.Cost,
+		AtUS:   a.At.Microseconds(),
+		SentUS: o.Sent.UnixMicro(), RecvUS: o.Recv.UnixMicro(),
+		DecidedAtUS: o.Decision.DecidedAt.UnixMicro(), Allowed: o.Decision.Allowed,
+		Remaining: o.Decision.Remaining, RetryAfterUS: o.Decision.RetryAfter.Microseconds(),
+		LatencyUS: o.Recv.Sub(o.Sent).Microseconds(),
+	}
+	if o.Err != nil {
+		rec.Error = o.Err.Error()
+	}
+	return rec
 }
 
 // JobResult is what Execute measured for one job.
@@ -392,7 +417,7 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 				if ctx.Err() != nil {
 					break
 				}
-				at := algorithms.ServerTime()
+				at := algorithms.RedisTime()
 				if r.Clock == ClientClock {
 					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}
@@ -463,24 +488,12 @@ func (r *Runner) settle(err error) {
 // at its scheduled time, as OnError says; then it is streamed to Log and
 // told to Observe.
 func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
-	a, seq := o.Arrival, o.Seq
 	if o.Err != nil {
 		// an errored decision counts at its scheduled time, as the policy says
-		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(a.At), Allowed: r.OnError == FailOpen}
+		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(o.Arrival.At), Allowed: r.OnError == FailOpen}
 	}
 	if r.Log != nil {
-		rec := measure.Record{
-			Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario,
-			Seq: seq, Client: a.Client, Key: a.Key, Cost: a.Cost,
-			AtUS:   a.At.Microseconds(),
-			SentUS: o.Sent.UnixMicro(), RecvUS: o.Recv.UnixMicro(),
-			DecidedAtUS: o.Decision.DecidedAt.UnixMicro(), Allowed: o.Decision.Allowed,
-			Remaining: o.Decision.Remaining, RetryAfterUS: o.Decision.RetryAfter.Microseconds(),
-			LatencyUS: o.Recv.Sub(o.Sent).Microseconds(),
-		}
-		if o.Err != nil {
-			rec.Error = o.Err.Error()
-		}
+		rec := o.Record(j.Limiter.Name(), j.Schedule.Scenario)
 		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
 	if r.Observe != nil {

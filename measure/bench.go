@@ -78,12 +78,16 @@ type BenchRow struct {
 	ClientCPUPct float64 `json:"client_cpu_pct"`
 	// RedisBenchmarkPerS is the median of redis-benchmark's runs (same
 	// script, arguments, clients, pipeline and number of decisions), and
-	// Ratio = DecisionsPerS / RedisBenchmarkPerS. Only when compared.
+	// VsRedisBenchmark = DecisionsPerS / RedisBenchmarkPerS: ratelab's
+	// throughput as a fraction of redis-benchmark's (1 = as fast; not a
+	// limit ratio, see Row.Ratio). Only when compared; zero otherwise.
+	// Its JSON key was "ratio" before; reading still accepts that
+	// (see UnmarshalJSON).
 	RedisBenchmarkPerS            float64 `json:"redis_benchmark_per_s,omitempty"`
 	RedisBenchmarkServerUSPerCall float64 `json:"redis_benchmark_server_us_per_call,omitempty"`
 	RedisBenchmarkServerCPUPct    float64 `json:"redis_benchmark_server_cpu_pct,omitempty"`
 	RedisBenchmarkClientCPUPct    float64 `json:"redis_benchmark_client_cpu_pct,omitempty"`
-	Ratio                         float64 `json:"ratio,omitempty"`
+	VsRedisBenchmark              float64 `json:"vs_redis_benchmark,omitempty"`
 	// Runs lists every run in the order made.
 	Runs []BenchRun `json:"runs"`
 	// CDF is the latency distribution of ratelab's decisions: the latency

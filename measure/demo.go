@@ -22,22 +22,3 @@ type DemoPlan struct {
 	// FirstLocal is when the first burst starts, on the local clock.
 	FirstLocal time.Time
 }
-
-// DemoDecision is one decision of `ratelab demo` as it happens.
-type DemoDecision struct {
-	// Algorithm indexes DemoPlan.Algorithms.
-	Algorithm int
-	// Seq indexes DemoPlan.Arrivals; At is the arrival's scheduled
-	// offset from the boundary.
-	Seq int
-	At  time.Duration
-	// T is the decision's time from the boundary on the Redis clock (the
-	// limiter's DecidedAt); Recv is when its answer arrived, on the Redis
-	// clock, from the boundary.
-	T, Recv time.Duration
-	// Cost is the request's cost units; Allowed the limiter's answer.
-	Cost    int64
-	Allowed bool
-	// Err is the call's error; nil when the limiter answered.
-	Err error
-}

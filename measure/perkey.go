@@ -16,7 +16,8 @@ type PerKey struct {
 	KeysOver int64 `json:"keys_over"`
 	// WorstKey is the key with the largest max in W (the first to reach it
 	// on ties); WorstMaxInWindow is that maximum and WorstRatio it divided
-	// by the limit (above 1: the limit was exceeded for that key).
+	// by the limit (above 1: the limit was exceeded for that key): Row.Ratio
+	// of that key alone, which the replay's row repeats as its Ratio.
 	WorstKey         string  `json:"worst_key"`
 	WorstMaxInWindow int64   `json:"worst_max_in_window"`
 	WorstRatio       float64 `json:"worst_ratio"`

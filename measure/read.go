@@ -170,6 +170,25 @@ func (r *VerifyReport) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// UnmarshalJSON reads a bench row of the current shape or of the previous
+// one, whose VsRedisBenchmark was keyed "ratio"; the current key wins when
+// both are present.
+func (r *BenchRow) UnmarshalJSON(data []byte) error {
+	type plain BenchRow // without this method
+	var v struct {
+		plain
+		Ratio float64 `json:"ratio"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*r = BenchRow(v.plain)
+	if r.VsRedisBenchmark == 0 {
+		r.VsRedisBenchmark = v.Ratio
+	}
+	return nil
+}
+
 // rowError says that row i of a results.json is not a row of the command
 // the file names (a run's rows in a file that says capacity, say), which
 // would otherwise render as a table of zeros.

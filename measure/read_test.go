@@ -45,3 +45,33 @@ func TestReadersRefuseRowsOfAnotherCommand(t *testing.T) {
 func readRun(p string) error      { _, err := ReadResults(p); return err }
 func readCapacity(p string) error { _, err := ReadCapacity(p); return err }
 func readBench(p string) error    { _, err := ReadBench(p); return err }
+
+// issue 18 item 7: a bench row's throughput against redis-benchmark was
+// keyed "ratio" (the word a run row uses for max_in_window / limit); it is
+// now "vs_redis_benchmark", and a results.json of either shape reads.
+func TestReadBenchVsRedisBenchmarkKeys(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, row string
+		want      float64
+	}{
+		{"current key", `"vs_redis_benchmark":0.75`, 0.75},
+		{"previous key", `"ratio":0.5`, 0.5},
+		{"both: current wins", `"ratio":0.5,"vs_redis_benchmark":0.75`, 0.75},
+		{"not compared", `"redis_benchmark_per_s":0`, 0},
+	}
+	for i, c := range cases {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
+		content := `{"command":"bench","results":[{"algorithm":"sliding-log","path":"allow",` + c.row + `}]}`
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := ReadBench(path)
+		if err != nil {
+			t.Fatalf("case %d %s: %v", i, c.name, err)
+		}
+		if got := r.Results[0].VsRedisBenchmark; got != c.want {
+			t.Errorf("case %d %s: VsRedisBenchmark = %v, want %v", i, c.name, got, c.want)
+		}
+	}
+}

@@ -10,7 +10,10 @@ import (
 
 // Record is one streamed record of decisions.jsonl: what was asked, what
 // the limiter answered, and when. Times are Unix µs; offsets are µs from the
-// scenario's anchor (the aligned window boundary).
+// scenario's anchor (the aligned window boundary). It is the outermost of
+// ratelab's decision records: harness.Outcome.Record writes one from the
+// runner's outcome (an algorithms.Decision with its arrival and the call's
+// times), for decisions.jsonl and for the demo's observer alike.
 type Record struct {
 	Algorithm string `json:"algorithm"`
 	Scenario  string `json:"scenario"`

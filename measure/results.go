@@ -64,7 +64,11 @@ type Row struct {
 	// scenario's anchor (the aligned boundary).
 	MaxInWindow    int64   `json:"max_in_window"`
 	MaxWindowEndMS float64 `json:"max_window_end_ms"`
-	// Ratio is MaxInWindow / Limit: above 1 the limit was exceeded.
+	// Ratio is MaxInWindow / Limit: above 1 the limit was exceeded. It is
+	// the contract's limit ratio, the one meaning "ratio" has in results:
+	// PerKey.WorstRatio and FamilyResult.MaxRatio are the same quotient
+	// (for the worst key; over a verify family's trials), while a bench
+	// row's throughput against redis-benchmark is VsRedisBenchmark.
 	Ratio float64 `json:"ratio"`
 	// Ideal is what an exact sliding-window log accepts at the same times;
 	// Fidelity = Accepted / Ideal (1 when both are 0).

@@ -80,11 +80,16 @@ type FamilyResult struct {
 	Family  string  `json:"family"`
 	Trials  int     `json:"trials"`
 	Verdict Verdict `json:"verdict"`
-	// MaxRatio is the largest max_in_window / limit over the family's trials.
+	// MaxRatio is the largest max_in_window / limit over the family's
+	// trials and keys: Row.Ratio's quotient, where max_in_window counts
+	// only accepted cost that certainly fits in one window (in real time,
+	// a decision is known only to lie between send and receive; see
+	// CounterExample). Above 1: the family is Violated.
 	MaxRatio float64 `json:"max_ratio"`
 	// MinFidelity is the lowest accepted / ideal of its liveness trials (0 when none).
 	MinFidelity float64 `json:"min_fidelity,omitempty"`
-	// Mode is "virtual", "real", or "virtual+real" (both ran).
+	// Mode is "virtual" (its trials ran in virtual time), "real" (in real
+	// time) or "virtual+real" (both ran); the words are algorithms.Clock's.
 	Mode string `json:"mode"`
 	Note string `json:"note,omitempty"`
 }
@@ -113,7 +118,9 @@ type CounterExample struct {
 	Explain string `json:"explain"`
 }
 
-// Evidence is one decision of a counter-example.
+// Evidence is one accepted decision of a counter-example, as verify.json
+// holds it: a Record cut to what the counter-example needs, its times from
+// the trial's boundary instead of Unix µs.
 type Evidence struct {
 	Key  string `json:"key"`
 	Cost int64  `json:"cost"`

@@ -159,7 +159,7 @@ func PlotThroughput(r *measure.BenchResults, file string) error {
 		groups[i] = a
 		for _, path := range paths {
 			if row, ok := rows[[2]string{a, path}]; ok && row.RedisBenchmarkPerS > 0 {
-				groups[i] += "\n" + path + " " + formatFixed(row.Ratio, 2) + "x"
+				groups[i] += "\n" + path + " " + formatFixed(row.VsRedisBenchmark, 2) + "x"
 			}
 		}
 	}

@@ -26,7 +26,7 @@ func benchFixture() *measure.BenchResults {
 			DecisionsPerS: per, P50US: 800 * scale, P99US: 3000 * scale, P999US: 6000 * scale, MaxUS: 9000 * scale,
 			ServerUSPerCall: 14.25, ServerCPUPct: 97, ClientCPUPct: 38,
 			RedisBenchmarkPerS: rb, RedisBenchmarkServerUSPerCall: 14.5, RedisBenchmarkServerCPUPct: 98, RedisBenchmarkClientCPUPct: 31,
-			Ratio: per / rb,
+			VsRedisBenchmark: per / rb,
 			Runs: []measure.BenchRun{
 				{Tool: "ratelab", Decisions: 100000, Seconds: 1.6, PerS: per, ServerUSPerCall: 14.2, ServerCPUPct: 97, ClientCPUPct: 38, P50US: 800, P99US: 3000},
 				{Tool: "redis-benchmark", Decisions: 100000, Seconds: 1.5, PerS: rb, ServerUSPerCall: 14.5, ServerCPUPct: 98, ClientCPUPct: 31, P50US: 780, P99US: 2900},
@@ -55,7 +55,7 @@ func TestBenchGolden(t *testing.T) {
 	uncompared.Config.CompareRedisBenchmark, uncompared.Config.Rounds, uncompared.Config.RatePerS = false, 1, 20000
 	for i := range uncompared.Results {
 		r := &uncompared.Results[i]
-		r.RedisBenchmarkPerS, r.Ratio, r.Runs = 0, 0, r.Runs[:1]
+		r.RedisBenchmarkPerS, r.VsRedisBenchmark, r.Runs = 0, 0, r.Runs[:1]
 		r.RatePerS, r.Corrected = 20000, true
 	}
 	for _, tc := range []struct {

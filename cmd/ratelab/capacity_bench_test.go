@@ -61,7 +61,7 @@ func TestCapacityAndBenchEndToEnd(t *testing.T) {
 			[]string{"results.json", "report.md", "memory.png", "memory.svg"}},
 		{"bench",
 			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--clients", "2", "--requests", "200", "--keys", "100", "--compare-redis-benchmark", "--rounds", "1"},
-			[]string{"algorithm", "path", "clients", "pipeline", "decisions_per_s", "p50_us", "p99_us", "p999_us", "redis_benchmark_per_s", "ratio"},
+			[]string{"algorithm", "path", "clients", "pipeline", "decisions_per_s", "p50_us", "p99_us", "p999_us", "redis_benchmark_per_s", "vs_redis_benchmark"},
 			[]string{"results.json", "report.md", "throughput.png", "latency-allow.png", "latency-deny.png"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -53,7 +53,7 @@ func TestCallOfReplaysAllow(t *testing.T) {
 			base := srv.Key(t)
 			viaAllow, viaCall := "{"+base+":a}", "{"+base+":c}"
 			for i := range 5 {
-				d, err := lim.Allow(ctx, viaAllow, 1, algorithms.ServerTime())
+				d, err := lim.Allow(ctx, viaAllow, 1, algorithms.RedisTime())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -180,7 +180,7 @@ func TestRun(t *testing.T) {
 		if r.Decisions != 4000 || r.Errors != 0 || len(r.Runs) != 4 {
 			t.Errorf("%s: %d decisions %d errors %d runs; want 4000 0 4", r.Path, r.Decisions, r.Errors, len(r.Runs))
 		}
-		if r.DecisionsPerS <= 0 || r.RedisBenchmarkPerS <= 0 || r.Ratio <= 0 || r.P50US <= 0 || r.ServerUSPerCall <= 0 || len(r.CDF) == 0 {
+		if r.DecisionsPerS <= 0 || r.RedisBenchmarkPerS <= 0 || r.VsRedisBenchmark <= 0 || r.P50US <= 0 || r.ServerUSPerCall <= 0 || len(r.CDF) == 0 {
 			t.Errorf("%s: %+v", r.Path, r)
 		}
 		tools := []string{}

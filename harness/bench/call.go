@@ -46,7 +46,7 @@ func CallOf(lim algorithms.Limiter) (Call, error) {
 	}
 	var calls [2]algorithms.ScriptCall
 	for i := range calls {
-		c, err := s.Call(probe, 1, algorithms.ServerTime())
+		c, err := s.Call(probe, 1, algorithms.RedisTime())
 		if err != nil {
 			return Call{}, err
 		}

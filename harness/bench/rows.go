@@ -154,7 +154,7 @@ func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchR
 		row.RedisBenchmarkServerUSPerCall, row.RedisBenchmarkServerCPUPct = rbStats.perCall(), rbStats.cpuPct()
 		row.RedisBenchmarkClientCPUPct = rbStats.clientPct()
 		if row.RedisBenchmarkPerS > 0 {
-			row.Ratio = row.DecisionsPerS / row.RedisBenchmarkPerS
+			row.VsRedisBenchmark = row.DecisionsPerS / row.RedisBenchmarkPerS
 		}
 	}
 	if hist.TotalCount() > 0 {

@@ -86,11 +86,14 @@ func (cfg Config) WithDefaults() Config {
 	return cfg
 }
 
-// Observer is told what the demo does, as it happens. Decided is called
-// from several goroutines at once.
+// Observer is told what the demo does, as it happens. Decided is told each
+// decision as the line decisions.jsonl gets (DecidedAtUS on the Redis
+// server's clock, RecvUS on the local one: DemoPlan.Offset relates them),
+// with algorithm indexing DemoPlan.Algorithms; it is called from several
+// goroutines at once.
 type Observer interface {
 	Planned(p measure.DemoPlan)
-	Decided(d measure.DemoDecision)
+	Decided(algorithm int, r measure.Record)
 }
 
 // Run runs seed 001's boundary burst in real time on the Redis server's
@@ -159,9 +162,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 			},
 			Observe: func(job int, o harness.Outcome) {
 				if obs != nil {
-					obs.Decided(measure.DemoDecision{Algorithm: job, Seq: o.Seq, At: o.Arrival.At,
-						T: o.Decision.DecidedAt.Sub(plan.Boundary), Recv: o.Recv.Add(plan.Offset).Sub(plan.Boundary),
-						Cost: o.Arrival.Cost, Allowed: o.Decision.Allowed, Err: o.Err})
+					obs.Decided(job, o.Record(jobs[job].Limiter.Name(), sched.Scenario))
 				}
 			}}
 		rows, err := r.Run(ctx, jobs)

@@ -164,18 +164,8 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		w.tracker.Add(it.a.Key, at, cost, d.Allowed)
 		w.lastAt = at
 		if log != nil {
-			rec := measure.Record{
-				Algorithm: w.name, Scenario: w.cfg.Name,
-				Seq: it.seq, Client: it.a.Client, Key: it.a.Key, Cost: cost,
-				AtUS:   it.a.At.Microseconds(),
-				SentUS: sent.UnixMicro(), RecvUS: recv.UnixMicro(),
-				DecidedAtUS: d.DecidedAt.UnixMicro(), Allowed: d.Allowed,
-				Remaining: d.Remaining, RetryAfterUS: d.RetryAfter.Microseconds(),
-				LatencyUS: rtt,
-			}
-			if err != nil {
-				rec.Error = err.Error()
-			}
+			o := harness.Outcome{Seq: it.seq, Arrival: it.a, Sent: sent, Recv: recv, Decision: d, Err: err}
+			rec := o.Record(w.name, w.cfg.Name)
 			_ = log.Write(&rec) // the log keeps its first error; its Close returns it
 		}
 	}

@@ -123,7 +123,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	}
 	// anything but 2xx and 429 is an error, not a verdict
 	h, _ := algorithms.NewHTTPLimiter(base+"/nope", l, time.Second)
-	if _, err := h.Allow(ctx, "k", 1, algorithms.ServerTime()); err == nil {
+	if _, err := h.Allow(ctx, "k", 1, algorithms.RedisTime()); err == nil {
 		t.Error("404: no error")
 	}
 }

@@ -26,7 +26,8 @@ type trialResult struct {
 }
 
 // timed is an accepted or offered decision with its time bounds relative to
-// the anchor: [lo, hi] (lo == hi when the time is the limiter's own).
+// the anchor: [lo, hi] (lo == hi when the time is the limiter's own): a
+// harness.Outcome cut to what the judge reads, and what Evidence is made of.
 type timed struct {
 	lo, hi time.Duration
 	cost   int64

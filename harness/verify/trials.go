@@ -67,7 +67,7 @@ func (s *study) plan() plan {
 	}
 	for i, t := range p.trials {
 		switch {
-		case t.Family == "skew" && (!s.caps.InjectsTime || readsServerTime(s.lim)):
+		case t.Family == "skew" && (!s.caps.InjectsTime || readsRedisTime(s.lim)):
 			continue
 		case !s.caps.InjectsTime:
 			if t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
@@ -90,12 +90,12 @@ func (s *study) plan() plan {
 	return p
 }
 
-// readsServerTime reports a script that reads Redis TIME itself (run on
+// readsRedisTime reports a script that reads Redis TIME itself (run on
 // virtual time by rewriting its TIME): all its clients share the server's
 // clock, so there is no client clock to skew.
-func readsServerTime(lim algorithms.Limiter) bool {
-	s, ok := lim.(interface{ ReadsServerTime() bool })
-	return ok && s.ReadsServerTime()
+func readsRedisTime(lim algorithms.Limiter) bool {
+	s, ok := lim.(interface{ ReadsRedisTime() bool })
+	return ok && s.ReadsRedisTime()
 }
 
 // realClock is the clock of the real-time trials: Redis TIME for a script

@@ -96,22 +96,25 @@ func (l *Demo) Planned(p measure.DemoPlan) {
 }
 
 // Decided implements demo.Observer.
-func (l *Demo) Decided(d measure.DemoDecision) {
+func (l *Demo) Decided(algorithm int, r measure.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.plan == nil || d.Algorithm >= len(l.status) || d.Seq >= len(l.status[d.Algorithm]) {
+	if l.plan == nil || algorithm < 0 || algorithm >= len(l.status) || r.Seq < 0 || r.Seq >= len(l.status[algorithm]) {
 		return
 	}
 	switch {
-	case d.Err != nil:
-		l.status[d.Algorithm][d.Seq] = 3
-	case d.Allowed:
-		l.status[d.Algorithm][d.Seq] = 1
-		l.accepted[d.Algorithm] = append(l.accepted[d.Algorithm], measure.Event{At: d.T, Cost: d.Cost})
+	case r.Error != "":
+		l.status[algorithm][r.Seq] = 3
+	case r.Allowed:
+		l.status[algorithm][r.Seq] = 1
+		// the decision's time from the boundary, on the Redis clock
+		at := time.UnixMicro(r.DecidedAtUS).Sub(l.plan.Boundary)
+		l.accepted[algorithm] = append(l.accepted[algorithm], measure.Event{At: at, Cost: r.Cost})
 	default:
-		l.status[d.Algorithm][d.Seq] = 2
+		l.status[algorithm][r.Seq] = 2
 	}
-	l.last = max(l.last, d.Recv)
+	// when the answer arrived, moved onto the Redis clock, from the boundary
+	l.last = max(l.last, time.UnixMicro(r.RecvUS).Add(l.plan.Offset).Sub(l.plan.Boundary))
 }
 
 // Start begins drawing (every 100 ms) until Stop.
