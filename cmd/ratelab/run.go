@@ -94,6 +94,9 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})
+	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
+		return runErr
+	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
 		f.format.render(res))
