@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -129,4 +131,28 @@ func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
 		return err
 	}
 	return WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, r) })
+}
+
+// FinishVerify writes what a verification leaves in dir once it has
+// stopped with r and runErr (dir "" writes nothing). log, the verification's
+// decisions.jsonl (nil when there is none), is closed first: closing flushes
+// it, so an error closing it means the record misses decisions, and it is
+// joined to runErr. Then, when runErr is nil, r is written (WriteVerifyDir);
+// else verify.json holds incomplete(runErr), what was asked and why it
+// stopped, marked incomplete, so that dir never lacks its record. It returns
+// runErr with the log's error joined, and the error writing the files (as
+// WriteFile's).
+func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport, runErr error, incomplete func(error) *measure.VerifyReport) (error, error) {
+	if log != nil {
+		if err := log.Close(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", filepath.Join(dir, "decisions.jsonl"), err))
+		}
+	}
+	switch {
+	case dir == "":
+		return runErr, nil
+	case runErr != nil:
+		return runErr, WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) })
+	}
+	return nil, WriteVerifyDir(dir, r)
 }

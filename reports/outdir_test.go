@@ -1,12 +1,14 @@
 package reports
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // issue 14 item 4: --out never mixes old and new results.
@@ -80,5 +82,51 @@ func TestPrepareOut(t *testing.T) {
 	undo()
 	if _, err := os.Stat(existing); err != nil {
 		t.Errorf("undo removed a directory it did not create: %v", err)
+	}
+}
+
+// FinishVerify leaves the whole record of a verdict, and verify.json marked
+// incomplete of a run that stopped; dir "" writes nothing.
+func TestFinishVerify(t *testing.T) {
+	stopped := errors.New("calls keep failing")
+	incomplete := func(err error) *measure.VerifyReport {
+		return &measure.VerifyReport{Target: "fixed-window", Header: measure.Header{Error: err.Error()}}
+	}
+	for _, c := range []struct {
+		name   string
+		dir    bool
+		runErr error
+		files  string // the files of dir, sorted
+	}{
+		{"verdict", true, nil, "decisions.jsonl report.html verify.json"},
+		{"stopped", true, stopped, "decisions.jsonl verify.json"},
+		{"no dir", false, stopped, ""},
+	} {
+		dir, out := t.TempDir(), ""
+		var log *measure.DecisionLog
+		if c.dir {
+			out = dir
+			var err error
+			if log, err = CreateDecisionLog(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runErr, werr := FinishVerify(out, log, verifyFixture(false), c.runErr, incomplete)
+		if runErr != c.runErr || werr != nil {
+			t.Errorf("%s: got %v, %v; want %v, nil", c.name, runErr, werr, c.runErr)
+		}
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if got := strings.Join(names, " "); got != c.files {
+			t.Errorf("%s: files %q, want %q", c.name, got, c.files)
+		}
+		if c.runErr != nil && c.dir {
+			if b, _ := os.ReadFile(filepath.Join(dir, "verify.json")); !strings.Contains(string(b), stopped.Error()) {
+				t.Errorf("%s: verify.json misses why it stopped:\n%s", c.name, b)
+			}
+		}
 	}
 }

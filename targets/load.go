@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -191,4 +192,10 @@ func Targets(specs []Spec) []Target {
 		out[i] = s.Target()
 	}
 	return out
+}
+
+// HasScript reports whether any of specs is a user's Lua script (its
+// Script set), which a shared Redis runs under guard (server.GuardScript).
+func HasScript(specs []Spec) bool {
+	return slices.ContainsFunc(specs, func(s Spec) bool { return s.Script != "" })
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -94,15 +93,12 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
-		defer func() { // after StopCPUProfile: a profile that did not reach the disk is said
+		defer func() { // after Run stopped the profile: one that did not reach the disk is said
 			if err := pf.Close(); err != nil {
 				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
 			}
 		}()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return usagef("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+		cfg.CPUProfile = pf
 	}
 	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)
 	if _, ok := field.Name(runErr); ok {

@@ -22,9 +22,9 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return flagError(c.Flags(), err)
 			}
-			o, err := rf.options() // clean's --redis is a URL: no --redis-image
+			o, err := rf.opts.Check(rf.spec) // clean's --redis is a URL: no --redis-image
 			if err != nil {
-				return err
+				return flagError(nil, err)
 			}
 			rd, err := server.OpenReadOnly(c.Context(), rf.spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
 			if err != nil {

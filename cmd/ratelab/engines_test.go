@@ -92,7 +92,7 @@ func TestRedisEngineErrors(t *testing.T) {
 		{"--redis-ca not a certificate", []string{"--redis", "rediss://localhost:" + port, "--redis-ca", tlsSrv.Certs.KeyFile},
 			[]string{"--redis-ca: ", "holds no PEM certificate"}},
 		{"--redis-image without a container", []string{"--redis", "exec", "--redis-image", "redis:7"},
-			[]string{"--redis-image: only --redis container uses an image"}},
+			[]string{"--redis-image: only a container Redis uses an image"}},
 	}
 	// long enough for a TLS handshake on a loaded 2-core machine
 	const timeout = 2 * time.Second

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // guard protects the user's Redis from the user's --script (issue 14,
@@ -18,7 +19,7 @@ import (
 // too) and a func that removes the ACL user.
 func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string, viaLimiter bool, stderr io.Writer) (*server.Redis, func(), error) {
 	nothing := func() {}
-	if !t.hasScript() || rd == nil {
+	if !targets.HasScript(t.specs) || rd == nil {
 		return rd, nothing, nil
 	}
 	g, err := server.GuardScript(ctx, rd, runID, t.trust, viaLimiter)
@@ -40,14 +41,4 @@ func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string,
 		return g.Redis(rd), unguard, nil
 	}
 	return rd, nothing, nil
-}
-
-// hasScript reports whether any target is a user's script.
-func (t *targetFlags) hasScript() bool {
-	for _, s := range t.specs {
-		if s.Script != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -143,7 +143,7 @@ func TestRunTrafficBadInput(t *testing.T) {
 		{"no limit", []string{"--traffic", bad, "--window", "1s"}, "--limit: required with traffic"},
 		{"no window", []string{"--traffic", bad, "--limit", "5"}, "--window: required with traffic"},
 		{"with scenarios", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--scenarios", "steady"}, "--traffic: replays the file alone"},
-		{"real clock", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--clock", "redis"}, "--clock: --traffic replays in virtual time only"},
+		{"real clock", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--clock", "redis"}, "--clock: traffic replays in virtual time only"},
 		{"bad format", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--traffic-format", "xml"}, `--traffic-format: unknown format "xml"`},
 		{"bad unit", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--time-unit", "days"}, `--time-unit: unknown unit "days"`},
 		{"unknown key field", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--key-field", "user"}, "--traffic: " + bad},

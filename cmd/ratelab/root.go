@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
 )
 
@@ -46,7 +47,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "ratelab:", harness.Interrupted(ctx, err)) // Ctrl-C said once
+	msg := harness.Interrupted(ctx, err) // Ctrl-C said once
+	if errors.Is(err, server.ErrRefusedByGuard) {
+		msg += " — pass --trust-script to run it anyway"
+	}
+	fmt.Fprintln(stderr, "ratelab:", msg)
 	var fe failError
 	if errors.As(err, &fe) {
 		return exitFail

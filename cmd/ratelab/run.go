@@ -53,23 +53,20 @@ func (f *runFlags) bind(c *cobra.Command) {
 }
 
 // config turns the flags into a run.Config and checks it (a limit, window
-// or cost given as 0 is refused: run.Config.Set).
+// or cost given as 0, and a --timeout of 0, are refused: run.Config.Set).
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
 	if err := f.target.load(c); err != nil {
 		return cfg, err
 	}
 	cfg.Targets = f.target.targets()
-	if cfg.Timeout <= 0 {
-		return cfg, usagef("--timeout: must be > 0, got %s", cfg.Timeout)
-	}
 	changed := c.Flags().Changed
 	for _, n := range trafficOnly {
 		if changed(n) {
 			return cfg, usagef("--%s: only with --traffic", n)
 		}
 	}
-	cfg.Set.Count, cfg.Set.Window, cfg.Set.Cost = changed("limit"), changed("window"), changed("cost")
+	cfg.Set = run.Given{Count: changed("limit"), Window: changed("window"), Cost: changed("cost"), Timeout: true} // a --timeout of 0 is a mistake
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 
@@ -97,6 +94,9 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})
+	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
+		return runErr
+	}
 	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
 		func(dir string) error { return reports.WriteDir(dir, res) },
 		f.format.render(res))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
@@ -35,32 +34,11 @@ func (t *trafficFlags) add(c *cobra.Command) {
 // trafficOnly are the flags that mean something only with --traffic.
 var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-field", "time-unit", "strict", "pipeline"}
 
-// replayConfig turns run's flags into a replay.Config and checks it.
-func (f *runFlags) replayConfig(c *cobra.Command) (replay.Config, error) {
-	t, rc := f.traffic, f.cfg
-	cfg := replay.Config{Algorithms: rc.Algorithms, Limit: rc.Limit, Cost: rc.Cost,
-		Source: t.path, Name: "traffic", Pipeline: t.pipeline,
-		Timeout: rc.Timeout, OnError: rc.OnError, MaxOutage: rc.MaxOutage, Traffic: t.opts}
-	switch {
-	case len(rc.Scenarios) > 0 || len(rc.ScenarioFiles) > 0:
-		return cfg, usagef("--traffic: replays the file alone; leave out --scenarios and --scenario-file")
-	case rc.Clock != harness.VirtualClock:
-		return cfg, usagef("--clock: --traffic replays in virtual time only, got %s", rc.Clock)
-	case t.pipeline < 1:
-		return cfg, usagef("--pipeline: must be >= 1, got %d", t.pipeline)
-	case rc.Limit.Count == 0: // run's default: each scenario's own, and a traffic file has none
-		return cfg, usagef("--limit: required with traffic (cost units per window per key)")
-	case rc.Limit.Window == 0:
-		return cfg, usagef("--window: required with traffic")
-	}
-	return cfg, flagError(c.Flags(), cfg.Validate())
-}
-
 // runTraffic is `run --traffic`: open the file, replay it, publish.
 func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
-	cfg, err := f.replayConfig(c)
+	cfg, err := f.cfg.Replay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
 	if err != nil {
-		return err
+		return flagError(c.Flags(), err)
 	}
 	file, size, err := scenarios.OpenTraffic(f.traffic.path)
 	if err != nil {

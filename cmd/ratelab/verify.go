@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,30 +114,18 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	cfg.Progress = stderr
 	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
-	if cfg.Log != nil {
-		// Close flushes decisions.jsonl: when it fails, the file misses
-		// decisions and the verification's record is incomplete
-		if cerr := cfg.Log.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("write %s: %w", filepath.Join(f.out.dir, "decisions.jsonl"), cerr))
-		}
-	}
-	if err != nil && f.out.dir != "" {
-		// what was asked and why it stopped, marked incomplete: never no file
-		partial := verify.Incomplete(rd, lim, cfg, started, err)
-		if werr := reports.WriteFile(filepath.Join(f.out.dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, partial) }); werr != nil {
-			err = errors.Join(err, flagError(nil, werr))
-		}
-	}
+	err, werr := reports.FinishVerify(f.out.dir, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
+		return verify.Incomplete(rd, lim, cfg, started, err)
+	})
 	if err != nil {
+		err = errors.Join(err, flagError(nil, werr))
 		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)
 	}
-	if f.out.dir != "" {
-		if err := reports.WriteVerifyDir(f.out.dir, rep); err != nil {
-			return flagError(nil, err)
-		}
+	if werr != nil {
+		return flagError(nil, werr)
 	}
 	if err := f.format.render(rep)(stdout); err != nil {
 		return err

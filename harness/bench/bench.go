@@ -17,6 +17,7 @@ import (
 	"math"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -121,6 +122,11 @@ type Config struct {
 	// Procs is GOMAXPROCS while runs are measured (0 leaves it): with 2
 	// cores, 1 leaves the other core to redis-server.
 	Procs int
+	// CPUProfile, when not nil, receives ratelab's CPU profile of the
+	// whole bench (runtime/pprof, for go tool pprof); the caller closes it
+	// after Run. A profile that cannot start is an error naming
+	// "cpuprofile".
+	CPUProfile io.Writer
 	// RunID names the key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
@@ -292,6 +298,12 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	err := func() error {
 		if invalid != nil {
 			return invalid
+		}
+		if cfg.CPUProfile != nil {
+			if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+				return field.Errorf("cpuprofile", "%w", err)
+			}
+			defer pprof.StopCPUProfile()
 		}
 		nodes, _, err := server.Nodes(ctx, rd.Client) // the server, or a cluster's masters: their stats are summed
 		if err != nil {

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -203,14 +204,20 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// With a target rate the latencies are corrected and the rate holds roughly.
+// With a target rate the latencies are corrected and the rate holds
+// roughly; the CPU profile of the bench is written.
 func TestRunRate(t *testing.T) {
 	cfg := (bench.Config{}).WithDefaults()
 	cfg.Algorithms, cfg.Paths = []string{"fixed-window"}, []string{measure.PathDeny}
 	cfg.Clients, cfg.Pipeline, cfg.Requests, cfg.Rate = 2, 1, 200, 2000
+	var profile bytes.Buffer
+	cfg.CPUProfile = &profile
 	res, err := bench.Run(ctx, srv.Redis, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if profile.Len() == 0 {
+		t.Error("no CPU profile written")
 	}
 	r := res.Results[0]
 	if !r.Corrected || r.Decisions != 200 || r.RatePerS != 2000 {

@@ -37,7 +37,7 @@ const clusterSlots = 16384
 func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("%w: --redis cluster starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
+		return nil, fmt.Errorf("%w: the cluster engine starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
 	}
 	dir, err := os.MkdirTemp("", "ratelab-cluster-")
 	if err != nil {

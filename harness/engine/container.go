@@ -109,7 +109,7 @@ func DockerHealthy(ctx context.Context, timeout time.Duration) (err error) {
 func startContainer(ctx context.Context, image string, timeout, dial time.Duration) (*server.Redis, error) {
 	disableRyuk()
 	if err := DockerHealthy(ctx, min(timeout, 5*time.Second)); err != nil {
-		return nil, fmt.Errorf("%w: --redis container needs a Docker engine: %v", ErrNoRedis, err)
+		return nil, fmt.Errorf("%w: the container engine needs a Docker engine: %v", ErrNoRedis, err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

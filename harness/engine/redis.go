@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
@@ -44,8 +45,37 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
 	// (see server.LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
+	// CAFile, when not empty, is a PEM file of the CA(s) for rediss:// URLs:
+	// Check reads it into RootCAs.
+	CAFile string
 	// AllowEviction is server.Options.AllowEviction, for URLs.
 	AllowEviction bool
+}
+
+// Check checks o as a user gave them for the Redis of spec, and returns
+// them with the CAs of CAFile read into RootCAs. Errors are *field.Error
+// naming "connect_timeout" (Timeout must be > 0: a user's zero is a
+// mistake, not the default), "redis_image" (Image only for spec
+// "container" or "auto") or "redis_ca" (CAFile only for rediss:// URLs, and
+// server.LoadCA's errors).
+func (o Options) Check(spec string) (Options, error) {
+	if o.Timeout <= 0 {
+		return o, field.Errorf("connect_timeout", "must be > 0, got %s", o.Timeout)
+	}
+	if o.Image != "" && spec != "container" && spec != "auto" {
+		return o, field.Errorf("redis_image", "only a container Redis uses an image (got Redis %s)", server.RedactURL(spec))
+	}
+	if o.CAFile != "" {
+		if !server.IsTLS(spec) {
+			return o, field.Errorf("redis_ca", "only rediss:// URLs use TLS (got %s)", server.RedactURL(spec))
+		}
+		pool, err := server.LoadCA(o.CAFile)
+		if err != nil {
+			return o, field.Errorf("redis_ca", "%w", err)
+		}
+		o.RootCAs = pool
+	}
+	return o, nil
 }
 
 // Open is OpenWith(ctx, spec, Options{Timeout: timeout}).

@@ -42,9 +42,10 @@ type Config struct {
 	Limit limit.Limit
 	// Cost replaces every arrival's cost when non-zero.
 	Cost int64
-	// Set says which of Limit.Count, Limit.Window and Cost the caller
-	// gave (a command line's flags): one set must be >= 1 (a window > 0),
-	// since its zero would mean the scenario's own.
+	// Set says which of Limit.Count, Limit.Window, Cost and Timeout the
+	// caller gave (a command line's flags): one set must be >= 1 (a window
+	// or timeout > 0), since its zero would mean the scenario's own (no
+	// bound).
 	Set   Given
 	Clock harness.ClockMode
 	Seed  int64
@@ -59,8 +60,9 @@ type Config struct {
 }
 
 // Given names fields of a Config (Config.Set) whose zero is not the
-// default: Count is Limit.Count, Window Limit.Window, Cost Cost.
-type Given struct{ Count, Window, Cost bool }
+// default: Count is Limit.Count, Window Limit.Window, Cost Cost, Timeout
+// Timeout (zero: no bound).
+type Given struct{ Count, Window, Cost, Timeout bool }
 
 // ErrKeysVanished is returned when a run's keys were removed while it ran
 // (its registration marker vanished: someone ran FLUSHDB, ratelab clean, or
@@ -91,6 +93,8 @@ func (cfg Config) Validate() error {
 		return field.Errorf("window", "must be > 0, got %s", cfg.Limit.Window)
 	case cfg.Set.Cost && cfg.Cost < 1:
 		return field.Errorf("cost", "must be >= 1, got %d", cfg.Cost)
+	case cfg.Set.Timeout && cfg.Timeout <= 0:
+		return field.Errorf("timeout", "must be > 0, got %s", cfg.Timeout)
 	}
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}

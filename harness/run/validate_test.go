@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/scenarios"
 )
 
 // A field of Set given as 0 is refused, naming the field; unset, 0 means
@@ -20,12 +22,40 @@ func TestValidateSet(t *testing.T) {
 		{"count set to 0", Config{Set: Given{Count: true}}, "limit"},
 		{"window set to 0", Config{Set: Given{Window: true}}, "window"},
 		{"cost set to 0", Config{Set: Given{Cost: true}}, "cost"},
+		{"timeout set to 0", Config{Set: Given{Timeout: true}}, "timeout"},
 		{"all set", Config{Limit: limit.Limit{Count: 10, Window: time.Second}, Cost: 1,
-			Set: Given{true, true, true}}, ""},
+			Set: Given{true, true, true, false}}, ""},
 	} {
 		err := c.cfg.Validate()
 		if name, _ := field.Name(err); name != c.field || (c.field == "") != (err == nil) {
 			t.Errorf("%s: got %v, want an error on field %q", c.name, err, c.field)
+		}
+	}
+}
+
+// What a replay refuses of a run names the field.
+func TestReplay(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	for _, c := range []struct {
+		name     string
+		cfg      Config
+		pipeline int
+		field    string // "" for no error
+	}{
+		{"good", Config{Limit: l}, 1, ""},
+		{"with scenarios", Config{Limit: l, Scenarios: []string{"steady"}}, 1, "traffic"},
+		{"real clock", Config{Limit: l, Clock: harness.RedisClock}, 1, "clock"},
+		{"pipeline 0", Config{Limit: l}, 0, "pipeline"},
+		{"no limit", Config{Limit: limit.Limit{Window: time.Second}}, 1, "limit"},
+		{"no window", Config{Limit: limit.Limit{Count: 5}}, 1, "window"},
+		{"replay's own rule", Config{Limit: l, Cost: 6}, 1, "cost"},
+	} {
+		rc, err := c.cfg.Replay("t.csv", c.pipeline, scenarios.TrafficOptions{})
+		if name, _ := field.Name(err); name != c.field || (c.field == "") != (err == nil) {
+			t.Errorf("%s: got %v, want an error on field %q", c.name, err, c.field)
+		}
+		if err == nil && (rc.Source != "t.csv" || rc.Limit != l) {
+			t.Errorf("%s: got %+v", c.name, rc)
 		}
 	}
 }

@@ -103,7 +103,7 @@ func (g *Guard) Close(ctx context.Context) error {
 
 // ErrRefusedByGuard is wrapped by the error of a run stopped because the
 // script under guard tried to touch what is not ratelab's.
-var ErrRefusedByGuard = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (pass --trust-script to run it anyway)")
+var ErrRefusedByGuard = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (a trusted script runs unguarded)")
 
 // IsGuardRefusal reports whether err is Redis refusing a script a command
 // or a key (in the words Redis 7 uses for a script's calls).
