@@ -254,9 +254,10 @@ func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algori
 		cctx, cancel = context.WithTimeout(ctx, r.Timeout*time.Duration(k))
 	}
 	defer cancel()
+	sent := time.Now()
 	cmds, err := st.pipe.Exec(cctx, calls)
 	if err != nil && r.Timeout > 0 && server.IsTimeout(err) {
-		r.killBusy(ctx)
+		r.killBusy(ctx, sent)
 	}
 	return cmds, err
 }

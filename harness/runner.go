@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -130,10 +131,13 @@ type Runner struct {
 	cancel        context.CancelCauseFunc
 	scriptsLoaded sync.Map // SHA1 -> true: scripts this Runner loaded (pipelined mode)
 	kill          struct {
-		once   sync.Once
-		done   chan struct{} // closed when the SCRIPT KILL is over
-		killed bool
-		err    error
+		once      sync.Once
+		done      chan struct{} // closed when the SCRIPT KILL is over
+		found     server.BusyScript
+		err       error
+		threshold time.Duration // the server's busy-reply-threshold
+		known     bool          // threshold was read, not assumed
+		busy      atomic.Bool   // a call was answered BUSY
 	}
 	outage struct {
 		mu    sync.Mutex
@@ -274,6 +278,12 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.cancel = cancel
+	if r.Timeout > 0 && r.Redis != nil && r.kill.threshold == 0 {
+		// read while the server answers: a busy one serves no CONFIG GET
+		tctx, tcancel := context.WithTimeout(ctx, max(r.Timeout, time.Second))
+		r.kill.threshold, r.kill.known = server.BusyThreshold(tctx, r.Redis)
+		tcancel()
+	}
 	res := make([]JobResult, len(jobs))
 	for i := range jobs {
 		res[i] = JobResult{Job: jobs[i], Latency: NewHist()}
@@ -459,7 +469,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	o.Recv = time.Now()
 	cancel()
 	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && server.IsTimeout(o.Err) {
-		r.killBusy(ctx)
+		r.killBusy(ctx, o.Sent)
 	}
 	r.settle(o.Err)
 	r.record(job, j, anchor, &o)
@@ -471,6 +481,12 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 // key it cannot build: every call would fail alike) or a refusal by the
 // guard stops it at once; other errors count towards MaxOutage.
 func (r *Runner) settle(err error) {
+	if server.IsBusy(err) {
+		// a script runs past busy-reply-threshold: another client's, as
+		// ratelab's call was refused, not run (a script of ratelab's is
+		// stopped by the call that sent it timing out: killBusy)
+		r.kill.busy.Store(true)
+	}
 	var se *algorithms.ScriptError
 	switch {
 	case r.cancel == nil:
@@ -501,40 +517,62 @@ func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
 	}
 }
 
-// killBusy is called after a call timed out: a script still running would
-// leave the user's Redis answering BUSY to everyone after ratelab exits, so
-// SCRIPT KILL is sent, once per Runner, in the background (Redis answers it
-// only after busy-reply-threshold, 5 s by default, and a server that hangs
-// for another reason never does, so the run must not wait for it). Settle
-// waits for it.
-func (r *Runner) killBusy(ctx context.Context) {
+// killBusy is called after a call ratelab sent at sent timed out: a
+// script of ratelab's still running would leave the user's Redis answering
+// BUSY to everyone after ratelab exits, so it is stopped with SCRIPT KILL;
+// a script another client was already running when the call was sent is
+// left alone (server.KillBusyScript tells them apart). This is done once
+// per Runner, in the background (Redis answers only after
+// busy-reply-threshold, 5 s by default, and a server that hangs for another
+// reason never does, so the run must not wait for it). Settle waits for it.
+func (r *Runner) killBusy(ctx context.Context, sent time.Time) {
 	r.kill.once.Do(func() {
 		r.kill.done = make(chan struct{})
+		threshold := r.kill.threshold
+		if threshold <= 0 {
+			threshold = server.DefaultBusyThreshold
+		}
 		go func() {
 			defer close(r.kill.done)
-			killed, err := server.KillBusyScript(ctx, r.Redis)
-			r.kill.killed, r.kill.err = killed, err
-			if killed && r.Progress != nil {
-				fmt.Fprintf(r.Progress, "ratelab: a script ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
+			found, err := server.KillBusyScript(ctx, r.Redis, sent, threshold)
+			r.kill.found, r.kill.err = found, err
+			if r.Progress == nil {
+				return
+			}
+			switch found {
+			case server.Killed:
+				fmt.Fprintf(r.Progress, "ratelab: a script ratelab sent ran longer than the call timeout (%s); ratelab sent SCRIPT KILL\n", r.Timeout)
+			case server.Foreign:
+				assumed := ""
+				if !r.kill.known {
+					assumed = " (assumed: CONFIG GET was refused)"
+				}
+				fmt.Fprintf(r.Progress, "ratelab: Redis answered BUSY sooner than its busy-reply-threshold (%s%s) after ratelab's call: another client's script is running; ratelab leaves it alone\n", threshold, assumed)
+			case server.Unkillable:
+				fmt.Fprintf(r.Progress, "ratelab: %v\n", server.ErrScriptUnkillable)
 			}
 		}()
 	})
 }
 
-// Settle waits for a SCRIPT KILL that a timed-out call started (at most
-// server.KillWait) and returns an error wrapping server.ErrScriptKilled
-// when a script had to be killed; nil otherwise. Call it once the run is
-// over, before the process exits, so that the user's Redis is never left
-// answering BUSY.
+// Settle waits for the probe and SCRIPT KILL that a timed-out call started
+// (at most server.KillWait, or the busy-reply-threshold and 2 s) and
+// returns an error wrapping server.ErrScriptKilled when ratelab's script
+// had to be killed, server.ErrScriptUnkillable when it wrote and could not
+// be (the server is left BUSY), server.ErrForeignBusy when another client's
+// script kept Redis busy (left running; also when a call was answered
+// BUSY); nil otherwise. Call it once the run is over, before the process
+// exits, so that the user's Redis is never left answering BUSY by ratelab.
 func (r *Runner) Settle() error {
-	if r.kill.done == nil {
-		return nil
+	found := server.NotBusy
+	if r.kill.done != nil {
+		<-r.kill.done
+		found = r.kill.found
 	}
-	<-r.kill.done
-	if r.kill.killed {
-		return fmt.Errorf("%w (%s)", server.ErrScriptKilled, r.Timeout)
+	if found == server.NotBusy && r.kill.busy.Load() {
+		return fmt.Errorf("%w (ratelab's calls were answered BUSY)", server.ErrForeignBusy)
 	}
-	return nil
+	return found.Err(r.Timeout)
 }
 
 // virtualAnchor is the first multiple of the window after VirtualEpoch minus

@@ -21,8 +21,12 @@ var ErrNoGuard = errors.New("cannot guard the server's other data from the scrip
 // Guard is a temporary ACL user of the user's Redis under which a user's
 // script runs, so that the script cannot harm the rest of the server: it
 // may touch only keys under one prefix (ratelab's own "ratelab:<run id>:")
-// and run no @dangerous or @admin command (FLUSHALL, FLUSHDB, KEYS, CONFIG,
-// DEBUG, SHUTDOWN, ...). Redis checks the commands a script calls against
+// of the database ratelab's connection uses, and run no @dangerous or
+// @admin command (FLUSHALL, FLUSHDB, KEYS, CONFIG, DEBUG, SHUTDOWN,
+// SWAPDB, MIGRATE, ...) nor one that reaches another database (SELECT,
+// MOVE, COPY: ACL cannot tell COPY's DB option apart, so COPY is denied
+// whole), so that ratelab's cleanup, which scans that database, finds
+// every key the script could write. Redis checks the commands a script calls against
 // the user that runs it, so a script that tries is answered NOPERM, which
 // ratelab reports as the script's error instead of running it. Close
 // removes the user.
@@ -48,14 +52,41 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	user, pass := "ratelab-guard-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
 	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
 		"+@all", "-@dangerous", "-@admin", "+info"}
-	if err := admin.Do(ctx, rules...).Err(); err != nil {
+	rules = append(rules, guardDenied...)
+	err := admin.Do(ctx, rules...).Err()
+	if err != nil && strings.Contains(err.Error(), "-copy") {
+		// a Redis older than 6.2 has no COPY: nothing to deny
+		err = admin.Do(ctx, rules[:len(rules)-1]...).Err()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
 	}
 	opt := *admin.Options()
-	opt.Username, opt.Password = user, pass
-	opt.CredentialsProvider, opt.CredentialsProviderContext, opt.StreamingCredentialsProvider = nil, nil, nil
+	if opt.DB == 0 {
+		opt.Username, opt.Password = user, pass
+		opt.CredentialsProvider, opt.CredentialsProviderContext, opt.StreamingCredentialsProvider = nil, nil, nil
+	} else {
+		// the guarded user may not SELECT: each connection selects the
+		// database as the user's own login (go-redis's handshake), then
+		// switches to the guarded user, keeping the database
+		onConnect := opt.OnConnect
+		opt.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+			if onConnect != nil {
+				if err := onConnect(ctx, cn); err != nil {
+					return err
+				}
+			}
+			return cn.AuthACL(ctx, user, pass).Err()
+		}
+	}
 	return &Guard{Client: redis.NewClient(&opt), user: user, admin: admin}, nil
 }
+
+// guardDenied are the commands a guarded script may not call besides
+// @dangerous and @admin: those that reach another database, or name one
+// (the deny of the @dangerous ones is repeated in case a server files them
+// elsewhere). COPY comes last: NewGuard drops it on a server without it.
+var guardDenied = []any{"-select", "-swapdb", "-move", "-migrate", "-flushdb", "-flushall", "-copy"}
 
 // Close closes the guarded connection and removes the ACL user, also when
 // ctx is cancelled (within a few seconds). The error, naming the user, is

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -34,6 +36,12 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		{"FLUSHDB", "return redis.call('FLUSHDB')", []string{own}, true},
 		{"a key outside KEYS and the prefix", "return redis.call('SET', 'users:1', 'mallory')", []string{own}, true},
 		{"CONFIG SET", "return redis.call('CONFIG', 'SET', 'maxmemory', '1')", []string{own}, true},
+		// issue 24 item 3: nothing leaves the database cleanup scans
+		{"SELECT 1 then write", "redis.call('SELECT', 1); for i = 1, 54 do redis.call('SET', KEYS[1] .. i, 1) end; return 1", []string{own}, true},
+		{"SWAPDB", "return redis.call('SWAPDB', 0, 1)", []string{own}, true},
+		{"MOVE", "redis.call('SET', KEYS[1], 1); return redis.call('MOVE', KEYS[1], 1)", []string{own}, true},
+		{"COPY to another db", "redis.call('SET', KEYS[1], 1); return redis.call('COPY', KEYS[1], KEYS[1] .. 'x', 'DB', 1)", []string{own}, true},
+		{"MIGRATE", "return redis.call('MIGRATE', '127.0.0.1', 1, KEYS[1], 0, 100)", []string{own}, true},
 	}
 	for _, tc := range cases {
 		err := g.Client.Eval(ctx, tc.script, tc.keys).Err()
@@ -47,6 +55,9 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 	// a foreign key declared in KEYS: the EVAL itself is refused (NOPERM)
 	if err := g.Client.Eval(ctx, "return redis.call('DEL', KEYS[1])", []string{"users:1"}).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("a foreign key in KEYS: %v, want NOPERM", err)
+	}
+	if n, err := c.Do(ctx, "EVAL", "redis.call('SELECT', 1); return redis.call('DBSIZE')", 0).Int64(); err != nil || n != 0 {
+		t.Errorf("db 1 after the guarded scripts: %d keys (%v), want 0", n, err)
 	}
 	if v := c.Get(ctx, "users:1").Val(); v != "alice" {
 		t.Errorf("the user's key is %q after the guarded scripts", v)
@@ -62,5 +73,35 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		if strings.HasPrefix(u, "ratelab-guard-") {
 			t.Errorf("ACL user %s left behind", u)
 		}
+	}
+}
+
+// issue 24 item 3: the guard denies SELECT, yet a user's Redis URL naming
+// a database other than 0 still works: the guarded connections use that
+// database, and the script's keys land where cleanup scans.
+func TestGuardKeepsTheURLDatabase(t *testing.T) {
+	ctx := context.Background()
+	rd := openExec(t)
+	opt := *rd.Client.(*redis.Client).Options()
+	opt.DB = 3
+	c := redis.NewClient(&opt)
+	defer c.Close()
+	prefix := "ratelab:20261123T090000-dbdb:"
+	g, err := server.NewGuard(ctx, &server.Redis{Client: c, Info: rd.Info}, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close(ctx) }()
+	if err := g.Client.Eval(ctx, "return redis.call('SET', KEYS[1], 1)", []string{prefix + "{k}"}).Err(); err != nil {
+		t.Fatalf("a guarded script on db 3: %v", err)
+	}
+	if n := c.Exists(ctx, prefix+"{k}").Val(); n != 1 {
+		t.Errorf("the script's key is not in db 3 (EXISTS %d)", n)
+	}
+	if err := g.Client.Eval(ctx, "return redis.call('SELECT', 0)", []string{prefix + "{k}"}).Err(); !server.IsGuardRefusal(err) {
+		t.Errorf("SELECT from a script on db 3: %v, want the guard's refusal", err)
+	}
+	if err := g.Client.Do(ctx, "SELECT", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("SELECT on the guarded connection: %v, want NOPERM", err)
 	}
 }

@@ -261,13 +261,21 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
+	threshold := server.DefaultBusyThreshold
+	if rd != nil { // read while the server answers: a busy one serves no CONFIG GET
+		tctx, tcancel := context.WithTimeout(ctx, max(cfg.Timeout, time.Second))
+		threshold, _ = server.BusyThreshold(tctx, rd.Client)
+		tcancel()
+	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	sent := time.Now()
 	_, err = lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
 	if err != nil && rd != nil && server.IsTimeout(err) {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
-		if killed, kerr := server.KillBusyScript(ctx, rd.Client); killed {
-			return nil, fmt.Errorf("%w (%s)", server.ErrScriptKilled, cfg.Timeout)
+		// (only if it is ratelab's: another client's script is left alone)
+		if found, kerr := server.KillBusyScript(ctx, rd.Client, sent, threshold); found != server.NotBusy {
+			return nil, found.Err(cfg.Timeout)
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}

@@ -1,0 +1,73 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness/server"
+)
+
+// issue 24 item 3: after a call of ratelab's timed out, KillBusyScript
+// kills only a script that call started: a script another client was
+// already running when the call was sent is left alone (Foreign), ratelab's
+// own is killed, and NotBusy when nothing runs.
+func TestKillBusyScriptOnlyOwn(t *testing.T) {
+	ctx := context.Background()
+	const threshold = time.Second
+	cases := []struct {
+		name    string
+		foreign bool // another client starts the loop before ratelab's call
+		want    server.BusyScript
+	}{
+		{"another client's script", true, server.Foreign},
+		{"ratelab's own script", false, server.Killed},
+	}
+	for _, tc := range cases {
+		rd := openExec(t)
+		c := rd.Client.(*redis.Client)
+		if err := c.ConfigSet(ctx, "busy-reply-threshold", "1000").Err(); err != nil {
+			t.Fatal(err)
+		}
+		opt := *c.Options()
+		opt.ReadTimeout, opt.MaxRetries = -1, -1
+		other := redis.NewClient(&opt)
+		done := make(chan error, 1)
+		if tc.foreign {
+			go func() { done <- other.Eval(ctx, "while true do end", nil).Err() }()
+			time.Sleep(100 * time.Millisecond)
+		}
+		// ratelab's call: the loop itself, or a GET stuck behind the other's
+		sent := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		var err error
+		if tc.foreign {
+			err = c.Get(cctx, "ratelab:x").Err()
+		} else {
+			err = c.Eval(cctx, "while true do end", nil).Err()
+		}
+		cancel()
+		if !server.IsTimeout(err) {
+			t.Fatalf("%s: ratelab's call: %v, want a timeout", tc.name, err)
+		}
+		got, err := server.KillBusyScript(ctx, c, sent, threshold)
+		t.Logf("%s: %v after %v", tc.name, got, time.Since(sent).Round(time.Millisecond))
+		if got != tc.want || err != nil {
+			t.Errorf("%s: KillBusyScript = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+		if tc.foreign {
+			if err := c.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+				t.Errorf("%s: PING afterwards: %v, want BUSY (the script still runs)", tc.name, err)
+			}
+			_ = c.ScriptKill(ctx).Err() // the test's
+			<-done
+		}
+		if got, err := server.KillBusyScript(ctx, c, time.Now(), threshold); got != server.NotBusy || err != nil {
+			t.Errorf("%s: on an idle server: %v, %v; want NotBusy", tc.name, got, err)
+		}
+		_ = other.Close()
+	}
+}
