@@ -60,7 +60,7 @@ return {1, 0, 0, tonumber(ARGV[1])}`
 		want int64 // the counter at the second call
 	}{
 		{"1800000", w/2 - time.Millisecond, 2},
-		{"1800000", w / 2, 2},                  // now_ms == expiry: still there
+		{"1800000", w / 2, 2}, // now_ms == expiry: still there
 		// gone: 5 ms past, not 1 — the deadline is read against Redis's
 		// clock at the before-script, and when that clock ticks before the
 		// limiter's PEXPIRE in the same EXEC (seen once under -race on a
