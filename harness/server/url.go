@@ -50,17 +50,7 @@ func IsURL(spec string) bool {
 // authentication, the TLS handshake, the missing permission) in one line,
 // within o.Timeout. The Redis is not Owned: Close only closes the client.
 func OpenURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	QuietLogs()
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultConnectTimeout
-	}
-	switch {
-	case isClusterURL(spec):
-		return openClusterURL(ctx, spec, o)
-	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
-		return openURL(ctx, spec, o)
-	}
-	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+	return open(ctx, spec, o, true)
 }
 
 // OpenReadOnly connects to the user's Redis (a redis://, rediss://,
@@ -69,20 +59,38 @@ func OpenURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 // a Redis out of memory can still be listed. Errors name the address and
 // what failed, within o.Timeout; other specs are refused.
 func OpenReadOnly(ctx context.Context, spec string, o Options) (*Redis, error) {
+	return open(ctx, spec, o, false)
+}
+
+// open dials the server or Cluster of a URL spec and, with check, runs
+// CheckAccess (which writes) on it, closing the client when refused.
+func open(ctx context.Context, spec string, o Options, check bool) (*Redis, error) {
 	QuietLogs()
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultConnectTimeout
 	}
+	var r *Redis
+	var err error
 	switch {
 	case isClusterURL(spec):
-		return dialClusterURL(ctx, spec, o)
+		r, err = dialClusterURL(ctx, spec, o)
 	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
-		return dialURL(ctx, spec, o)
+		r, err = dialURL(ctx, spec, o)
+	default:
+		return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
 	}
-	return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+	if err != nil || !check {
+		return r, err
+	}
+	if err := r.checkAccessWithin(ctx, o); err != nil {
+		_ = r.Client.Close() // the user's server, refused: the access error is the one returned
+		return nil, err
+	}
+	return r, nil
 }
 
-// dialClusterURL is openClusterURL without CheckAccess.
+// dialClusterURL connects to the user's Redis Cluster through its seeds
+// and waits for it to answer, within o.Timeout; it writes nothing.
 func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := ClusterOptions(spec)
 	if err != nil {
@@ -103,6 +111,10 @@ func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
 	if err != nil {
 		_ = c.Close() // a client that did not connect: the error returned is why
+		if strings.Contains(err.Error(), "NOPERM") {
+			return nil, fmt.Errorf("%w (a Redis Cluster also needs +%s)", connError(seeds, opt.Username, opt.TLSConfig != nil, err),
+				strings.Join(ACLClusterCommands, " +"))
+		}
 		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
 	}
 	return r, nil
@@ -111,18 +123,6 @@ func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 // IsTLS reports whether spec is a URL that uses TLS (rediss:// or rediss+cluster://).
 func IsTLS(spec string) bool {
 	return strings.HasPrefix(spec, "rediss://") || strings.HasPrefix(spec, "rediss+cluster://")
-}
-
-func openURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	r, err := dialURL(ctx, spec, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.checkAccessWithin(ctx, o); err != nil {
-		_ = r.Client.Close() // the user's server, refused: the access error is the one returned
-		return nil, err
-	}
-	return r, nil
 }
 
 // dialURL connects to the server of a redis:// or rediss:// URL and waits
@@ -388,42 +388,6 @@ func ClusterOptions(spec string) (*redis.ClusterOptions, error) {
 		}
 	}
 	return redis.ParseClusterURL(spec)
-}
-
-// openClusterURL connects to the user's Redis Cluster through its seeds.
-func openClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
-	opt, err := ClusterOptions(spec)
-	if err != nil {
-		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
-	}
-	opt.DialTimeout = o.Timeout
-	opt.ReadTimeout = o.Timeout
-	opt.WriteTimeout = o.Timeout
-	opt.MaxRetries = -1
-	opt.ContextTimeoutEnabled = true // a per-call deadline (--timeout) bounds each command
-	if opt.TLSConfig != nil && o.RootCAs != nil {
-		opt.TLSConfig.RootCAs = o.RootCAs
-	}
-	seeds := strings.Join(opt.Addrs, ",")
-	if err := probeSeeds(ctx, opt, o.Timeout); err != nil {
-		return nil, err
-	}
-	c := redis.NewClusterClient(opt)
-	version, err := ClusterReady(ctx, c, o.Timeout)
-	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
-	if err != nil {
-		_ = c.Close() // a client that did not connect: the error returned is why
-		if strings.Contains(err.Error(), "NOPERM") {
-			return nil, fmt.Errorf("%w (a Redis Cluster also needs +%s)", connError(seeds, opt.Username, opt.TLSConfig != nil, err),
-				strings.Join(ACLClusterCommands, " +"))
-		}
-		return nil, fmt.Errorf("Redis Cluster at %s: %s", seeds, oneLine(err.Error()))
-	}
-	if err := r.checkAccessWithin(ctx, o); err != nil {
-		_ = c.Close() // the user's cluster, refused: the access error is the one returned
-		return nil, err
-	}
-	return r, nil
 }
 
 // probeSeeds connects to every seed at once (one PING each, within
