@@ -58,7 +58,7 @@ func (s *Session) Guard(ctx context.Context, estimate int64, progress io.Writer)
 	var ee *server.EvictionError
 	switch {
 	case s.Redis.AllowEviction && errors.As(err, &ee):
-		say(progress, "ratelab: warning: --allow-eviction: Redis at %s evicts (maxmemory-policy %s, %s headroom) and this command may write up to %s: other keys may be evicted, and the command will not stop for it\n",
+		Say(progress, "ratelab: warning: --allow-eviction: Redis at %s evicts (maxmemory-policy %s, %s headroom) and this command may write up to %s: other keys may be evicted, and the command will not stop for it\n",
 			ee.Addr, ee.Policy, server.FormatBytes(ee.Headroom), server.EstimateText(estimate))
 		return ctx, none, nil
 	case s.Redis.AllowEviction:
@@ -93,8 +93,9 @@ func GuardErr(done func() error, err error) error {
 	return err
 }
 
-// say writes a formatted line to w; nil w discards it.
-func say(w io.Writer, format string, args ...any) {
+// Say writes a formatted line to w (a command's progress); nil w
+// discards it.
+func Say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format, args...)
 	}

@@ -213,7 +213,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 				note = fmt.Sprintf("%s was not run on %s: it cannot be pipelined (not a script)", name, cfg.Name)
 			}
 			res.Notes = append(res.Notes, note)
-			say(progress, "%s\n", note)
+			harness.Say(progress, "%s\n", note)
 			continue
 		}
 		workers = append(workers, newReplayWorker(sl, lim, s.Prefix+name+":", cfg))
@@ -222,7 +222,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
-		say(progress, "%s: replaying %s (%s) against %d algorithms, limit %s per key, pipeline %d, virtual clock\n",
+		harness.Say(progress, "%s: replaying %s (%s) against %d algorithms, limit %s per key, pipeline %d, virtual clock\n",
 			cfg.Name, cfg.Source, src.stats().Format, len(workers), lim, cfg.Pipeline)
 		return runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
 	}()
@@ -267,10 +267,10 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	info.PeakRSSBytes = peakRSS()
 	res.Traffic = info
 	for _, ex := range info.Examples {
-		say(progress, "%s: line %d: %s (skipped)\n", cfg.Source, ex.Line, ex.Reason)
+		harness.Say(progress, "%s: line %d: %s (skipped)\n", cfg.Source, ex.Line, ex.Reason)
 	}
 	if info.Malformed > int64(len(info.Examples)) {
-		say(progress, "%s: %d malformed lines in all (skipped)\n", cfg.Source, info.Malformed)
+		harness.Say(progress, "%s: %d malformed lines in all (skipped)\n", cfg.Source, info.Malformed)
 	}
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
@@ -347,13 +347,6 @@ func peakRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss * 1024 // Linux reports KiB
-}
-
-// say prints to w when it is not nil.
-func say(w io.Writer, format string, args ...any) {
-	if w != nil {
-		fmt.Fprintf(w, format, args...)
-	}
 }
 
 // sortExamples orders malformed-line examples by line and keeps n.
