@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/internal/redistest"
@@ -225,5 +226,23 @@ func TestPolicies(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("PCT: eight seeds gave one schedule")
+	}
+}
+
+// TestNeverReturns: a script that loops forever stops with its context.
+func TestNeverReturns(t *testing.T) {
+	s, err := clientside.Compile("loop", `while true do end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, closeConn, err := clientside.Dial(ctx, srv.Client(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeConn()
+	tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if got, err := (&clientside.Exec{Conn: conn}).Run(tctx, s, nil, nil); err == nil {
+		t.Fatalf("got %v, want an error once the context is done", got)
 	}
 }

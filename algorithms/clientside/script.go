@@ -116,20 +116,27 @@ type Exec struct {
 // Run runs s with KEYS keys and ARGV args and returns its reply converted as
 // EVAL returns it (int64, string, []any, nil). The script's error, or one
 // it raised with a Redis error, is returned as an error; so is a round trip
-// that failed (a network error, a cancelled ctx). A WATCH left by the
-// script is undone (UNWATCH) before Run returns.
+// that failed (a network error, a cancelled ctx). ctx also bounds the Lua
+// itself: a script that loops forever stops when ctx is done. A WATCH left
+// by the script is undone (UNWATCH) before Run returns.
 func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, error) {
 	e.readBefore = false
 	L, _ := s.pool.Get().(*lua.LState)
 	if L == nil {
 		L = newState()
 	}
-	defer s.pool.Put(L)
+	L.SetContext(ctx) // a script that never returns stops with ctx
 	L.SetGlobal("KEYS", stringsTable(L, keys))
 	L.SetGlobal("ARGV", stringsTable(L, args))
 	L.SetGlobal("redis", e.redisTable(ctx, L))
 	L.Push(L.NewFunctionFromProto(s.proto))
 	err := L.PCall(0, 1, nil)
+	L.RemoveContext()
+	if err == nil {
+		defer s.pool.Put(L)
+	} else {
+		defer L.Close() // a state an error unwound is not reused
+	}
 	if e.watching {
 		e.watching = false
 		_ = e.Conn.Do(ctx, "UNWATCH").Err() // its own connection: no other client sees it
