@@ -157,7 +157,7 @@ var expirySuffix = strings.Join([]string{
 // edit replaces del bytes at pos of the body by text.
 type edit struct {
 	pos, del int
-	text string
+	text     string
 }
 
 // expiryEdits are the edits of literal call site c (command not TIME, on
