@@ -134,7 +134,7 @@ type Runner struct {
 	cancel        context.CancelCauseFunc
 	expiryOnce    sync.Once
 	expiryStart   time.Time // the first virtual job's start (Expiry's safety TTL)
-	scriptsLoaded sync.Map // SHA1 -> true: scripts this Runner loaded (pipelined mode)
+	scriptsLoaded sync.Map  // SHA1 -> true: scripts this Runner loaded (pipelined mode)
 	kill          struct {
 		once      sync.Once
 		done      chan struct{} // closed when the SCRIPT KILL is over
