@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,44 +27,54 @@ import (
 // at chunk level or in a function), and the function's end and the suffix
 // go on a new last line.
 //
-//   - Before the body: Redis's real clock T0 (TIME, ms) and the offset
-//     off = T0 - vnow map virtual to real instants. Every tracked key of the
+//   - Before the body: B, the base Redis counts relative expiries from (its
+//     cached clock, which can lag TIME: read back as the companion's
+//     PEXPIRETIME minus the safety TTL just set on it), and the offset
+//     off = B - vnow map virtual to real instants. Every tracked key of the
 //     companion whose virtual deadline has passed (vnow > deadline, as Redis
 //     expires: gone once now_ms > when_ms) is removed (UNLINK); every other
-//     tracked key gets the real expiry deadline + off, so TTL and PTTL
-//     read the virtual remainder natively (a remainder under 2 ms is set
-//     relative to Redis's live clock, at least 1 ms: Redis 7.0 deletes at
-//     once a key given an expiry at or before its live clock, which may
-//     have ticked past T0); a tracked key with no deadline is made
-//     persistent again.
+//     tracked key gets its virtual remainder plus a shift S (10^9 ms) as
+//     real TTL; a tracked key with no deadline is made persistent again.
 //   - In the body: every redis.call / redis.pcall notes the string
 //     arguments that start with the tracked prefix (the first always, all
 //     of them for calls of at most 17 arguments): those are the keys the
-//     call touched, no SCAN. The absolute expiries are translated by off:
-//     EXPIREAT and PEXPIREAT (sent as PEXPIREAT), SET and GETEX ... EXAT
-//     and PXAT (sent as PXAT), RESTORE ... ABSTTL; EXPIRETIME and
-//     PEXPIRETIME answer virtual instants (EXPIRETIME rounded as Redis
-//     rounds it). KEEPTTL, GETEX, PERSIST, the NX/XX/GT/LT options and
-//     relative expiries then behave natively. Literal call sites are
-//     rewritten in place, redis.call('INCR', k) becoming
+//     call touched, no SCAN. On those keys every expiry is translated: a
+//     relative one (EXPIRE, PEXPIRE, SETEX, PSETEX, SET and GETEX ... EX
+//     and PX, RESTORE) gets S added (sent in ms); an absolute one (EXPIREAT,
+//     PEXPIREAT, SET and GETEX ... EXAT and PXAT, RESTORE ... ABSTTL) is
+//     mapped by off (+ S when it lies after vnow, so a past instant still
+//     deletes at once); TTL, PTTL, EXPIRETIME and PEXPIRETIME answer
+//     virtual figures (S and off taken off, rounded as Redis rounds).
+//     KEEPTTL, GETEX PERSIST, PERSIST, the NX/XX/GT/LT options (everything
+//     is shifted alike) then behave natively. These commands, and RENAME,
+//     RENAMENX and COPY, mark their keys as given a TTL. Literal call
+//     sites are rewritten in place, redis.call('INCR', k) becoming
 //     __ratelab_call(__ratelab_xn('INCR', k)) on the same line, so command
-//     errors keep their line; a literal EXPIRETIME / PEXPIRETIME, and calls
-//     whose command is not a literal, go through a wrapper whose errors
-//     report the first code line.
-//   - After the body: for every tracked or touched key, PEXPIRETIME - off
-//     is its virtual deadline (none when it has no TTL; no longer tracked
-//     when gone), stored in the companion when it changed; a key the body
-//     left alone keeps its deadline exactly. Then the key and the companion
-//     get the real safety TTL (T0 + safety): nothing ratelab writes is left
-//     without an end, and none vanishes on the real clock during a command
-//     whose life the safety TTL covers.
+//     errors keep their line; a literal TTL, PTTL, EXPIRETIME or
+//     PEXPIRETIME, and calls whose command is not a literal, go through a
+//     wrapper whose errors report the first code line.
+//   - After the body: for every tracked or touched key, its virtual
+//     deadline: none when it has no TTL, no longer tracked when gone, the
+//     one it had when the body gave it no TTL, else PEXPIRETIME - off - S;
+//     stored in the companion when it changed. Then the key gets the real
+//     safety TTL (B + safety), as the companion did: nothing ratelab writes
+//     is left without an end, and none vanishes on the real clock during a
+//     command whose life the safety TTL covers.
 //
-// Soundness: a key never vanishes earlier than Redis would remove it. A TTL
-// the body sets counts from Redis's live clock, which Redis 7.0 does not
-// freeze inside a script (measured: a PEXPIRE after 14 ms of Lua counts from
-// 14 ms after TIME), so a deadline is late by the milliseconds the script
-// ran before it, never early; PTTL read in the body is short by the same.
-// Keys are not expired in the middle of a script (Redis freezes key expiry
+// Why the shift, measured on Redis 7.0.15: Redis deletes a key at once when
+// an expiry it is given is at or before its live clock, but counts relative
+// expiries from a cached clock; a PEXPIRE 1 deleted its key in 1 of 30
+// tries at the end of a ms, and a verify on this loaded machine lost a
+// sliding log to a PEXPIRE 10 after the script was descheduled for 14 ms
+// between two commands (a false alarm). With every real expiry S past its
+// virtual one, no stall shorter than S can do that.
+//
+// Soundness: a key never vanishes earlier than Redis would remove it. The
+// cached clock may move during a script (a ms tick, or Redis's own
+// long-script hook), so a TTL the body sets may count from a ms or more
+// after B: its deadline is then late by that much, never early; TTL and
+// PTTL read in the body may be short by the time the call has run. Keys
+// are not expired in the middle of a script (Redis freezes key expiry
 // there), so nothing tracked vanishes mid-call.
 //
 // Not covered: keys outside the tracked prefix (they keep real TTLs); a
@@ -76,17 +87,31 @@ const (
 	xCall = "__ratelab_tcall" // the wrapper: translate, note, call, translate back
 	xPcal = "__ratelab_tpcall"
 	xNote = "__ratelab_xn" // notes keys, passes the arguments through
+	xSet  = "__ratelab_xt" // the same, for a command that may set a TTL
 	xAbs  = "__ratelab_xa" // notes keys, translates absolute expiries
 )
 
-// absoluteCommands are the commands whose arguments or reply hold absolute
-// expiry instants (or may: SET and GETEX options, RESTORE ABSTTL).
-var absoluteCommands = map[string]bool{"EXPIREAT": true, "PEXPIREAT": true, "SET": true, "GETEX": true,
-	"RESTORE": true, "EXPIRETIME": true, "PEXPIRETIME": true}
+// expiryShift is how far (ms) every real expiry of a tracked key lies past
+// its virtual one during a call (replies translated back): far enough that
+// no stall of the Redis process can make Redis delete a key at once (see
+// the comment above).
+const expiryShift = 1_000_000_000
+
+// shiftCommands are the commands whose expiry arguments are translated
+// (relative ones shifted, absolute ones mapped between the clocks), and
+// replyCommands those whose reply is.
+var (
+	shiftCommands = map[string]bool{"EXPIRE": true, "PEXPIRE": true, "EXPIREAT": true, "PEXPIREAT": true,
+		"SET": true, "SETEX": true, "PSETEX": true, "GETEX": true, "RESTORE": true}
+	replyCommands = map[string]bool{"TTL": true, "PTTL": true, "EXPIRETIME": true, "PEXPIRETIME": true}
+	// ttlCommands may give a key the TTL of another
+	ttlCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true}
+)
 
 // expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
 // script's TIME answers the virtual time too, as with WithVirtualTime).
 func expiryPrefix(withTime bool) string {
+	c := vtCall
 	l := []string{
 		"local __ratelab_xc = KEYS[#KEYS]; KEYS[#KEYS] = nil;",
 		"local __ratelab_xs = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
@@ -99,30 +124,44 @@ func expiryPrefix(withTime bool) string {
 	}
 	l = append(l,
 		"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
-		"local __ratelab_t0 = "+vtCall+"('TIME'); __ratelab_t0 = tonumber(__ratelab_t0[1]) * 1000 + math.floor(tonumber(__ratelab_t0[2]) / 1000);",
+		"local __ratelab_m, __ratelab_xl = "+strconv.Itoa(expiryShift)+", #__ratelab_xp;",
+		"local __ratelab_d, __ratelab_n, __ratelab_set, __ratelab_pend = {}, {}, {}, nil;",
+		// the base of relative expiries (Redis's cached clock), read back
+		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc); if #__ratelab_f == 0 then "+c+"('HSET', __ratelab_xc, '', '') end;",
+		c+"('PEXPIRE', __ratelab_xc, __ratelab_xs); local __ratelab_t0 = "+c+"('PEXPIRETIME', __ratelab_xc) - __ratelab_xs;",
 		"local __ratelab_off = __ratelab_t0 - __ratelab_xv;",
-		"local __ratelab_xl = #__ratelab_xp;",
-		"local __ratelab_d, __ratelab_s, __ratelab_n, __ratelab_pend = {}, {}, {}, nil;",
-		"do local f = "+vtCall+"('HGETALL', __ratelab_xc); for i = 1, #f, 2 do local k, v = f[i], f[i + 1];",
-		"if v == 'none' then if "+vtCall+"('PERSIST', k) == 1 then __ratelab_d[k] = v else "+vtCall+"('HDEL', __ratelab_xc, k) end",
-		"elseif __ratelab_xv > tonumber(v) then "+vtCall+"('UNLINK', k); "+vtCall+"('HDEL', __ratelab_xc, k)",
-		"else local r, at = tonumber(v) - __ratelab_xv, nil;",
-		"if r >= 2 then if "+vtCall+"('PEXPIREAT', k, string.format('%d', __ratelab_t0 + r)) == 1 then at = __ratelab_t0 + r end",
-		"elseif "+vtCall+"('PEXPIRE', k, math.max(r, 1)) == 1 then at = "+vtCall+"('PEXPIRETIME', k) end;",
-		"if at then __ratelab_d[k], __ratelab_s[k] = v, at else "+vtCall+"('HDEL', __ratelab_xc, k) end end end end;",
-		"local function __ratelab_note(a) if type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp then __ratelab_n[a] = true end end;",
-		"local function "+xNote+"(cmd, ...) local m = select('#', ...); if m > 0 then __ratelab_note((...)); if m <= 16 then for i = 2, m do __ratelab_note((select(i, ...))) end end end; return cmd, ... end;",
-		"local function __ratelab_ms(v, unit, floor) local x = tonumber(v); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 then return nil end; x = x * unit + __ratelab_off; if floor and x < 1 then x = 1 end; return string.format('%d', x) end;",
-		"local function "+xAbs+"(cmd, ...) "+xNote+"(cmd, ...); local a, m, u = {...}, select('#', ...), string.upper(cmd); __ratelab_pend = nil;",
-		"if u == 'EXPIREAT' or u == 'PEXPIREAT' then local t = __ratelab_ms(a[2], u == 'EXPIREAT' and 1000 or 1); if t then cmd, a[2] = 'PEXPIREAT', t end",
-		"elseif u == 'SET' or u == 'GETEX' then for i = (u == 'SET' and 3 or 2), m - 1 do local o = type(a[i]) == 'string' and string.upper(a[i]);",
-		"if o == 'EXAT' or o == 'PXAT' then local t = __ratelab_ms(a[i + 1], o == 'EXAT' and 1000 or 1, true); if t then a[i], a[i + 1] = 'PXAT', t end end end",
-		"elseif u == 'RESTORE' then for i = 4, m do if type(a[i]) == 'string' and string.upper(a[i]) == 'ABSTTL' and (tonumber(a[2]) or 0) > 0 then a[2] = __ratelab_ms(a[2], 1, true) or a[2] end end",
-		"elseif u == 'EXPIRETIME' then cmd, __ratelab_pend = 'PEXPIRETIME', 1000 elseif u == 'PEXPIRETIME' then __ratelab_pend = 1 end;",
+		"for i = 1, #__ratelab_f, 2 do local k, v = __ratelab_f[i], __ratelab_f[i + 1]; if k ~= '' then",
+		"if v == 'none' then if "+c+"('PERSIST', k) == 1 then __ratelab_d[k] = v else "+c+"('HDEL', __ratelab_xc, k) end",
+		"elseif __ratelab_xv > tonumber(v) then "+c+"('UNLINK', k); "+c+"('HDEL', __ratelab_xc, k)",
+		"elseif "+c+"('PEXPIRE', k, string.format('%d', tonumber(v) - __ratelab_xv + __ratelab_m)) == 1 then __ratelab_d[k] = v",
+		"else "+c+"('HDEL', __ratelab_xc, k) end end end; __ratelab_f = nil;",
+		"local function __ratelab_in(a) return type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp end;",
+		"local function __ratelab_note(a, set) if __ratelab_in(a) then __ratelab_n[a] = true; if set then __ratelab_set[a] = true end end end;",
+		"local function __ratelab_args(set, m, ...) if m > 0 then __ratelab_note((...), set); if m <= 16 then for i = 2, m do __ratelab_note((select(i, ...)), set) end end end end;",
+		"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
+		"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
+		"local function __ratelab_int(v) local x = tonumber(v); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 then return nil end; return x end;",
+		"local function __ratelab_rel(v, unit) local x = __ratelab_int(v); if x == nil or x <= 0 then return nil end; return string.format('%d', x * unit + __ratelab_m) end;",
+		"local function __ratelab_abs(v, unit) local x = __ratelab_int(v); if x == nil then return nil end; x = x * unit; if x > __ratelab_xv then x = x + __ratelab_m end; return string.format('%d', math.max(x + __ratelab_off, 1)) end;",
+		"local function "+xAbs+"(cmd, ...) local a, m, u = {...}, select('#', ...), string.upper(cmd); __ratelab_pend = nil;",
+		"local read = u == 'TTL' or u == 'PTTL' or u == 'EXPIRETIME' or u == 'PEXPIRETIME'; __ratelab_args(not read, m, ...); if not __ratelab_in(a[1]) then return cmd, ... end;",
+		"if u == 'EXPIRE' or u == 'PEXPIRE' then local t = __ratelab_rel(a[2], u == 'EXPIRE' and 1000 or 1); if t then cmd, a[2] = 'PEXPIRE', t end",
+		"elseif u == 'SETEX' or u == 'PSETEX' then local t = __ratelab_rel(a[2], u == 'SETEX' and 1000 or 1); if t then cmd, a[2] = 'PSETEX', t end",
+		"elseif u == 'EXPIREAT' or u == 'PEXPIREAT' then local t = __ratelab_abs(a[2], u == 'EXPIREAT' and 1000 or 1); if t then cmd, a[2] = 'PEXPIREAT', t end",
+		"elseif u == 'SET' or u == 'GETEX' then for i = (u == 'SET' and 3 or 2), m - 1 do local o, t = type(a[i]) == 'string' and string.upper(a[i]), nil;",
+		"if o == 'EX' or o == 'PX' then t = __ratelab_rel(a[i + 1], o == 'EX' and 1000 or 1); if t then a[i], a[i + 1] = 'PX', t end",
+		"elseif o == 'EXAT' or o == 'PXAT' then t = __ratelab_abs(a[i + 1], o == 'EXAT' and 1000 or 1); if t then a[i], a[i + 1] = 'PXAT', t end end end",
+		"elseif u == 'RESTORE' then local abs = false; for i = 4, m do if type(a[i]) == 'string' and string.upper(a[i]) == 'ABSTTL' then abs = true end end;",
+		"if (tonumber(a[2]) or 0) > 0 then a[2] = (abs and __ratelab_abs(a[2], 1) or __ratelab_rel(a[2], 1)) or a[2] end",
+		"elseif u == 'TTL' then cmd, __ratelab_pend = 'PTTL', 'ttl' elseif u == 'EXPIRETIME' then cmd, __ratelab_pend = 'PEXPIRETIME', 'et'",
+		"elseif u == 'PTTL' or u == 'PEXPIRETIME' then __ratelab_pend = u end;",
 		"return cmd, unpack(a, 1, m) end;",
-		"local function __ratelab_xr(v) local p = __ratelab_pend; __ratelab_pend = nil; if p and type(v) == 'number' and v >= 0 then if p == 1 then return v - __ratelab_off end; return math.floor((v - __ratelab_off + 500) / 1000) end; return v end;",
-		"local __ratelab_abs = {EXPIREAT = 1, PEXPIREAT = 1, SET = 1, GETEX = 1, RESTORE = 1, EXPIRETIME = 1, PEXPIRETIME = 1};",
-		"local function __ratelab_xd(cmd, ...) if type(cmd) == 'string' and __ratelab_abs[string.upper(cmd)] then return "+xAbs+"(cmd, ...) end; __ratelab_pend = nil; return "+xNote+"(cmd, ...) end;",
+		"local function __ratelab_xr(v) local p = __ratelab_pend; __ratelab_pend = nil; if p == nil or type(v) ~= 'number' or v < 0 then return v end;",
+		"if p == 'PTTL' then return math.max(v - __ratelab_m, 0) elseif p == 'ttl' then return math.floor((math.max(v - __ratelab_m, 0) + 500) / 1000)",
+		"elseif p == 'PEXPIRETIME' then return v - __ratelab_off - __ratelab_m end; return math.floor((v - __ratelab_off - __ratelab_m + 500) / 1000) end;",
+		"local __ratelab_x = {"+luaSet(shiftCommands)+", "+luaSet(replyCommands)+"}; local __ratelab_t = {"+luaSet(ttlCommands)+"};",
+		"local function __ratelab_xd(cmd, ...) __ratelab_pend = nil; if type(cmd) ~= 'string' then return "+xNote+"(cmd, ...) end; local u = string.upper(cmd);",
+		"if __ratelab_x[u] then return "+xAbs+"(cmd, ...) elseif __ratelab_t[u] then return "+xSet+"(cmd, ...) end; return "+xNote+"(cmd, ...) end;",
 		"local function "+xCall+"(...) return __ratelab_xr("+vtCall+"(__ratelab_xd(...))) end;",
 		"local function "+xPcal+"(...) return __ratelab_xr("+vtPcall+"(__ratelab_xd(...))) end;",
 	)
@@ -140,6 +179,17 @@ func expiryPrefix(withTime bool) string {
 	return strings.Join(l, " ")
 }
 
+// luaSet renders the keys of m as a Lua table constructor's fields, in
+// sorted order: "EXPIRE = 1, PEXPIRE = 1".
+func luaSet(m map[string]bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k+" = 1")
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ", ")
+}
+
 // expirySuffix ends the body's function on a new line, runs it, records the
 // deadlines and sets the safety TTLs (see the comment above).
 var expirySuffix = strings.Join([]string{
@@ -148,9 +198,9 @@ var expirySuffix = strings.Join([]string{
 	"do local hs, safe = {}, string.format('%d', __ratelab_t0 + __ratelab_xs); for k in pairs(__ratelab_n) do",
 	"local px = " + vtCall + "('PEXPIRETIME', k);",
 	"if px == -2 then if __ratelab_d[k] then " + vtCall + "('HDEL', __ratelab_xc, k) end",
-	"else local v = 'none'; if px >= 0 then if px == __ratelab_s[k] then v = __ratelab_d[k] else v = string.format('%d', px - __ratelab_off) end end;",
+	"else local v = 'none'; if px >= 0 then if __ratelab_d[k] and __ratelab_d[k] ~= 'none' and not __ratelab_set[k] then v = __ratelab_d[k] else v = string.format('%d', px - __ratelab_off - __ratelab_m) end end;",
 	"if __ratelab_d[k] ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end; " + vtCall + "('PEXPIREAT', k, safe) end end;",
-	"if #hs > 0 then " + vtCall + "('HSET', __ratelab_xc, unpack(hs)) end; " + vtCall + "('PEXPIREAT', __ratelab_xc, safe) end;",
+	"if #hs > 0 then " + vtCall + "('HSET', __ratelab_xc, unpack(hs)) end end;",
 	"return __ratelab_r",
 }, " ")
 
@@ -169,14 +219,17 @@ func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 	}
 	cmd := strings.ToUpper(c.cmd)
 	open := c.argTok - 1
-	if cmd == "EXPIRETIME" || cmd == "PEXPIRETIME" || open <= c.first+2 || !toks[open].is("(") {
+	if replyCommands[cmd] || open <= c.first+2 || !toks[open].is("(") {
 		// the reply is translated too (or `redis.call'PING'`): through
 		// the wrapper, whose errors report the first line
 		return []edit{{pos: c.start, del: c.end - c.start, text: wrapper}}
 	}
 	fn := xNote
-	if absoluteCommands[cmd] {
+	switch {
+	case shiftCommands[cmd]:
 		fn = xAbs
+	case ttlCommands[cmd]:
+		fn = xSet
 	}
 	return []edit{
 		{pos: c.start, del: c.end - c.start, text: real},
