@@ -18,8 +18,8 @@ import (
 // key expiry at the call's virtual time, the way Redis would expire keys on
 // a server whose clock read that time. The caller appends one key (the
 // companion hash of the call's hash tag, where the virtual deadlines live)
-// and three arguments (the tracked prefix, the virtual time in ms, a safety
-// TTL in ms: ExpiryCall); the script pops them, as it pops the virtual
+// and three arguments (the tracked prefix, the virtual time in ms, the
+// safety TTL in ms: ExpiryCall); the script pops them, as it pops the virtual
 // time, so KEYS and ARGV read as without them. Line numbers are kept: the
 // prefix goes on the body's first line, the body runs as a function
 // (errors raised in it keep their text and line, measured on Redis 7.0.15:
@@ -33,8 +33,9 @@ import (
 //     off = B - vnow map virtual to real instants. Every tracked key of the
 //     companion whose virtual deadline has passed (vnow > deadline, as Redis
 //     expires: gone once now_ms > when_ms) is removed (UNLINK); every other
-//     tracked key gets its virtual remainder plus a shift S (10^9 ms) as
-//     real TTL; a tracked key with no deadline is made persistent again.
+//     tracked key gets its virtual remainder plus a shift S (the safety TTL,
+//     which the companion gets too) as real TTL; a tracked key with no
+//     deadline is made persistent again.
 //   - In the body: every redis.call / redis.pcall notes the string
 //     arguments that start with the tracked prefix (the first always, all
 //     of them for calls of at most 17 arguments): those are the keys the
@@ -54,11 +55,14 @@ import (
 //     PEXPIRETIME, and calls whose command is not a literal, go through a
 //     wrapper whose errors report the first code line.
 //   - After the body: for every tracked or touched key, its virtual
-//     deadline: none when it has no TTL, no longer tracked when gone, the
-//     one it had when the body gave it no TTL, else PEXPIRETIME - off - S;
-//     stored in the companion when it changed. Then the key gets the real
-//     safety TTL (B + safety), as the companion did: nothing ratelab writes
-//     is left without an end, and none vanishes on the real clock during a
+//     deadline: the one it had when the body sent it no command that may
+//     set or clear a TTL (no command at all), else from PEXPIRETIME: none
+//     when it has no TTL, no longer tracked when gone, else PEXPIRETIME -
+//     off - S; stored in the companion when it changed. A key with no
+//     deadline gets the safety TTL as real TTL (the next call makes it
+//     persistent again); the others keep remainder + S. So nothing ratelab
+//     writes is left without an end (at most the safety TTL plus the key's
+//     virtual remainder), and none vanishes on the real clock during a
 //     command whose life the safety TTL covers.
 //
 // Why the shift, measured on Redis 7.0.15: Redis deletes a key at once when
@@ -66,8 +70,9 @@ import (
 // expiries from a cached clock; a PEXPIRE 1 deleted its key in 1 of 30
 // tries at the end of a ms, and a verify on this loaded machine lost a
 // sliding log to a PEXPIRE 10 after the script was descheduled for 14 ms
-// between two commands (a false alarm). With every real expiry S past its
-// virtual one, no stall shorter than S can do that.
+// between two commands (a false alarm). With every real expiry S (at least
+// 1 ms, in practice 10 minutes or more) past its virtual one, no stall
+// shorter than S can do that.
 //
 // Soundness: a key never vanishes earlier than Redis would remove it. The
 // cached clock may move during a script (a ms tick, or Redis's own
@@ -91,12 +96,6 @@ const (
 	xAbs  = "__ratelab_xa" // notes keys, translates absolute expiries
 )
 
-// expiryShift is how far (ms) every real expiry of a tracked key lies past
-// its virtual one during a call (replies translated back): far enough that
-// no stall of the Redis process can make Redis delete a key at once (see
-// the comment above).
-const expiryShift = 1_000_000_000
-
 // shiftCommands are the commands whose expiry arguments are translated
 // (relative ones shifted, absolute ones mapped between the clocks), and
 // replyCommands those whose reply is.
@@ -104,8 +103,11 @@ var (
 	shiftCommands = map[string]bool{"EXPIRE": true, "PEXPIRE": true, "EXPIREAT": true, "PEXPIREAT": true,
 		"SET": true, "SETEX": true, "PSETEX": true, "GETEX": true, "RESTORE": true}
 	replyCommands = map[string]bool{"TTL": true, "PTTL": true, "EXPIRETIME": true, "PEXPIRETIME": true}
-	// ttlCommands may give a key the TTL of another
-	ttlCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true}
+	// ttlCommands may give a key the TTL of another, or remove its TTL
+	// (so may every command whose name ends in STORE: its destination is
+	// replaced)
+	ttlCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "PERSIST": true,
+		"GETSET": true, "DEL": true, "UNLINK": true, "GETDEL": true, "MOVE": true, "BITOP": true, "SORT": true}
 )
 
 // expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
@@ -124,7 +126,7 @@ func expiryPrefix(withTime bool) string {
 	}
 	l = append(l,
 		"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
-		"local __ratelab_m, __ratelab_xl = "+strconv.Itoa(expiryShift)+", #__ratelab_xp;",
+		"local __ratelab_m, __ratelab_xl = __ratelab_xs, #__ratelab_xp;",
 		"local __ratelab_d, __ratelab_n, __ratelab_set, __ratelab_pend = {}, {}, {}, nil;",
 		// the base of relative expiries (Redis's cached clock), read back
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc); if #__ratelab_f == 0 then "+c+"('HSET', __ratelab_xc, '', '') end;",
@@ -161,7 +163,7 @@ func expiryPrefix(withTime bool) string {
 		"elseif p == 'PEXPIRETIME' then return v - __ratelab_off - __ratelab_m end; return math.floor((v - __ratelab_off - __ratelab_m + 500) / 1000) end;",
 		"local __ratelab_x = {"+luaSet(shiftCommands)+", "+luaSet(replyCommands)+"}; local __ratelab_t = {"+luaSet(ttlCommands)+"};",
 		"local function __ratelab_xd(cmd, ...) __ratelab_pend = nil; if type(cmd) ~= 'string' then return "+xNote+"(cmd, ...) end; local u = string.upper(cmd);",
-		"if __ratelab_x[u] then return "+xAbs+"(cmd, ...) elseif __ratelab_t[u] then return "+xSet+"(cmd, ...) end; return "+xNote+"(cmd, ...) end;",
+		"if __ratelab_x[u] then return "+xAbs+"(cmd, ...) elseif __ratelab_t[u] or string.sub(u, -5) == 'STORE' then return "+xSet+"(cmd, ...) end; return "+xNote+"(cmd, ...) end;",
 		"local function "+xCall+"(...) return __ratelab_xr("+vtCall+"(__ratelab_xd(...))) end;",
 		"local function "+xPcal+"(...) return __ratelab_xr("+vtPcall+"(__ratelab_xd(...))) end;",
 	)
@@ -195,11 +197,12 @@ func luaSet(m map[string]bool) string {
 var expirySuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
 	"for i = 1, #KEYS do __ratelab_note(KEYS[i]) end; for k in pairs(__ratelab_d) do __ratelab_n[k] = true end;",
-	"do local hs, safe = {}, string.format('%d', __ratelab_t0 + __ratelab_xs); for k in pairs(__ratelab_n) do",
-	"local px = " + vtCall + "('PEXPIRETIME', k);",
-	"if px == -2 then if __ratelab_d[k] then " + vtCall + "('HDEL', __ratelab_xc, k) end",
-	"else local v = 'none'; if px >= 0 then if __ratelab_d[k] and __ratelab_d[k] ~= 'none' and not __ratelab_set[k] then v = __ratelab_d[k] else v = string.format('%d', px - __ratelab_off - __ratelab_m) end end;",
-	"if __ratelab_d[k] ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end; " + vtCall + "('PEXPIREAT', k, safe) end end;",
+	"do local hs = {}; for k in pairs(__ratelab_n) do local d, v = __ratelab_d[k], nil;",
+	"if d and d ~= 'none' and not __ratelab_set[k] then v = d",
+	"elseif d == 'none' and not __ratelab_set[k] then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
+	"else local px = " + vtCall + "('PEXPIRETIME', k);",
+	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs) elseif px >= 0 then v = string.format('%d', px - __ratelab_off - __ratelab_m) end end;",
+	"if v == nil then if d then " + vtCall + "('HDEL', __ratelab_xc, k) end elseif d ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end end;",
 	"if #hs > 0 then " + vtCall + "('HSET', __ratelab_xc, unpack(hs)) end end;",
 	"return __ratelab_r",
 }, " ")
@@ -228,7 +231,7 @@ func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 	switch {
 	case shiftCommands[cmd]:
 		fn = xAbs
-	case ttlCommands[cmd]:
+	case ttlCommands[cmd] || strings.HasSuffix(cmd, "STORE"):
 		fn = xSet
 	}
 	return []edit{

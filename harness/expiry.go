@@ -20,7 +20,8 @@ import (
 // between the clocks; and after the limiter's code records, for every key
 // the call touched (noted by the call itself, no SCAN) or tracked, its
 // virtual deadline in the tag's companion hash "<Prefix>~vt{<key>}" (same
-// hash tag, so same cluster slot), then leaves it with a real safety TTL.
+// hash tag, so same cluster slot); every real TTL is the virtual one plus
+// a safety TTL, which keeps any stall of Redis from expiring a key early.
 // No MULTI: nothing runs between the emulation and the limiter because
 // they are one script.
 //
@@ -28,10 +29,12 @@ import (
 // the virtual time (a TTL set by the script counts from Redis's live
 // clock, so it may end a millisecond late, never early).
 //
-// The safety TTL (safetyTTL) is what keeps ratelab's keys from outliving a
-// killed command: every tracked key and companion always has a real TTL of
-// at most expirySafetyBase + twice the command's elapsed run + the window,
-// refreshed at each call of its tag; never a key without one.
+// The safety TTL (safetyTTL) also keeps ratelab's keys from outliving a
+// killed command: every tracked key and companion always has a real TTL,
+// of at most expirySafetyBase + twice the command's elapsed run + the
+// window, plus the key's virtual remainder (the TTL the limiter gave it),
+// refreshed at each call of its tag; never a key without one (no PERSIST
+// between calls).
 
 // expirySafetyBase is the least real TTL a tracked key keeps between calls.
 const expirySafetyBase = 10 * time.Minute
