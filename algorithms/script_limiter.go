@@ -109,7 +109,7 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if err := c.Limit.Validate(); err != nil {
 		return nil, err // a field error: "limit", "window" or "precision"
 	}
-	s := &ScriptLimiter{rdb: rdb, script: redis.NewScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
+	s := &ScriptLimiter{rdb: rdb, script: newScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
 	if s.allowed.isZero() {
 		s.allowed = ReplyIs(1)
 	}
@@ -189,7 +189,7 @@ func (s *ScriptLimiter) readClock(src string) {
 	if vt.TimeCalls == 0 {
 		return
 	}
-	s.vt, s.vtScript = &vt, redis.NewScript(vt.Source)
+	s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
 }
 
 // ReadsRedisTime reports whether the script calls Redis TIME itself (and

@@ -8,7 +8,9 @@
 // exact, pipelined, with key TTLs emulated on the virtual clock, so a
 // verification takes about as long at a window of a day as at a second
 // (Config.RealTime adds the real-time families again on the wall clock).
-// One that reads its own clock runs in real time and is judged
+// A script that reads no clock at all (its clock is key expiry: INCR +
+// PEXPIRE) runs in virtual time too, its TTLs on the virtual clock. One
+// that reads its own clock runs in real time and is judged
 // conservatively, so a correct limiter is never refuted.
 package verify
 
@@ -247,6 +249,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	}
 	if rd != nil {
 		st.rdb = rd.Client
+		st.expiryClock = st.onExpiryClock()
 		defer s.RemoveKeysOrSay(ctx, cfg.Progress) // a few round trips, even after Ctrl-C
 		if err := s.Start(ctx); err != nil {       // clean skips the live verification
 			return nil, fmt.Errorf("register the verification: %w", err)
@@ -331,10 +334,29 @@ type study struct {
 	// absolute are the target's absolute key expiries (AbsoluteExpirer).
 	absolute []algorithms.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.
-	rdb    redis.UniversalClient
-	prefix string
+	rdb redis.UniversalClient
+	// expiryClock: the target reads no clock, and runs in virtual time all
+	// the same, the clock reaching it through key expiry alone (caps then
+	// say InjectsTime, at key expiry's 1 ms resolution): see onExpiryClock.
+	expiryClock bool
+	prefix      string
 	// header is the report's Header (Run fills its end).
 	header measure.Header
+}
+
+// onExpiryClock reports whether the target reads no clock and still runs
+// in virtual time: a script on Redis (algorithms.Scripted) that takes no
+// time and calls no TIME, without Config.RealTime (which keeps such a
+// target on the wall clock). Time then reaches it only through its keys'
+// TTLs, which the runner's expiry emulation (harness.Runner.Expiry) keeps
+// on the virtual clock: a fixed window from the first hit (INCR + PEXPIRE)
+// is judged at W = 24 h as fast as at 1 s. It sets caps accordingly.
+func (s *study) onExpiryClock() bool {
+	if s.caps.InjectsTime || !s.caps.UsesKeys || s.cfg.RealTime || !s.emulated() {
+		return false
+	}
+	s.caps.InjectsTime, s.caps.Resolution = true, time.Millisecond
+	return true
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries
