@@ -92,6 +92,11 @@ type Config struct {
 	Clients int
 	// Seed seeds the random trials: the same seed gives the same trials.
 	Seed int64
+	// ShrinkBudget ("shrink_budget") is how many calls shrinking the
+	// counter-example may make (see shrink.go); zero means
+	// DefaultShrinkBudget, negative: the counter-example is shown as found,
+	// not shrunk (it still gets its trace when replayable).
+	ShrinkBudget int
 	// TargetSHA256 is the hex SHA-256 of the user's script under test,
 	// recorded in the report's Header to tie a verdict to the script; empty
 	// for a built-in algorithm or an HTTP endpoint. Not checked.
@@ -163,6 +168,17 @@ func (c Config) Validate() error {
 		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
 	}
 	return nil
+}
+
+// shrinkBudget is ShrinkBudget with its default; zero when off.
+func (c Config) shrinkBudget() int {
+	switch {
+	case c.ShrinkBudget < 0:
+		return 0
+	case c.ShrinkBudget == 0:
+		return DefaultShrinkBudget
+	}
+	return c.ShrinkBudget
 }
 
 // livenessFloor is the fidelity under which an overload trial is starved:
@@ -288,6 +304,11 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	rep := st.summarize(p, res)
+	if rep.Errors == 0 {
+		if err := harness.GuardErr(guard, st.shrink(ctx, rep)); err != nil {
+			return nil, fmt.Errorf("shrink the counter-example: %w", err)
+		}
+	}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
 }
@@ -332,6 +353,9 @@ type study struct {
 	prefix string
 	// header is the report's Header (Run fills its end).
 	header measure.Header
+	// chosen is the judgement whose failure is the report's
+	// counter-example (summarize), shrunk then (shrink).
+	chosen *trialResult
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries
