@@ -39,6 +39,13 @@ const (
 	MaxClients = 256
 )
 
+// DefaultMinFidelity is the minimum fidelity a command line asks for
+// unless told otherwise (`ratelab verify --min-fidelity`): a limiter that
+// accepts under half of what an exact sliding log accepts under overload
+// is STARVED. Shaping limiters (a GCRA with burst 1, nginx without burst:
+// 0.76-0.80) pass. Config.MinFidelity's zero value is off.
+const DefaultMinFidelity = 0.5
+
 // MaxLimit is the largest limit verify takes: its trials hold tens of
 // arrivals per unit of limit (L = 10,000 verifies in about 26 s here).
 const MaxLimit = 100_000
