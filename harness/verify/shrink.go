@@ -28,9 +28,13 @@ import (
 //  2. the first of: the worst window's accepted requests alone, the
 //     requests of the window before it and of it, all of them, that still
 //     fails;
-//  3. the longest run of leading requests that can go (bisection);
+//  3. the longest run of leading requests that can go: first tried where
+//     the rest costs just over the limit (a fixed window's L+1), then by
+//     bisection;
 //  4. chunks of half, a quarter, ... one request, each dropped when the
 //     rest still fails, until no single request can go (Trace.Minimal).
+//     A rest that costs no more than the limit cannot fail and is not
+//     replayed: a trace of L+1 unit requests is minimal at once.
 //
 // Every replay costs its requests from a budget (Config.ShrinkBudget): when
 // it is spent, the smallest failing trace so far is kept. A fixed window
@@ -179,28 +183,50 @@ func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *
 	if !started {
 		return nil, nil, harness.JobResult{}, false, nil
 	}
-	// 3. the longest run of leading requests that can go
-	lo, hi := 0, len(best) // best[lo:] fails; best[hi:] (empty) does not
+	// 3. the longest run of leading requests that can go: first where the
+	// rest costs just over the limit, then by bisection
+	lo, hi := 0, len(best) // best[lo:] fails; best[hi:] does not
 	base := best
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := try(base[mid:])
-		if err != nil {
+	probe := func(k int) error {
+		if k <= lo || k >= hi {
+			return nil
+		}
+		ok, err := try(base[k:])
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			lo = k
+		default:
+			hi = k
+		}
+		return nil
+	}
+	over := sh.src.broke.Count + 1
+	if g := lastCosting(base, over); g > 0 {
+		if err := probe(g); err != nil {
 			return sh.stop(best, bestTR, bestJR, err)
 		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
+		if err := probe(g + 1); err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
 		}
 	}
-	// 4. chunks, halving, until no single request can go
+	for hi-lo > 1 {
+		if err := probe(lo + (hi-lo)/2); err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
+		}
+	}
+	// 4. chunks, halving, until no single request can go; a rest that
+	// costs no more than the limit cannot put more in one window, and is
+	// not replayed
 	for c := max(len(best)/2, 1); ; c /= 2 {
 		for i := 0; i < len(best); {
 			cand := slices.Concat(best[:i], best[min(i+c, len(best)):])
-			ok, err := try(cand)
-			if err != nil {
-				return sh.stop(best, bestTR, bestJR, err)
+			ok := false
+			if cost(cand) >= over {
+				if ok, err = try(cand); err != nil {
+					return sh.stop(best, bestTR, bestJR, err)
+				}
 			}
 			if !ok {
 				i += c
@@ -210,6 +236,27 @@ func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *
 			return best, bestTR, bestJR, true, nil
 		}
 	}
+}
+
+// cost is the total cost of arrivals.
+func cost(arrivals []scenarios.Arrival) int64 {
+	var sum int64
+	for _, a := range arrivals {
+		sum += a.Cost
+	}
+	return sum
+}
+
+// lastCosting is the largest k such that arrivals[k:] costs at least
+// total; 0 when none but all of them do.
+func lastCosting(arrivals []scenarios.Arrival, total int64) int {
+	var sum int64
+	for k := len(arrivals) - 1; k >= 0; k-- {
+		if sum += arrivals[k].Cost; sum >= total {
+			return k
+		}
+	}
+	return 0
 }
 
 // stop ends run on err: a spent budget keeps the best so far (not
