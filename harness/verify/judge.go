@@ -306,25 +306,12 @@ func maxTime(a, b time.Time) time.Time {
 func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Duration, set []timed) {
 	bestI := -1
 	if exactTimes(acc) {
-		// lo == hi: one pass with a window [lo_i, lo_i + w) sliding forward
-		var sum int64
-		end := 0
-		for i := range acc {
-			for end < len(acc) && acc[end].lo < acc[i].lo+w {
-				sum += acc[end].cost
-				end++
-			}
-			if sum > best {
-				best, lo, hi, bestI = sum, acc[i].lo, acc[end-1].lo, i
-			}
-			sum -= acc[i].cost
+		// lo == hi: streamed through the trailing window (t-w, t]
+		tw := newTrailingWindow(w)
+		for _, x := range acc {
+			tw.add(x)
 		}
-		if bestI >= 0 {
-			for k := bestI; k < len(acc) && acc[k].lo < lo+w; k++ {
-				set = append(set, acc[k])
-			}
-		}
-		return best, lo, hi, set
+		return tw.worst()
 	}
 	for i := range acc {
 		var sum int64
