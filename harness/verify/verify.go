@@ -88,7 +88,8 @@ type Config struct {
 	// verdict: under sustained overload accepted / ideal (an exact sliding
 	// log) must stay at or above it, else the verdict is Starved. Zero:
 	// fidelity is reported (and a family under 0.9 marked starved) but the
-	// verdict is about the limit alone.
+	// verdict is about the limit alone. `ratelab verify` asks
+	// DefaultMinFidelity unless told.
 	MinFidelity float64
 	// CheckIsolation makes isolation part of the verdict (Interfered when
 	// traffic on one key changed the answers on another). False: reported
@@ -241,6 +242,11 @@ func (c Config) skewDelta() time.Duration {
 // otherwise a set of decisions counts as inside one window only when the
 // last answer came less than Window - max(resolution, 1µs) after the
 // first send.
+//
+// The report's counter-example is the worst failure found (the highest
+// accepted / limit), shrunk to a minimal trace that still fails when it
+// was found in virtual time, with its Trace for Replay (see shrink.go;
+// cfg.ShrinkBudget bounds the calls).
 //
 // rd is the Redis lim runs on (for its keys and their removal); nil for a
 // target that holds no keys in Redis (an HTTP endpoint). Build lim from
