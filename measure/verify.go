@@ -139,7 +139,7 @@ type CounterExample struct {
 	// limiter): the scheduler's policy and seed ("reads-first",
 	// "pct(seed 7, depth 3)") and the round trips in the order they went,
 	// up to the last decision of the counter-example (at most 400).
-	Schedule     string `json:"schedule,omitempty"`
+	Schedule     string      `json:"schedule,omitempty"`
 	Interleaving []RoundTrip `json:"interleaving,omitempty"`
 	// Found is the failure as the trials found it, before shrinking; nil
 	// when the counter-example was not shrunk (then it is as found).
