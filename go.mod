@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	github.com/jstemmer/go-junit-report/v2 v2.1.0 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/schollz/progressbar/v3 v3.19.1 // indirect
