@@ -43,6 +43,11 @@ type Given struct {
 	// their names must stand apart (Check). Without it exactly one target
 	// is taken (Validate).
 	BesideBuiltins bool
+	// Several lets a command without BesideBuiltins (verify) take any
+	// number of targets when every one comes from Files, a file holding one
+	// target or a suite of them (ReadTargets): CI verifies a repository's
+	// limiters in one command.
+	Several bool
 }
 
 // Validate checks how g's fields combine, before any file is read: without
@@ -59,6 +64,9 @@ func (g Given) Validate() error {
 			if s != "" {
 				n++
 			}
+		}
+		if g.Several && len(g.Files) > 0 && n == len(g.Files) {
+			n = 1 // files only: each may hold a suite
 		}
 		if n != 1 {
 			return fmt.Errorf("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got %d)", n)
@@ -119,14 +127,19 @@ func Load(g Given) ([]Spec, error) {
 			Keys: g.Keys, Args: g.Args, Allowed: allowed})
 	}
 	for _, path := range g.Files {
-		s, err := ReadFile(path)
+		ss, err := ReadTargets(path)
 		if err != nil {
 			return nil, &field.Error{Name: "files", Err: err}
 		}
-		if g.BesideBuiltins && s.Script == "" {
-			return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+		if len(ss) > 1 && !g.BesideBuiltins && !g.Several {
+			return nil, field.Errorf("files", "%s: holds %d targets; this command takes one", path, len(ss))
 		}
-		specs = append(specs, s)
+		for _, s := range ss {
+			if g.BesideBuiltins && s.Script == "" {
+				return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+			}
+			specs = append(specs, s)
+		}
 	}
 	if g.Algorithm != "" || g.HTTP != "" {
 		specs = append(specs, Spec{Algorithm: g.Algorithm, HTTP: g.HTTP})
