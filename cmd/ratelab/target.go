@@ -71,7 +71,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, Several: !t.many}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}
