@@ -105,14 +105,17 @@ type suiteJSON struct {
 // any target failed its verification, else 2 when any could not be
 // verified, else 0; Ctrl-C stops at the running target.
 func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	found := false
 	if !targetGiven(c) {
-		if _, err := os.Stat(targets.DefaultFile); err != nil {
-			return usagef("give a target (--algorithm, --script, --http or --config FILE); no %s in the working directory either", targets.DefaultFile)
+		if _, err := os.Stat(targets.DefaultFile); err == nil {
+			f.target.configs, found = []string{targets.DefaultFile}, true
+			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
 		}
-		f.target.configs = []string{targets.DefaultFile}
-		fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
 	}
 	if err := f.target.load(c); err != nil {
+		if !targetGiven(c) && !found {
+			return usagef("%w; or put a %s in the working directory", err, targets.DefaultFile)
+		}
 		return err
 	}
 	specs := f.target.specs
