@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,5 +294,52 @@ func TestInterruptExits130(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("stderr does not say interrupted: %s", stderr.String())
+	}
+}
+
+// `cat access.log | ratelab run --traffic -`: the traffic from standard
+// input; a CSV whose only time-like column is timestamp_ms needs no
+// --time-field.
+func TestRunTrafficFromStdin(t *testing.T) {
+	srv := redistest.Start()
+	defer srv.Close()
+	var log strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&log, "10.0.0.%d - - [01/May/2024:12:00:%02d +0000] \"GET / HTTP/1.1\" 200 1\n", i%3, i/10)
+	}
+	var csv strings.Builder
+	csv.WriteString("timestamp_ms,key\n")
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&csv, "%d,u%d\n", 1732240000000+int64(i)*40, i%2)
+	}
+	for _, c := range []struct {
+		name, input, path, want string
+	}{
+		{"access log on -", log.String(), "-", "traffic: - (access-log): 200 requests from 3 keys"},
+		{"timestamp_ms csv on /dev/stdin", csv.String(), "/dev/stdin", "traffic: /dev/stdin (csv): 50 requests from 2 keys"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				_, _ = w.WriteString(c.input)
+				_ = w.Close()
+			}()
+			old := os.Stdin
+			os.Stdin = r
+			defer func() { os.Stdin = old; _ = r.Close() }()
+			path := c.path
+			if path == "/dev/stdin" { // this process's fd 0 is not the pipe: name the pipe's descriptor as a shell would
+				path = fmt.Sprintf("/dev/fd/%d", r.Fd())
+				c.want = strings.Replace(c.want, "/dev/stdin", path, 1)
+			}
+			code, stdout, stderr := ratelab(t, "run", "--traffic", path, "--redis", "redis://"+srv.Info.Addr,
+				"--limit", "5", "--window", "1s", "--algorithms", "sliding-log", "--out", t.TempDir())
+			if code != exitOK || !strings.Contains(stdout+stderr, c.want) || !strings.Contains(stdout, "sliding-log") {
+				t.Errorf("exit %d\nstdout %s\nstderr %s\nwant %q", code, stdout, stderr, c.want)
+			}
+		})
 	}
 }
