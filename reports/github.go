@@ -27,7 +27,7 @@ func WriteAnnotations(w io.Writer, vs []Verified) error {
 		default:
 			level = "warning"
 		}
-		props := []string{"title=" + escapeProperty(fmt.Sprintf("ratelab verify: %s %s (%s)", r.Target, strOr(string(r.Verdict), "incomplete"), r.LimitDesc))}
+		props := []string{"title=" + escapeProperty(fmt.Sprintf("ratelab verify: %s %s (%s)", v.target(), strOr(string(r.Verdict), "incomplete"), r.LimitDesc))}
 		if v.File != "" {
 			props = append([]string{"file=" + escapeProperty(v.File)}, props...)
 		}
@@ -100,7 +100,7 @@ func WriteStepSummary(w io.Writer, vs []Verified) error {
 		if r.Verdict != measure.Holds || !r.Complete {
 			evidence = annotationText(r)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", cell(r.Target), cell(r.LimitDesc), verdict,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", cell(v.target()), cell(r.LimitDesc), verdict,
 			cell(strings.Join(fams, ", ")), r.Decisions, cell(evidence))
 	}
 	for _, v := range vs {
@@ -111,7 +111,7 @@ func WriteStepSummary(w io.Writer, vs []Verified) error {
 		var text strings.Builder
 		_ = writeVerifyTable(&text, r) // a strings.Builder does not fail
 		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n```text\n%s```\n\n</details>\n",
-			htmlEscaper.Replace(r.Target), strOr(string(r.Verdict), "incomplete"), strings.ReplaceAll(text.String(), "```", "'''"))
+			htmlEscaper.Replace(v.target()), strOr(string(r.Verdict), "incomplete"), strings.ReplaceAll(text.String(), "```", "'''"))
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

@@ -17,6 +17,9 @@ import (
 type Verified struct {
 	// Report is the target's report; never nil.
 	Report *measure.VerifyReport
+	// Name is the target's name where the user named it (a target file's
+	// name field); "" means Report.Target, the limiter's own name.
+	Name string
 	// File is the path of the target file (--config) or script (--script)
 	// the target came from, as the user gave it; "" for a built-in
 	// algorithm or an HTTP endpoint.
@@ -72,10 +75,7 @@ func testcases(v Verified) []junit.Testcase {
 	if len(r.Limits) > 0 {
 		limits = strings.Join(r.Limits, ", ")
 	}
-	class := r.Target
-	if class == "" {
-		class = "target"
-	}
+	class := v.target()
 	var out []junit.Testcase
 	for _, f := range r.Families {
 		tc := junit.Testcase{Name: fmt.Sprintf("%s (%s)", f.Family, limits), Classname: class, Time: "0"}
@@ -84,7 +84,7 @@ func testcases(v Verified) []junit.Testcase {
 		case measure.Skipped:
 			tc.Skipped = &junit.Result{Message: xmlText(f.Note)}
 		case measure.Violated, measure.Starved, measure.Interfered:
-			tc.Failure = &junit.Result{Type: string(f.Verdict), Message: xmlText(failureLine(r, f)), Data: body}
+			tc.Failure = &junit.Result{Type: string(f.Verdict), Message: xmlText(failureLine(class, r, f)), Data: body}
 		default: // inconclusive
 			tc.Error = &junit.Result{Type: string(f.Verdict), Message: xmlText(strOr(f.Note, string(f.Verdict))), Data: body}
 		}
@@ -103,14 +103,19 @@ func testcases(v Verified) []junit.Testcase {
 
 // failureLine is the one-line message of family f's failure: the
 // counter-example's sentence when it is f's, else f's worst ratio.
-func failureLine(r *measure.VerifyReport, f measure.FamilyResult) string {
+func failureLine(name string, r *measure.VerifyReport, f measure.FamilyResult) string {
 	if c := r.CounterExample; c != nil && c.Family == f.Family {
-		return fmt.Sprintf("%s %s: %s", r.Target, c.Kind, c.Explain)
+		return fmt.Sprintf("%s %s: %s", name, c.Kind, c.Explain)
 	}
 	if f.Verdict == measure.Violated {
-		return fmt.Sprintf("%s violated: %.2fx the limit in one window (family %s)", r.Target, f.MaxRatio, f.Family)
+		return fmt.Sprintf("%s violated: %.2fx the limit in one window (family %s)", name, f.MaxRatio, f.Family)
 	}
-	return fmt.Sprintf("%s %s (family %s)", r.Target, f.Verdict, f.Family)
+	return fmt.Sprintf("%s %s (family %s)", name, f.Verdict, f.Family)
+}
+
+// target is v's name: Name, else the report's target.
+func (v Verified) target() string {
+	return strOr(v.Name, strOr(v.Report.Target, "target"))
 }
 
 // seconds renders d as JUnit's time: seconds, three decimals.

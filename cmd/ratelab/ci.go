@@ -140,7 +140,7 @@ func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) e
 		if rep == nil { // stopped before a report: the error is the testcase
 			rep = errorReport(s, err)
 		}
-		f.ci.done = append(f.ci.done, reports.Verified{Report: rep, File: specFile(s)})
+		f.ci.done = append(f.ci.done, reports.Verified{Report: rep, Name: s.Name, File: specFile(s)})
 		var fe failError
 		switch {
 		case err == nil:

@@ -43,6 +43,10 @@ func writeSuite(t *testing.T, dir string) string {
 	return p
 }
 
+// junitSchema is the schema the reports package tests with, found before
+// any test changes the working directory.
+var junitSchema, _ = filepath.Abs(filepath.Join("..", "..", "reports", "testdata", "junit.xsd"))
+
 // validateJUnitFile checks a JUnit file against the schema the reports
 // package tests with (xmllint), and reads it back as a CI tool does.
 func validateJUnitFile(t *testing.T, path string) junit.Testsuites {
@@ -51,7 +55,7 @@ func validateJUnitFile(t *testing.T, path string) junit.Testsuites {
 	if err != nil {
 		t.Fatalf("needs xmllint (Debian: libxml2-utils; make test installs it): %v", err)
 	}
-	if out, err := exec.Command(bin, "--noout", "--schema", filepath.Join("..", "..", "reports", "testdata", "junit.xsd"), path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "--noout", "--schema", junitSchema, path).CombinedOutput(); err != nil {
 		t.Fatalf("%s does not validate: %v\n%s", path, err, out)
 	}
 	b, err := os.ReadFile(path)
