@@ -145,7 +145,9 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 	}
 	spec := specs[0]
 	ls, _ = spec.LimitsOr(ls, len(ls) > 0)
-	cfg := verify.Config{Limits: ls, RunID: server.NewRunID(), TargetSHA256: spec.Digest()}
+	// progress to the test log: shown with -v or on failure, the real-time
+	// estimate of a target that reads its own clock included
+	cfg := verify.Config{Limits: ls, RunID: server.NewRunID(), TargetSHA256: spec.Digest(), Progress: logWriter{t}}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("ratelabtest: %v (give limits such as \"10/1s\")", err)
 		return nil
@@ -185,6 +187,14 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 		t.Errorf("ratelabtest: %s: %s (%s)\n%s", rep.Target, rep.Verdict, rep.LimitDesc, table(rep))
 	}
 	return rep
+}
+
+// logWriter writes lines to the test log.
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // table is rep as `ratelab verify` prints it.
