@@ -107,7 +107,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out.dir != "" {
-		if cfg.Log, err = reports.CreateDecisionLog(f.out.dir); err != nil {
+		if cfg.Log, err = reports.OpenDecisionLog(f.out.dir, f.ci.decisions.mode); err != nil {
 			return flagError(nil, err)
 		}
 	}
