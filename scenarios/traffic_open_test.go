@@ -117,3 +117,29 @@ func TestTimeColumnByName(t *testing.T) {
 		})
 	}
 }
+
+// A scenario file on standard input: "-".
+func TestLoadScenarioFileStdin(t *testing.T) {
+	src, err := BuiltinYAML("steady")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = w.Write(src)
+		_ = w.Close()
+	}()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; _ = r.Close() }()
+	sc, err := LoadScenarioFile(StdinPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Name != "steady" || sc.Build == nil {
+		t.Errorf("scenario from stdin: %q", sc.Name)
+	}
+}
