@@ -207,8 +207,8 @@ func alsoBroken(broken []string) string {
 }
 
 // write writes the CI outputs of the targets done: --junit, the GitHub
-// Actions annotations (on stdout, where the runner reads them, when
-// GITHUB_ACTIONS is true), the job summary ($GITHUB_STEP_SUMMARY, appended)
+// Actions annotations (when GITHUB_ACTIONS is true: on stdout, or on
+// stderr when stdout carries the JUnit report), the job summary ($GITHUB_STEP_SUMMARY, appended)
 // and a suite's JSON object.
 func (f *ciFlags) write(v *verifyFlags, stdout, stderr io.Writer) error {
 	var errs []error
@@ -230,7 +230,11 @@ func (f *ciFlags) write(v *verifyFlags, stdout, stderr io.Writer) error {
 		}
 	}
 	if os.Getenv(envGitHubActions) == "true" {
-		errs = append(errs, reports.WriteAnnotations(stdout, f.done))
+		to := stdout
+		if f.junit == "-" {
+			to = stderr // stdout is the XML; the runner reads commands from both
+		}
+		errs = append(errs, reports.WriteAnnotations(to, f.done))
 	}
 	if path := os.Getenv(envStepSummary); path != "" {
 		if err := appendFile(path, func(w io.Writer) error { return reports.WriteStepSummary(w, f.done) }); err != nil {
