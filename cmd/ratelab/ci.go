@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -24,9 +26,21 @@ import (
 	"github.com/ratelab/ratelab/targets"
 )
 
-// exitInterrupted is the exit code after Ctrl-C (SIGINT) or SIGTERM: 128 +
-// SIGINT, as shells report a command the user stopped.
-const exitInterrupted = 130
+// Exit codes after a signal stopped the command, as shells report it:
+// 128 + the signal's number.
+const (
+	exitInterrupted = 130 // Ctrl-C (SIGINT)
+	exitTerminated  = 143 // SIGTERM
+)
+
+// signalExit is the exit code of a command whose ctx a signal cancelled
+// (signal.NotifyContext's cause names it).
+func signalExit(ctx context.Context) int {
+	if strings.Contains(context.Cause(ctx).Error(), syscall.SIGTERM.String()) {
+		return exitTerminated
+	}
+	return exitInterrupted
+}
 
 // Redis from the environment, as CI services hand it over (flag > env > auto).
 const (
@@ -346,22 +360,41 @@ func fileName(name string) string {
 	}, name)
 }
 
-// quietWriter is the stderr commands write their progress and notes to:
-// --quiet silences it. The final error is written past it (Main).
-type quietWriter struct {
-	w     io.Writer
-	quiet bool
-}
-
-func (q *quietWriter) Write(p []byte) (int, error) {
-	if q.quiet {
-		return len(p), nil
+// ciWriters are the stdout and stderr the commands get: stderr discards
+// everything with --quiet (Main writes the final error past it), and
+// stdout counts what it is given with --format json (so that Main knows
+// whether the command printed its result before it failed:
+// printErrorJSON). Otherwise they are stdout and stderr themselves, so a
+// terminal is still seen as one (the live demo, progress bars). The flags
+// are found in args as cobra will parse them; --quiet is declared by
+// bindQuiet.
+func ciWriters(args []string, stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	quiet, json := false, false
+scan:
+	for i, a := range args {
+		switch {
+		case a == "--":
+			break scan
+		case a == "-q" || a == "--quiet" || a == "--quiet=true":
+			quiet = true
+		case a == "--quiet=false":
+			quiet = false
+		case a == "--format=json" || a == "--format" && i+1 < len(args) && args[i+1] == string(reports.JSON):
+			json = true
+		}
 	}
-	return q.w.Write(p)
+	if quiet {
+		stderr = io.Discard
+	}
+	if json {
+		stdout = &countingWriter{w: stdout}
+	}
+	return stdout, stderr
 }
 
-func (q *quietWriter) bind(root *cobra.Command) {
-	root.PersistentFlags().BoolVarP(&q.quiet, "quiet", "q", false, "print only the result on stdout and, on failure, the error on stderr (no progress, no notes)")
+// bindQuiet declares --quiet (-q) on every command; ciWriters acts on it.
+func bindQuiet(root *cobra.Command) {
+	root.PersistentFlags().BoolP("quiet", "q", false, "print only the result on stdout and, on failure, the error on stderr (no progress, no notes)")
 }
 
 // countingWriter counts what went to stdout, so Main knows whether a
@@ -391,9 +424,10 @@ type errorJSON struct {
 }
 
 // printErrorJSON writes errorJSON to stdout when cmd was asked for JSON
-// and printed nothing.
-func printErrorJSON(cmd *cobra.Command, stdout *countingWriter, msg string, code int) {
-	if cmd == nil || stdout.n > 0 {
+// (ciWriters made stdout a countingWriter) and printed nothing.
+func printErrorJSON(cmd *cobra.Command, out io.Writer, msg string, code int) {
+	stdout, ok := out.(*countingWriter)
+	if cmd == nil || !ok || stdout.n > 0 {
 		return
 	}
 	fl := cmd.Flags().Lookup("format")

@@ -275,31 +275,37 @@ func TestJSONErrorAndQuiet(t *testing.T) {
 	}
 }
 
-// Ctrl-C (a real SIGINT to the binary) exits 130, as shells report it.
+// Ctrl-C (a real SIGINT to the binary) exits 130, SIGTERM 143, as shells
+// report them.
 func TestInterruptExits130(t *testing.T) {
 	bin := buildBinary(t)
-	cmd := exec.Command(bin, "verify", "--algorithm", "sliding-log", "--limit", "10000", "--window", "24h", "--redis", "exec")
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "virtual-time trials") && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !strings.Contains(stderr.String(), "virtual-time trials") {
-		_ = cmd.Process.Kill()
-		t.Fatalf("verify did not start its trials within 20 s: %s", stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
-		t.Errorf("exit %d after SIGINT, want 130; stderr %s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "interrupted") {
-		t.Errorf("stderr does not say interrupted: %s", stderr.String())
+	for _, c := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, exitInterrupted}, {syscall.SIGTERM, exitTerminated}} {
+		cmd := exec.Command(bin, "verify", "--algorithm", "sliding-log", "--limit", "10000", "--window", "24h", "--redis", "exec")
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "virtual-time trials") && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !strings.Contains(stderr.String(), "virtual-time trials") {
+			_ = cmd.Process.Kill()
+			t.Fatalf("verify did not start its trials within 20 s: %s", stderr.String())
+		}
+		if err := cmd.Process.Signal(c.sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != c.want {
+			t.Errorf("exit %d after %v, want %d; stderr %s", code, c.sig, c.want, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "interrupted") {
+			t.Errorf("%v: stderr does not say interrupted: %s", c.sig, stderr.String())
+		}
 	}
 }
 

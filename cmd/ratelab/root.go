@@ -41,9 +41,9 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, quiet := &countingWriter{w: stdout}, &quietWriter{w: stderr} // ci.go
-	root := newRoot(out, quiet)
-	quiet.bind(root)
+	out, errOut := ciWriters(args, stdout, stderr) // --format json's error object, --quiet (ci.go)
+	root := newRoot(out, errOut)
+	bindQuiet(root)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -58,7 +58,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var fe failError
 	switch {
 	case ctx.Err() != nil:
-		code = exitInterrupted
+		code = signalExit(ctx)
 	case errors.As(err, &fe):
 		code = exitFail
 	}
