@@ -16,18 +16,10 @@ import (
 // fileFields are the fields of a target file (docs/config.md).
 var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
 
-// ReadFile reads and checks a target file (ratelab.yaml): one target,
-// its keys, arguments, reply predicate and limits. A script's path is
-// relative to the file. Errors name the file, the field and its line.
-func ReadFile(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Spec{}, err
-	}
-	return ParseFile(data, path)
-}
-
-// ParseFile parses data, the text of the target file path.
+// ParseFile parses data, the text of the target file path (ratelab.yaml):
+// one target, its keys, arguments, reply predicate and limits. A script's
+// path is relative to the file. Errors name the file, the field and its
+// line. ReadTargets reads a file of one target or a suite of them.
 func ParseFile(data []byte, path string) (Spec, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

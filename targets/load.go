@@ -19,7 +19,7 @@ import (
 // Given is how a user names the limiters a command drives, as the command
 // line gives them: a built-in Algorithm, Lua Scripts sharing their KEYS
 // and ARGV templates and reply predicate, an HTTP endpoint, or target
-// Files (ReadFile). Load turns it into Specs.
+// Files (ReadTargets). Load turns it into Specs.
 type Given struct {
 	// Algorithm is a built-in's registry name; "" means none.
 	Algorithm string

@@ -12,9 +12,9 @@ import (
 // directory when it is given no target (verify in CI: `ratelab verify`).
 const DefaultFile = "ratelab.yaml"
 
-// ReadTargets reads a target file that holds one target (ReadFile's form)
+// ReadTargets reads a target file that holds one target (ParseFile's form)
 // or several: a suite, a mapping whose only field is "targets", a list of
-// targets each in ReadFile's form with its own limits. Path "-" reads
+// targets each in ParseFile's form with its own limits. Path "-" reads
 // standard input (script paths are then relative to the working
 // directory). Errors name the file, the field ("targets[2].script") and
 // its line.
