@@ -62,7 +62,8 @@ func record(t *testing.T, f func(tb testing.TB)) *recorder {
 
 var (
 	correct = Target{Script: filepath.Join("testdata", "sliding-log.lua"), Args: []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}}
-	broken  = Target{Script: filepath.Join("testdata", "fixed-window.lua"), Args: []string{"{window_ms}", "{limit}"}}
+	broken  = Target{Script: filepath.Join("testdata", "fixed-window.lua"),
+		Keys: []string{"{key}:{floor(now_ms / window_ms)}"}, Args: []string{"{window_ms}", "{limit}"}}
 )
 
 func noEnvRedis(t *testing.T) {

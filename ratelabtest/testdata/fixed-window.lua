@@ -1,7 +1,9 @@
--- BROKEN twin, in the style of the fixed-window limiters most libraries
--- publish: one counter per key, expiring a window after its first hit.
--- 2L requests pass in a moment that straddles the counter's expiry.
--- KEYS[1] the counter; ARGV[1] window, ms; ARGV[2] limit.
+-- BROKEN twin, in the style of the fixed-window limiters many libraries
+-- publish (envoy's, upstash's): one counter per window, named by the
+-- caller from its clock. 2L requests pass in a moment that straddles a
+-- window boundary.
+-- KEYS[1] this window's counter (caller: id .. ':' .. floor(now_ms / W))
+-- ARGV[1] window, ms; ARGV[2] limit.
 -- Reply: 1 allowed, 0 denied.
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then
