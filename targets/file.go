@@ -14,7 +14,17 @@ import (
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
+var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
+
+// ReadFile reads and checks a target file of one target (ParseFile);
+// ReadTargets reads one target or a suite.
+func ReadFile(path string) (Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	return ParseFile(data, path)
+}
 
 // ParseFile parses data, the text of the target file path (ratelab.yaml):
 // one target, its keys, arguments, reply predicate and limits. A script's
@@ -103,7 +113,7 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
 	}
 	if script == "" {
-		for _, f := range []string{"keys", "args", "allowed", "allowed_when"} {
+		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "setup", "client_side"} {
 			if n := got[f]; n != nil {
 				return spec, bad(f, n.Line, "goes with script")
 			}
@@ -120,6 +130,20 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		if spec.Name == "" {
 			spec.Name = filepath.Base(script)
 		}
+		setup, err := str("setup")
+		if err != nil {
+			return spec, err
+		}
+		if setup != "" {
+			if !filepath.IsAbs(setup) {
+				setup = filepath.Join(filepath.Dir(path), setup)
+			}
+			src, err := os.ReadFile(setup)
+			if err != nil {
+				return spec, bad("setup", got["setup"].Line, "%v", err)
+			}
+			spec.Setup, spec.SetupSource = setup, string(src)
+		}
 	}
 	if spec.Keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
 		return spec, err
@@ -134,13 +158,20 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		if spec.Allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed", n.Line, "%v", err)
 		}
+		spec.AllowedExpr = n.Value
 	}
 	if n := got["allowed_when"]; n != nil {
 		v, err := strconv.ParseInt(n.Value, 10, 64)
 		if err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
 		}
-		spec.Allowed = algorithms.ReplyIs(v)
+		spec.Allowed, spec.AllowedWhen = algorithms.ReplyIs(v), &v
+	}
+	if n := got["client_side"]; n != nil {
+		if n.Kind != yaml.ScalarNode || (n.Value != "true" && n.Value != "false") {
+			return spec, bad("client_side", n.Line, "must be true or false, got %q", n.Value)
+		}
+		spec.ClientSide = n.Value == "true"
 	}
 	if n := got["limits"]; n != nil {
 		if spec.Limits, err = parseLimits(n, bad); err != nil {

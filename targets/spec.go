@@ -27,10 +27,22 @@ type Spec struct {
 	Script, Source string
 	// Keys and Args are KEYS and ARGV templates (algorithms.ScriptConfig).
 	Keys, Args []string
-	// Allowed judges the script's reply (ReplyIs(1) unless told).
-	Allowed algorithms.ReplyPredicate
+	// Allowed judges the script's reply (ReplyIs(1) unless told);
+	// AllowedExpr is its expression as written, or AllowedWhen the
+	// shorthand's integer ("" and nil: the default, the reply is 1).
+	Allowed     algorithms.ReplyPredicate
+	AllowedExpr string
+	AllowedWhen *int64
+	// Setup is a set-up script's path, SetupSource its text: run once per
+	// key before its first call, with the same Keys and Args
+	// (algorithms.ScriptConfig.Setup); "" when none. Scripts only.
+	Setup, SetupSource string
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
+	// ClientSide runs the Script client-side (algorithms.ClientSide: every
+	// redis.call its own round trip from ratelab) instead of as one atomic
+	// script in Redis. Only with Script.
+	ClientSide bool
 }
 
 // LimitsOr returns the limits to build s for: given, the caller's, unless
@@ -84,9 +96,12 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 			return nil, &field.Error{Name: "http", Err: err}
 		}
 		return h, nil
+	case s.Script != "" && s.ClientSide:
+		return algorithms.NewClientSide(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
+			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
 	case s.Script != "":
 		return algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
-			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
+			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l, Setup: s.SetupSource})
 	case len(ls) > 1: // bucketed-hash
 		return algorithms.NewBucketedHash(rdb, ls...)
 	}

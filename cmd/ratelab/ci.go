@@ -145,15 +145,18 @@ type suiteJSON struct {
 // any target failed its verification, else 2 when any could not be
 // verified, else 0; Ctrl-C stops at the running target.
 func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	if f.replay != "" {
+		return runReplay(c, f, stdout, stderr) // its target: the flags', else the one verify.json records
+	}
 	found := false
-	if !targetGiven(c) {
+	if !f.target.given(c) {
 		if _, err := os.Stat(targets.DefaultFile); err == nil {
 			f.target.configs, found = []string{targets.DefaultFile}, true
 			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
 		}
 	}
 	if err := f.target.load(c); err != nil {
-		if !targetGiven(c) && !found {
+		if !f.target.given(c) && !found {
 			return usagef("%w; or put a %s in the working directory", err, targets.DefaultFile)
 		}
 		return err
@@ -320,16 +323,6 @@ func errorReport(s targets.Spec, err error) *measure.VerifyReport {
 		r.LimitDesc, r.Limit, r.WindowMS = s.Limits[0].String(), s.Limits[0].Count, s.Limits[0].Window.Milliseconds()
 	}
 	return r
-}
-
-// targetGiven reports whether verify was given a target on the command line.
-func targetGiven(c *cobra.Command) bool {
-	for _, name := range []string{"algorithm", "script", "http", "config"} {
-		if c.Flags().Changed(name) {
-			return true
-		}
-	}
-	return false
 }
 
 func specName(s targets.Spec) string {

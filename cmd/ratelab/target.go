@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -29,10 +30,12 @@ type targetFlags struct {
 	args        []string
 	allowed     string
 	allowedWhen int64
+	setup       string // --setup
 	http        string
 	configs     []string
 	specs       []targets.Spec // read by load
 	trust       bool           // --trust-script
+	clientSide  bool           // --client-side
 	guarded     redis.Scripter // the scripts' connection under guard (see guard); nil: the command's own
 }
 
@@ -41,7 +44,7 @@ const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {wi
 // add declares verify's target flags on c.
 func (t *targetFlags) add(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&t.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Names(), ", "))
+	fl.StringVar(&t.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Known(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.http, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
 	fl.StringArrayVar(&t.configs, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
@@ -62,8 +65,20 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl.StringArrayVar(&t.keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
 	fl.StringArrayVar(&t.args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
 	fl.StringVar(&t.allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
+	fl.StringVar(&t.setup, "setup", "", "a Lua set-up script for --script, run once per key before its first call, with the same --key and --arg templates (e.g. to store the limiter's rate in a hash)")
 	fl.BoolVar(&t.trust, "trust-script", false, "on your own Redis, let the --script touch any key and run any command (default: it runs as a temporary ACL user limited to this run's keys)")
+	fl.BoolVar(&t.clientSide, "client-side", false, "run the --script (and --config scripts) client-side: every redis.call its own round trip from ratelab, as application code sends it, instead of one atomic script in Redis (redis.pipeline, redis.transaction and WATCH too; verify adds the race family)")
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
+}
+
+// given reports whether any flag naming a target was given.
+func (t *targetFlags) given(c *cobra.Command) bool {
+	for _, name := range []string{"algorithm", "script", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // load checks how the flags combine, reads the --script files and the
@@ -71,7 +86,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, Several: !t.many}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide, Setup: t.setup, Several: !t.many}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}
@@ -139,4 +154,26 @@ func targetErr(err error) error {
 		err = se.Err
 	}
 	return flagError(nil, err)
+}
+
+// atomicOnly refuses client-side targets in command (capacity, bench),
+// which measure one atomic script call per decision, pipelined: the
+// --client-side flag, a target file's client_side, or a client-side
+// built-in among algs. Errors are usage errors naming the flag.
+func (t *targetFlags) atomicOnly(command string, algs []string) error {
+	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
+	if t.clientSide {
+		return usagef("--client-side: %s", reason)
+	}
+	for _, s := range t.specs {
+		if s.ClientSide {
+			return usagef("--config %s: client_side: %s", s.From, reason)
+		}
+	}
+	for _, a := range algs {
+		if slices.Contains(algorithms.ClientSideNames(), a) {
+			return usagef("--algorithms: %s runs client-side: %s", a, reason)
+		}
+	}
+	return nil
 }
