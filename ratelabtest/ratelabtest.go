@@ -43,6 +43,11 @@ var RedisEnv = []string{"RATELAB_REDIS", "REDIS_URL"}
 // and for the server of a URL to answer.
 const StartTimeout = 10 * time.Second
 
+// CallTimeout bounds each decision call of Verify: generous, since test
+// machines are often loaded (a call past it is an error that fails the
+// test, never a verdict).
+const CallTimeout = 5 * time.Second
+
 // Redis returns a Redis for the test, closed when the test ends
 // (t.Cleanup):
 //   - the redis:// or rediss:// URL of the first of RedisEnv that is set:
@@ -147,7 +152,8 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 	ls, _ = spec.LimitsOr(ls, len(ls) > 0)
 	// progress to the test log: shown with -v or on failure, the real-time
 	// estimate of a target that reads its own clock included
-	cfg := verify.Config{Limits: ls, RunID: server.NewRunID(), TargetSHA256: spec.Digest(), Progress: logWriter{t}}
+	cfg := verify.Config{Limits: ls, RunID: server.NewRunID(), TargetSHA256: spec.Digest(), Progress: logWriter{t},
+		Timeout: CallTimeout, MaxOutage: 5 * CallTimeout}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("ratelabtest: %v (give limits such as \"10/1s\")", err)
 		return nil
