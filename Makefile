@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt lint redis nginx chromium tmux clean load fuzz bench redis-image replay-big
+.PHONY: all build run test vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big
 
 all: build
 
@@ -24,7 +24,7 @@ TESTFLAGS ?=
 # go test -timeout: the slowest package (cmd/ratelab) took 2-4 min alone and up to 12 min on a loaded
 # machine; Go's default of 10 min failed it there, so the bound leaves room (it only detects hangs).
 TEST_TIMEOUT ?= 30m
-test: redis nginx chromium tmux
+test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -95,6 +95,18 @@ redis:
 	  echo "  - run one in Docker (docker run -p 6379:6379 redis:7.4-alpine) and pass --redis redis://localhost:6379;"; \
 	  echo "  - point ratelab at any Redis you have: ./bin/ratelab run --redis redis://host:port"; \
 	  exit 1; \
+	fi
+
+# xmllint (the JUnit schema tests of reports and cmd/ratelab): Debian's libxml2-utils when missing.
+xmllint:
+	@if command -v xmllint >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "ratelab: xmllint not found; installing Debian's libxml2-utils package (for the JUnit schema tests)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends libxml2-utils >/dev/null; \
+	else \
+	  echo "ratelab: xmllint not found and this system has no apt-get: install libxml2 tools to run the JUnit schema tests"; exit 1; \
 	fi
 
 # nginx (for the HTTP black-box tests of verify): Debian's package when missing.

@@ -15,7 +15,7 @@ import (
 // ResultFiles are the names (filepath.Match patterns) of the files a
 // ratelab command writes to its results directory: a directory holding
 // only these, or nothing, is ratelab's.
-var ResultFiles = []string{"results.json", "decisions.jsonl", "report.md", "report.html", "verify.json", "*.png", "*.svg"}
+var ResultFiles = []string{"results.json", "decisions.jsonl", GzipDecisionFile, "report.md", "report.html", "verify.json", "*.png", "*.svg"}
 
 // OutDir returns the results directory of a run: out, or results/<runID>
 // when out is empty. It creates nothing (see PrepareOut). An out that

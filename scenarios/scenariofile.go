@@ -3,6 +3,7 @@ package scenarios
 import (
 	"embed"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,13 +39,22 @@ func BuiltinYAML(name string) ([]byte, error) {
 
 // LoadScenarioFile reads and parses the scenario file at path (see
 // ParseScenario). The file's base name without its extension is the
-// scenario's name unless the file sets one. Errors start with the path.
+// scenario's name unless the file sets one. Path "-" (StdinPath) reads
+// standard input, named "stdin" unless the file sets a name. Errors start
+// with the path.
 func LoadScenarioFile(path string) (Scenario, error) {
-	data, err := os.ReadFile(path)
+	var data []byte
+	var err error
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if path == StdinPath {
+		data, err = io.ReadAll(os.Stdin)
+		base = "stdin"
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario file: %w", err)
 	}
-	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	sc, err := ParseScenario(data, base)
 	if err != nil {
 		return Scenario{}, fmt.Errorf("%s: %w", path, err)

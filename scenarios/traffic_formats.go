@@ -228,6 +228,9 @@ func (t *TrafficReader) initCSV() error {
 		return -1
 	}
 	timeName, keyName, costName := orDefault(t.o.TimeField, "timestamp"), orDefault(t.o.KeyField, "key"), orDefault(t.o.CostField, "cost")
+	if c := timeColumn(cols); t.o.TimeField == "" && c != "" {
+		timeName = c // the one time-like column (traffic_open.go)
+	}
 	ti, ki, ci := find(timeName), find(keyName), find(costName)
 	for _, c := range []struct {
 		field, name string
@@ -295,7 +298,15 @@ func (t *TrafficReader) initJSONL() error {
 		if err := json.Unmarshal(line, &obj); err != nil {
 			return TrafficRecord{}, fmt.Errorf("bad JSON object: %v", err)
 		}
-		ts, ok, err := jsonField(obj, timeName, true)
+		name := timeName
+		if _, has := obj[name]; !has && t.o.TimeField == "" {
+			names := make([]string, 0, len(obj))
+			for k := range obj {
+				names = append(names, k)
+			}
+			name = orDefault(timeColumn(names), timeName) // the one time-like field (traffic_open.go)
+		}
+		ts, ok, err := jsonField(obj, name, true)
 		if err != nil {
 			return TrafficRecord{}, err
 		}

@@ -6,12 +6,22 @@ import (
 	fielderr "github.com/ratelab/ratelab/field"
 )
 
+// StdinPath is the traffic path that means standard input.
+const StdinPath = "-"
+
 // OpenTraffic opens the traffic file path for reading and returns it with
 // its size in bytes (as stored: before any gzip decompression), so that a
 // missing, unreadable, directory or empty file is refused before anything
-// else is done. The caller closes the file. Errors are *field.Error naming
-// "traffic"; an empty file's wraps ErrEmptyTraffic.
+// else is done. Path "-" is standard input; a pipe, a terminal or another
+// stream (/dev/stdin, a process substitution) is read as it comes, with
+// size -1 (unknown), and an empty one is found empty when read
+// (ErrEmptyTraffic from the reader). The caller closes the file. Errors
+// are *field.Error naming "traffic"; an empty file's wraps
+// ErrEmptyTraffic.
 func OpenTraffic(path string) (*os.File, int64, error) {
+	if path == StdinPath {
+		return os.Stdin, -1, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fielderr.Errorf("traffic", "%w", err)
@@ -21,9 +31,42 @@ func OpenTraffic(path string) (*os.File, int64, error) {
 	case err != nil || st.IsDir():
 		_ = f.Close() // read only, and refused: nothing to flush
 		return nil, 0, fielderr.Errorf("traffic", "%s: not a readable file", path)
+	case !st.Mode().IsRegular():
+		return f, -1, nil // a pipe or device: its size says nothing
 	case st.Size() == 0:
 		_ = f.Close() // read only, and refused: nothing to flush
 		return nil, 0, fielderr.Errorf("traffic", "%s: %w", path, ErrEmptyTraffic)
 	}
 	return f, st.Size(), nil
+}
+
+// TimeColumns are the names a time column or field is known by, when
+// TrafficOptions.TimeField is not given: the first, "timestamp", is the
+// default; when a CSV header or a JSON object has not it but exactly one
+// of the others, that one is the time (its unit still found by magnitude,
+// or TimeUnit).
+var TimeColumns = []string{"timestamp", "timestamp_ms", "ts", "time", "@timestamp"}
+
+// timeColumn returns the time column among names when no time field was
+// given: "timestamp" when present, else the only one of TimeColumns there;
+// "" when there is none or more than one (the caller's error then names
+// "timestamp" and lists the columns).
+func timeColumn(names []string) string {
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	if has[TimeColumns[0]] {
+		return TimeColumns[0]
+	}
+	found := ""
+	for _, c := range TimeColumns[1:] {
+		if has[c] {
+			if found != "" {
+				return ""
+			}
+			found = c
+		}
+	}
+	return found
 }

@@ -231,7 +231,7 @@ func TestEmptyAndNoRecords(t *testing.T) {
 		{"blank jsonl", "\n\n", TrafficOptions{Format: FormatJSONL}, false, ErrEmptyTraffic, "empty"},
 		{"header only", "timestamp,key\n", TrafficOptions{}, false, ErrNoRecords, "only a header line"},
 		{"all malformed", "timestamp,key\nx,a\ny,b\n", TrafficOptions{}, false, ErrNoRecords, `all 2 lines malformed (first: line 2: bad time "x"`},
-		{"no key column", "time,key\n1,a\n", TrafficOptions{}, true, nil, `csv header (line 1) has no time column "timestamp" (columns: "time", "key")`},
+		{"no time column", "when,key\n1,a\n", TrafficOptions{}, true, nil, `csv header (line 1) has no time column "timestamp" (columns: "when", "key")`}, // "time" alone is taken (TestTimeColumnByName)
 		{"no cost column", "timestamp,key\n1,a\n", TrafficOptions{CostField: "w"}, true, nil, `no cost column "w"`},
 		{"bad key field", "1.2.3.4 - - [01/May/2024:12:00:00 +0000] \"GET / HTTP/1.1\" 200 1\n", TrafficOptions{KeyField: "host"}, true, nil, `key field "host": access logs take remote_addr`},
 		{"bad unit", "", TrafficOptions{TimeUnit: "min"}, true, nil, `time unit "min"`},

@@ -16,9 +16,8 @@ import (
 // fileFields are the fields of a target file (docs/config.md).
 var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
 
-// ReadFile reads and checks a target file (ratelab.yaml): one target,
-// its keys, arguments, reply predicate and limits. A script's path is
-// relative to the file. Errors name the file, the field and its line.
+// ReadFile reads and checks a target file of one target (ParseFile);
+// ReadTargets reads one target or a suite.
 func ReadFile(path string) (Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -27,11 +26,11 @@ func ReadFile(path string) (Spec, error) {
 	return ParseFile(data, path)
 }
 
-// ParseFile parses data, the text of the target file path.
+// ParseFile parses data, the text of the target file path (ratelab.yaml):
+// one target, its keys, arguments, reply predicate and limits. A script's
+// path is relative to the file. Errors name the file, the field and its
+// line. ReadTargets reads a file of one target or a suite of them.
 func ParseFile(data []byte, path string) (Spec, error) {
-	bad := func(name string, line int, format string, args ...any) error {
-		return fmt.Errorf("%s: %s: %s (line %d)", path, name, fmt.Sprintf(format, args...), line)
-	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return Spec{}, fmt.Errorf("%s: %w", path, err)
@@ -39,7 +38,15 @@ func ParseFile(data []byte, path string) (Spec, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return Spec{}, fmt.Errorf("%s: want a mapping of %s", path, strings.Join(fileFields, ", "))
 	}
-	top := doc.Content[0]
+	return parseSpec(doc.Content[0], path, path)
+}
+
+// parseSpec reads one target, the mapping top of the file path; errors
+// start with label (the path, or "path: targets[2]" in a suite).
+func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
+	bad := func(name string, line int, format string, args ...any) error {
+		return fmt.Errorf("%s: %s: %s (line %d)", label, name, fmt.Sprintf(format, args...), line)
+	}
 	spec := Spec{From: path, Allowed: algorithms.ReplyIs(1)}
 	got := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(top.Content); i += 2 {

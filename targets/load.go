@@ -20,7 +20,7 @@ import (
 // Given is how a user names the limiters a command drives, as the command
 // line gives them: a built-in Algorithm, Lua Scripts sharing their KEYS
 // and ARGV templates and reply predicate, an HTTP endpoint, or target
-// Files (ReadFile). Load turns it into Specs.
+// Files (ReadTargets). Load turns it into Specs.
 type Given struct {
 	// Algorithm is a built-in's registry name; "" means none.
 	Algorithm string
@@ -47,6 +47,11 @@ type Given struct {
 	// their names must stand apart (Check). Without it exactly one target
 	// is taken (Validate).
 	BesideBuiltins bool
+	// Several lets a command without BesideBuiltins (verify) take any
+	// number of targets when every one comes from Files, a file holding one
+	// target or a suite of them (ReadTargets): CI verifies a repository's
+	// limiters in one command.
+	Several bool
 	// ClientSide runs the Scripts, and the target files' scripts,
 	// client-side (Spec.ClientSide). Only with Scripts or Files.
 	ClientSide bool
@@ -66,6 +71,9 @@ func (g Given) Validate() error {
 			if s != "" {
 				n++
 			}
+		}
+		if g.Several && len(g.Files) > 0 && n == len(g.Files) {
+			n = 1 // files only: each may hold a suite
 		}
 		if n != 1 {
 			return fmt.Errorf("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got %d)", n)
@@ -138,17 +146,22 @@ func Load(g Given) ([]Spec, error) {
 			Setup: g.Setup, ClientSide: g.ClientSide, SetupSource: string(setup)})
 	}
 	for _, path := range g.Files {
-		s, err := ReadFile(path)
+		ss, err := ReadTargets(path)
 		if err != nil {
 			return nil, &field.Error{Name: "files", Err: err}
 		}
-		if g.BesideBuiltins && s.Script == "" {
-			return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+		if len(ss) > 1 && !g.BesideBuiltins && !g.Several {
+			return nil, field.Errorf("files", "%s: holds %d targets; this command takes one", path, len(ss))
 		}
-		if g.ClientSide && s.Script != "" {
-			s.ClientSide = true
+		for _, s := range ss {
+			if g.BesideBuiltins && s.Script == "" {
+				return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+			}
+			if g.ClientSide && s.Script != "" {
+				s.ClientSide = true
+			}
+			specs = append(specs, s)
 		}
-		specs = append(specs, s)
 	}
 	if g.Algorithm != "" || g.HTTP != "" {
 		specs = append(specs, Spec{Algorithm: g.Algorithm, HTTP: g.HTTP})

@@ -67,7 +67,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	cfg := f.cfg
 	cfg.RunID = runID
 	var res *measure.Results
-	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+	runErr := logDecisions(out, reports.DecisionsJSONL, func(log *measure.DecisionLog) (err error) {
 		view.Start()
 		defer view.Stop()
 		res, err = demo.Run(c.Context(), rd, cfg, view, log)

@@ -156,8 +156,8 @@ func TestContainerInterrupt(t *testing.T) {
 	start := time.Now()
 	err := cmd.Wait()
 	t.Logf("exited %v after Ctrl-C in %v; stderr:\n%s", err, time.Since(start).Round(time.Millisecond), stderr.String())
-	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
-		t.Errorf("exit %d after Ctrl-C, want 2 (run stopped early)", code)
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exit %d after Ctrl-C, want 130 (run stopped early)", code)
 	}
 	if !strings.Contains(stderr.String(), "run stopped early") {
 		t.Errorf("stderr does not say the run stopped early")

@@ -176,8 +176,8 @@ func TestForeignKeysUntouched(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("Ctrl-C: stopped after %v, want within 1s", took)
 	}
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
-		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, exitUsage, stderr)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, exitInterrupted, stderr)
 	}
 	res, err := measure.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil || res.Complete || res.Error == "" {

@@ -40,6 +40,7 @@ func (f *redisFlags) add(c *cobra.Command) {
 // open checks the flags (engine.Options.Check) and opens the Redis of
 // --redis. The caller closes it.
 func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
+	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL (ci.go)
 	o, err := f.opts.Check(f.spec)
 	if err != nil {
 		return nil, flagError(nil, err)

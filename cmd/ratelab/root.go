@@ -41,9 +41,11 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRoot(stdout, stderr)
+	out, errOut := ciWriters(args, stdout, stderr) // --format json's error object, --quiet (ci.go)
+	root := newRoot(out, errOut)
+	bindQuiet(root)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -52,11 +54,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		msg += " — pass --trust-script to run it anyway"
 	}
 	fmt.Fprintln(stderr, "ratelab:", msg)
+	code := exitUsage
 	var fe failError
-	if errors.As(err, &fe) {
-		return exitFail
+	switch {
+	case ctx.Err() != nil:
+		code = signalExit(ctx)
+	case errors.As(err, &fe):
+		code = exitFail
 	}
-	return exitUsage
+	printErrorJSON(cmd, out, msg, code)
+	return code
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {

@@ -20,9 +20,10 @@ import (
 // with --traffic into a replay.Config).
 type runFlags struct {
 	commonFlags
-	target  targetFlags
-	cfg     run.Config
-	traffic trafficFlags
+	target    targetFlags
+	cfg       run.Config
+	traffic   trafficFlags
+	decisions decisionsFlag // ci.go
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -42,6 +43,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
 	fl.StringArrayVar(&cfg.ScenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
 	f.traffic.add(c)
+	f.decisions.add(c)
 	fl.Int64Var(&cfg.Limit.Count, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
 	windowVar(fl, &cfg.Limit.Window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&cfg.Cost, "cost", 0, "cost of every request (default: each scenario's own)")
@@ -90,7 +92,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	defer unguard()
 	var res *measure.Results
-	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+	runErr := logDecisions(out, f.decisions.mode, func(log *measure.DecisionLog) (err error) {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})

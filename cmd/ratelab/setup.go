@@ -60,8 +60,8 @@ func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stder
 // logDecisions streams the decisions of run to dir's decisions.jsonl
 // (reports.CreateDecisionLog) and closes it; an error closing it is run's
 // error when run had none.
-func logDecisions(dir string, run func(log *measure.DecisionLog) error) error {
-	log, err := reports.CreateDecisionLog(dir)
+func logDecisions(dir string, d reports.Decisions, run func(log *measure.DecisionLog) error) error {
+	log, err := reports.OpenDecisionLog(dir, d)
 	if err != nil {
 		return flagError(nil, err)
 	}

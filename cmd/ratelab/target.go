@@ -86,7 +86,7 @@ func (t *targetFlags) given(c *cobra.Command) bool {
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide, Setup: t.setup}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide, Setup: t.setup, Several: !t.many}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}

@@ -25,16 +25,18 @@ type verifyFlags struct {
 	limits    []string
 	window    time.Duration
 	precision time.Duration
-	replay    string // --replay: a verify.json whose counter-example to send again
+	replay    string  // --replay: a verify.json whose counter-example to send again
+	ci        ciFlags // --junit and the suite's reports (ci.go)
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &verifyFlags{}
 	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
-		func(c *cobra.Command) error { return runVerify(c, f, stdout, stderr) })
+		func(c *cobra.Command) error { return verifyTargets(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.target.add(c)
+	f.ci.add(c)
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
@@ -53,11 +55,9 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-// config checks the flags and turns them into a verify.Config.
+// config checks the flags and turns them into a verify.Config for the
+// one target of f.target.specs (verifyTargets loads them and sets each in turn).
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	if err := f.target.load(c); err != nil {
-		return verify.Config{}, err
-	}
 	cfg, spec := f.cfg, f.target.specs[0] // verify's one target
 	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
@@ -115,7 +115,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out.dir != "" {
-		if cfg.Log, err = reports.CreateDecisionLog(f.out.dir); err != nil {
+		if cfg.Log, err = reports.OpenDecisionLog(f.out.dir, f.ci.decisions.mode); err != nil {
 			return flagError(nil, err)
 		}
 	}
@@ -141,10 +141,11 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 		return usagef("%w", err)
 	}
+	f.ci.record(rep)
 	if werr != nil {
 		return flagError(nil, werr)
 	}
-	if err := f.format.render(rep)(stdout); err != nil {
+	if err := f.ci.print(f, rep, stdout); err != nil {
 		return err
 	}
 	switch rep.Verdict {

@@ -90,8 +90,8 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 	if took > 2*time.Second {
 		t.Errorf("verify took %v to stop after Ctrl-C", took)
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
-		t.Errorf("exit %d after Ctrl-C, want 2", code)
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Errorf("exit %d after Ctrl-C, want 130", code)
 	}
 }
 

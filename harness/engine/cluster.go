@@ -49,7 +49,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 		errs := make([]error, len(procs))
 		for i, p := range procs {
 			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = p.stop() }()
+			go func() { defer wg.Done(); errs[i] = p.Stop() }()
 		}
 		wg.Wait()
 		_ = os.RemoveAll(dir) // the nodes' config files in the temp dir; the servers' stop is what is said
@@ -89,25 +89,25 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 	}
 	addrs := make([]string, len(procs))
 	for i, p := range procs {
-		addrs[i] = p.addr
+		addrs[i] = p.Addr
 		lo, hi := i*clusterSlots/len(procs), (i+1)*clusterSlots/len(procs)-1
-		if err := p.client.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
-			return fail(fmt.Errorf("%s: CLUSTER SET-CONFIG-EPOCH: %w", p.addr, err))
+		if err := p.Client.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fail(fmt.Errorf("%s: CLUSTER SET-CONFIG-EPOCH: %w", p.Addr, err))
 		}
-		if err := p.client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
-			return fail(fmt.Errorf("%s: CLUSTER ADDSLOTSRANGE %d %d: %w", p.addr, lo, hi, err))
+		if err := p.Client.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fail(fmt.Errorf("%s: CLUSTER ADDSLOTSRANGE %d %d: %w", p.Addr, lo, hi, err))
 		}
 	}
 	for _, p := range procs[1:] {
-		host, port, _ := net.SplitHostPort(p.addr)
+		host, port, _ := net.SplitHostPort(p.Addr)
 		bus := busPort(p)
-		if err := procs[0].client.Do(ctx, "CLUSTER", "MEET", host, port, bus).Err(); err != nil {
-			return fail(fmt.Errorf("%s: CLUSTER MEET %s: %w", procs[0].addr, p.addr, err))
+		if err := procs[0].Client.Do(ctx, "CLUSTER", "MEET", host, port, bus).Err(); err != nil {
+			return fail(fmt.Errorf("%s: CLUSTER MEET %s: %w", procs[0].Addr, p.Addr, err))
 		}
 	}
 	for _, p := range procs {
-		if err := waitClusterOK(ctx, p.client, len(procs), deadline); err != nil {
-			return fail(fmt.Errorf("%s: %w", p.addr, err))
+		if err := waitClusterOK(ctx, p.Client, len(procs), deadline); err != nil {
+			return fail(fmt.Errorf("%s: %w", p.Addr, err))
 		}
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
@@ -121,7 +121,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 
 // busPort returns the --cluster-port argument p was started with.
 func busPort(p *process) string {
-	args := p.cmd.Args
+	args := p.Cmd.Args
 	for i, a := range args {
 		if a == "--cluster-port" && i+1 < len(args) {
 			return args[i+1]

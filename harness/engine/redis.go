@@ -1,24 +1,18 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/measure"
-	"github.com/redis/go-redis/v9"
 )
 
 // DefaultConnectTimeout bounds how long Open waits for the user's Redis to
@@ -134,110 +128,25 @@ func OpenWith(ctx context.Context, spec string, o Options) (*server.Redis, error
 		"or a redis+cluster://host:port,host:port URL", server.RedactURL(spec))
 }
 
-// startExec starts a throwaway redis-server (see OpenWith "exec"): it waits
-// up to timeout for it to answer; its client dials with dial.
+// startExec starts a throwaway redis-server (see OpenWith "exec";
+// localredis.Start): it waits up to timeout for it to answer; its client
+// dials with dial.
 func startExec(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("%w: redis-server is not on PATH (Debian: apt-get install redis-server)", ErrNoRedis)
+	rd, err := localredis.Start(ctx, timeout, dial)
+	if errors.Is(err, localredis.ErrNoServer) {
+		return nil, fmt.Errorf("%w: %w", ErrNoRedis, err)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p, err := spawnRedis(ctx, bin, port, timeout, dial, nil)
-		if err == nil {
-			return server.New(p.client, measure.RedisInfo{Mode: "exec", Addr: p.addr, Version: p.version}, p.stop), nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	return rd, err
 }
 
-// process is a redis-server ratelab started.
-type process struct {
-	cmd     *exec.Cmd
-	addr    string
-	client  *redis.Client
-	version string
-	logTail *strings.Builder
-	logMu   sync.Mutex
-}
+// process is a redis-server ratelab started (the cluster's nodes).
+type process = localredis.Process
 
-// spawnRedis starts redis-server on 127.0.0.1:port with extra arguments and
-// waits until it answers PING (within timeout); its client dials with dial.
-func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Duration, extra []string) (*process, error) {
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
-		"--daemonize", "no", "--loglevel", "warning", "--logfile", ""}, extra...)
-	cmd := exec.Command(bin, args...)
-	// the server dies with ratelab, even on kill -9
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &process{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logTail: &strings.Builder{}}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.logMu.Lock()
-			if p.logTail.Len() < 4096 {
-				p.logTail.WriteString(sc.Text() + "\n")
-			}
-			p.logMu.Unlock()
-		}
-	}()
-	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	version, err := server.WaitReady(ctx, p.client, timeout)
-	if err != nil {
-		_ = p.stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail
-		p.logMu.Lock()
-		log := strings.TrimSpace(p.logTail.String())
-		p.logMu.Unlock()
-		if log != "" {
-			err = fmt.Errorf("%w; its log: %s", err, oneLine(log))
-		}
-		return nil, fmt.Errorf("redis-server on %s did not answer: %w", p.addr, err)
-	}
-	p.version = version
-	return p, nil
-}
+// spawnRedis is localredis.Spawn.
+var spawnRedis = localredis.Spawn
 
-// stop closes the client and stops the server: SIGTERM, then SIGKILL after 3 s.
-func (p *process) stop() error {
-	err := p.client.Close()
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-done
-		}
-	}
-	if errors.Is(err, redis.ErrClosed) {
-		return nil
-	}
-	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer func() { _ = l.Close() }() // it accepted nothing: only its port was wanted
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is localredis.FreePort.
+var freePort = localredis.FreePort
 
 // envOr returns the environment variable name, or def when it is unset or empty.
 func envOr(name, def string) string {

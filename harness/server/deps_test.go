@@ -33,6 +33,8 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"reports", nil},
 		{"scenarios", nil},
 		{"targets", nil},
+		{"harness/localredis", []string{mod + "harness/engine"}},
+		{"ratelabtest", []string{mod + "harness/engine"}},
 		{"internal/live", []string{mod + "harness", mod + "harness/demo"}},
 	}
 	for _, tc := range cases {

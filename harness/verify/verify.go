@@ -285,6 +285,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		}
 	}
 	p := st.plan()
+	st.warnRealTime(p) // realtime.go
 	ctx, guard, err := s.Guard(ctx, p.estimateBytes(), cfg.Progress)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,144 @@
+// Package localredis starts throwaway redis-server processes from PATH on
+// free loopback ports: the "exec" Redis of ratelab and of its test helper
+// (ratelabtest), without Docker. harness/engine builds its exec and
+// cluster engines on it; importing it pulls no container client.
+package localredis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/measure"
+)
+
+// ErrNoServer is wrapped by Start when redis-server is not on PATH.
+var ErrNoServer = errors.New("redis-server is not on PATH (Debian: apt-get install redis-server)")
+
+// Start starts a throwaway redis-server from PATH on a free loopback port
+// (--save "" --appendonly no, protected mode), waits up to timeout for it
+// to answer, and returns it as a *server.Redis of Mode "exec" whose Close
+// stops it (SIGTERM, then SIGKILL after 3 s). Its client dials with dial.
+// A port taken between choosing and binding is retried twice. The server
+// dies with this process, even on kill -9 (Linux: Pdeathsig). Errors wrap
+// ErrNoServer, or say why the server did not answer, with its log.
+func Start(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNoServer
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		p, err := Spawn(ctx, bin, port, timeout, dial, nil)
+		if err == nil {
+			return server.New(p.Client, measure.RedisInfo{Mode: "exec", Addr: p.Addr, Version: p.Version}, p.Stop), nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// Process is a redis-server started by Spawn.
+type Process struct {
+	// Cmd is the running process; its Args are the server's arguments.
+	Cmd *exec.Cmd
+	// Addr is its host:port on the loopback interface.
+	Addr string
+	// Client talks to it (closed by Stop).
+	Client *redis.Client
+	// Version is the server's version from INFO.
+	Version string
+	logTail *strings.Builder
+	logMu   sync.Mutex
+}
+
+// Spawn starts redis-server bin on 127.0.0.1:port with extra arguments
+// and waits until it answers PING (within timeout); its client dials with
+// dial. On failure the server is stopped and the error holds its log.
+func Spawn(ctx context.Context, bin string, port int, timeout, dial time.Duration, extra []string) (*Process, error) {
+	args := append([]string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes",
+		"--daemonize", "no", "--loglevel", "warning", "--logfile", ""}, extra...)
+	cmd := exec.Command(bin, args...)
+	// the server dies with ratelab, even on kill -9
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Process{Cmd: cmd, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logTail: &strings.Builder{}}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.logMu.Lock()
+			if p.logTail.Len() < 4096 {
+				p.logTail.WriteString(sc.Text() + "\n")
+			}
+			p.logMu.Unlock()
+		}
+	}()
+	p.Client = redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	version, err := server.WaitReady(ctx, p.Client, timeout)
+	if err != nil {
+		_ = p.Stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail
+		p.logMu.Lock()
+		log := strings.TrimSpace(p.logTail.String())
+		p.logMu.Unlock()
+		if log != "" {
+			err = fmt.Errorf("%w; its log: %s", err, strings.Join(strings.Fields(log), " "))
+		}
+		return nil, fmt.Errorf("redis-server on %s did not answer: %w", p.Addr, err)
+	}
+	p.Version = version
+	return p, nil
+}
+
+// Stop closes the client and stops the server: SIGTERM, then SIGKILL
+// after 3 s. Its error is the client's close's.
+func (p *Process) Stop() error {
+	err := p.Client.Close()
+	if p.Cmd.Process != nil {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.Cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = p.Cmd.Process.Kill()
+			<-done
+		}
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// FreePort returns a loopback TCP port free at the time of the call.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }() // it accepted nothing: only its port was wanted
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
