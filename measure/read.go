@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/ratelab/ratelab/internal/input"
 )
 
 // ReadResults reads a results.json written by ratelab (or by WriteDir).
 // A file that cannot be read, is not JSON, or has no "results" array is an
 // error naming path.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -78,7 +79,7 @@ func ReadCapacity(path string) (*CapacityResults, error) {
 // "capacity", "bench"; "run" when the file has none). A file that cannot be
 // read or has no "results" array is an error naming path.
 func ResultsCommand(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return "", fmt.Errorf("reports: %w", err)
 	}
@@ -106,7 +107,7 @@ func readResultsAs(path, command string, v any) error {
 	if got != command {
 		return fmt.Errorf("reports: %s: results of `ratelab %s`, not of `ratelab %s`", path, got, command)
 	}
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
@@ -124,7 +125,7 @@ func readResultsAs(path, command string, v any) error {
 // file that cannot be read, is not JSON, has no "families" array or comes
 // from a newer ratelab is an error naming path.
 func ReadVerify(path string) (*VerifyReport, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}

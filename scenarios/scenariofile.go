@@ -3,7 +3,6 @@ package scenarios
 import (
 	"embed"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelab/ratelab/internal/input"
 )
 
 // Scenario files describe a schedule in YAML; see ParseScenario for the
@@ -40,9 +41,9 @@ func BuiltinYAML(name string) ([]byte, error) {
 // ParseScenario). The file's base name without its extension is the
 // scenario's name unless the file sets one. Errors start with the path.
 func LoadScenarioFile(path string) (Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxText)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("scenario file: %w", err)
+		return Scenario{}, err // names path (input.ReadFile, os.PathError)
 	}
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	sc, err := ParseScenario(data, base)

@@ -2,7 +2,6 @@ package targets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -20,7 +20,7 @@ var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args",
 // its keys, arguments, reply predicate and limits. A script's path is
 // relative to the file. Errors name the file, the field and its line.
 func ReadFile(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxText)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -115,7 +115,7 @@ func ParseFile(data []byte, path string) (Spec, error) {
 		if !filepath.IsAbs(script) {
 			script = filepath.Join(filepath.Dir(path), script)
 		}
-		src, err := os.ReadFile(script)
+		src, err := input.ReadFile(script, input.MaxText)
 		if err != nil {
 			return spec, bad("script", got["script"].Line, "%v", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -111,7 +111,7 @@ func Load(g Given) ([]Spec, error) {
 	}
 	var specs []Spec
 	for _, path := range g.Scripts {
-		b, err := os.ReadFile(path)
+		b, err := input.ReadFile(path, input.MaxText)
 		if err != nil {
 			return nil, &field.Error{Name: "scripts", Err: err}
 		}

@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Options tune OpenURL and OpenReadOnly. The zero value means the defaults.
@@ -259,7 +260,7 @@ func RedactURL(s string) string {
 // (Options.RootCAs). Errors: the file cannot be read, or holds no PEM
 // certificate.
 func LoadCA(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
+	b, err := input.ReadFile(file, input.MaxText)
 	if err != nil {
 		return nil, err
 	}
