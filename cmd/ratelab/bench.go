@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -52,7 +51,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	fl.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "the redis-benchmark binary")
 	fl.IntVar(&cfg.Rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 9 when comparing)")
 	fl.IntVar(&cfg.Procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
-	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof)")
+	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof); an existing file is replaced only with --force")
 }
 
 // config checks the flags' bench.Config (a --duration given as 0 is
@@ -78,6 +77,20 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var pf *reports.Output
+	if f.cpuprofile != "" { // before anything is measured: an existing file is refused without --force
+		pf, err = reports.CreateOutput(f.cpuprofile, f.out.force)
+		if err != nil {
+			return usagef("--cpuprofile: %w", err)
+		}
+		defer func() { // after Run stopped the profile: one that did not reach the disk is said
+			if cfg.CPUProfile == nil { // stopped before Run: no profile, and the path left as it was
+				pf.Abort()
+			} else if err := pf.Close(); err != nil {
+				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
+			}
+		}()
+	}
 	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
@@ -88,16 +101,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unguard()
-	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
-		if err != nil {
-			return usagef("--cpuprofile: %w", err)
-		}
-		defer func() { // after Run stopped the profile: one that did not reach the disk is said
-			if err := pf.Close(); err != nil {
-				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
-			}
-		}()
+	if pf != nil {
 		cfg.CPUProfile = pf
 	}
 	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)

@@ -14,6 +14,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Exit codes (contract).
@@ -41,6 +42,7 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer reports.ReleaseOuts() // the results directories this command claimed
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
