@@ -39,7 +39,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Paths, "paths", measure.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
-	fl.Int64Var(&cfg.Limit.Count, "limit", bench.DefaultLimit.Count, "cost units per window of every decision's limit")
+	countVar(fl, &cfg.Limit.Count, "limit", bench.DefaultLimit.Count, "cost units per window of every decision's limit")
 	windowVar(fl, &cfg.Limit.Window, "window", bench.DefaultLimit.Window, "window of the limit")
 	fl.IntVar(&cfg.Clients, "clients", bench.DefaultClients, "connections, each sending pipelines and waiting for their replies")
 	fl.IntVar(&cfg.Pipeline, "pipeline", bench.DefaultPipeline, "decisions (EVALSHA) per pipeline")

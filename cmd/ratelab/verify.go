@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
@@ -67,6 +68,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	cfg.Limits = limits
 	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
 	if err := cfg.Validate(); err != nil {
+		if name, _ := field.Name(err); fromFile && isLimitField(name) {
+			return cfg, usagef("--config %s: %w", spec.From, err) // the file's limits, not --limit or --window
+		}
 		return cfg, requiredError(c.Flags(), err)
 	}
 	// the one builder's rule (targets.Spec.Build), checked before any Redis
