@@ -52,6 +52,11 @@ func TestBadInput(t *testing.T) {
 		{"bench limit 1e18", []string{"bench", "--limit", "1e18"}, "--limit: at most 100000 with the deny path"},
 		{"min-fidelity NaN", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--min-fidelity", "NaN"}, "--min-fidelity: must be in 0..1, got NaN"},
 		{"arg divides by 0", []string{"verify", "--script", "../../algorithms/sliding_log.lua", "--arg", "{now_us % 0}", "--limit", "10", "--window", "1s"}, `--arg: ARGV[1]: template "{now_us % 0}", character 2: {now_us % 0} fails whatever the values: division by zero`},
+		// issue 24 item 10: each message names the flag the user gave
+		{"scenarios twice", []string{"run", "--scenarios", "steady,steady"}, "--scenarios: steady given twice"},
+		{"empty algorithms", []string{"run", "--algorithms", ""}, "--algorithms: empty; name at least one"},
+		{"empty paths", []string{"bench", "--paths="}, "--paths: empty; name at least one"},
+		{"L/0s", []string{"verify", "--algorithm", "sliding-log", "--limit", "10/0s"}, `--limit: "10/0s": window: must be >= 1ms, got 0s`},
 		{"bad format", []string{"run", "--format", "xml"}, `--format: unknown format "xml"`},
 		{"unknown flag", []string{"run", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
