@@ -20,7 +20,7 @@ func ReadResults(path string) (*Results, error) {
 }
 
 // ParseResults parses the bytes of a results.json; name labels errors (the
-// path). Anything that is not a JSON object with a "results" array of rows
+// path). Every string read is made fit for a terminal (input.Clean). Anything that is not a JSON object with a "results" array of rows
 // is an error, never a panic.
 func ParseResults(data []byte, name string) (*Results, error) {
 	var probe struct {
@@ -39,6 +39,7 @@ func ParseResults(data []byte, name string) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", name, err)
 	}
+	input.CleanStrings(&r) // no terminal control from a forged file reaches a renderer
 	for i, row := range r.Results {
 		if row.Algorithm == "" || row.Scenario == "" {
 			return nil, rowError(name, r.Command, i, "algorithm and scenario")
@@ -117,6 +118,7 @@ func readResultsAs(path, command string, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("reports: %s: %w", path, err)
 	}
+	input.CleanStrings(v) // no terminal control from a forged file reaches a renderer
 	return nil
 }
 
@@ -145,6 +147,7 @@ func ReadVerify(path string) (*VerifyReport, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", path, err)
 	}
+	input.CleanStrings(&r) // no terminal control from a forged file reaches a renderer
 	return &r, nil
 }
 

@@ -139,3 +139,28 @@ func TestCreateDecisionLogExclusive(t *testing.T) {
 		t.Errorf("written through the symlink: %q", b)
 	}
 }
+
+// issue 24 item 10: escapes planted in a results.json (a forged or
+// downloaded one) never reach the terminal through `report DIR`.
+func TestRerenderCleansForgedResults(t *testing.T) {
+	dir := t.TempDir()
+	r := fixture()
+	r.Results[0].Algorithm = "\x1b]0;owned\x07\x1b[2Jfixed-window"
+	r.Results[0].Scenario = "steady\x1b[31m"
+	r.Config.Prefix = "\u009b2J"
+	if err := WriteDir(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{Table, Markdown, CSV, JSON} {
+		var b strings.Builder
+		if err := Rerender(&b, dir, f); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(b.String(), "\x1b\x07\u009b") {
+			t.Errorf("%s: a control character reached the output: %q", f, b.String())
+		}
+		if !strings.Contains(b.String(), `\u001b]0;owned`) {
+			t.Errorf("%s: the forged name is not shown escaped: %q", f, b.String())
+		}
+	}
+}

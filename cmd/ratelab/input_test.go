@@ -87,3 +87,19 @@ func TestInputBoundsAndBinary(t *testing.T) {
 		}
 	}
 }
+
+// issue 24 item 10: a script's reply carrying terminal escapes is shown
+// escaped, never raw, on stderr and stdout.
+func TestScriptRepliesNotEchoedRaw(t *testing.T) {
+	code, stdout, stderr := ratelab(t, "verify", "--redis", "exec", "--script", "testdata/hostile/escapes.lua",
+		"--key", "{key}", "--limit", "10", "--window", "1s", "--trust-script")
+	if code != exitUsage {
+		t.Errorf("exit %d, want 2; stderr: %s", code, stderr)
+	}
+	if strings.ContainsAny(stdout+stderr, "\x1b\x07") {
+		t.Errorf("a control character reached the terminal: stdout %q, stderr %q", stdout, stderr)
+	}
+	if !strings.Contains(stderr, `denied \u001b[2J`) {
+		t.Errorf("stderr does not show the reply escaped: %q", stderr)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -53,7 +54,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, server.ErrRefusedByGuard) {
 		msg += " — pass --trust-script to run it anyway"
 	}
-	fmt.Fprintln(stderr, "ratelab:", msg)
+	fmt.Fprintln(stderr, "ratelab:", input.Clean(msg)) // a script's reply or a file's bytes never drive the terminal
 	var fe failError
 	if errors.As(err, &fe) {
 		return exitFail

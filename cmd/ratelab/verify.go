@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -131,6 +132,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if werr != nil {
 		return flagError(nil, werr)
 	}
+	input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
 	if err := f.format.render(rep)(stdout); err != nil {
 		return err
 	}
