@@ -103,3 +103,14 @@ func TestScriptRepliesNotEchoedRaw(t *testing.T) {
 		t.Errorf("stderr does not show the reply escaped: %q", stderr)
 	}
 }
+
+// issue 24 item 10: verify says what the guard did, as run does, not
+// Redis's raw NOPERM alone.
+func TestVerifyExplainsGuard(t *testing.T) {
+	v := startVictim(t)
+	code, _, stderr := ratelab(t, "verify", "--redis", "redis://"+v.addr, "--script", "testdata/hostile/outside.lua",
+		"--limit", "10", "--window", "1s")
+	if code != exitUsage || !strings.Contains(stderr, "the script tried to touch data outside ratelab's keys") || !strings.Contains(stderr, "pass --trust-script") {
+		t.Errorf("exit %d, stderr %q; want 2 explaining the guard and --trust-script", code, stderr)
+	}
+}

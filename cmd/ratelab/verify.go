@@ -123,6 +123,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return verify.Incomplete(rd, lim, cfg, started, err)
 	})
 	if err != nil {
+		if server.IsGuardRefusal(err) && !errors.Is(err, server.ErrRefusedByGuard) {
+			err = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err) // said as run says it, with --trust-script
+		}
 		err = errors.Join(err, flagError(nil, werr))
 		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
