@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,5 +113,47 @@ func TestVerifyExplainsGuard(t *testing.T) {
 		"--limit", "10", "--window", "1s")
 	if code != exitUsage || !strings.Contains(stderr, "the script tried to touch data outside ratelab's keys") || !strings.Contains(stderr, "pass --trust-script") {
 		t.Errorf("exit %d, stderr %q; want 2 explaining the guard and --trust-script", code, stderr)
+	}
+}
+
+// issue 24 item 10: --connect-timeout bounds the whole connect (it took
+// twice its bound: a probe, then a wait, each given all of it), and says
+// so; rediss:// to a plain Redis says that, not "context deadline
+// exceeded".
+func TestConnectMessages(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					_ = c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	start := time.Now()
+	code, _, stderr := ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s",
+		"--redis", "redis://"+ln.Addr().String(), "--connect-timeout", "2s")
+	took := time.Since(start)
+	if code != exitUsage || !strings.Contains(stderr, "no answer within 2s (the connect timeout)") {
+		t.Errorf("silent server: exit %d, stderr %q", code, stderr)
+	}
+	if took > 3500*time.Millisecond { // the bound is the contract; before, 4 s
+		t.Errorf("--connect-timeout 2s took %v", took)
+	}
+
+	v := startVictim(t)
+	code, _, stderr = ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s",
+		"--redis", "rediss://"+v.addr, "--connect-timeout", "1s")
+	if code != exitUsage || !strings.Contains(stderr, "the server answers plain Redis on this port, not TLS (use redis://)") {
+		t.Errorf("rediss:// to a plain Redis: exit %d, stderr %q", code, stderr)
 	}
 }
