@@ -80,6 +80,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExprLegacy$$' -fuzztime $(FUZZTIME) ./scenarios/
 	$(GO) test -run '^$$' -fuzz '^FuzzTargetFile$$' -fuzztime $(FUZZTIME) ./targets/
 	$(GO) test -run '^$$' -fuzz '^FuzzRunFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
+	$(GO) test -run '^$$' -fuzz '^FuzzCommandFlags$$' -fuzztime $(FUZZTIME) ./cmd/ratelab/
 	$(GO) test -run '^$$' -fuzz '^FuzzCapacityConfig$$' -fuzztime $(FUZZTIME) ./harness/capacity/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseResults$$' -fuzztime $(FUZZTIME) ./reports/
 
