@@ -3,6 +3,7 @@ package targets
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -45,6 +46,10 @@ type Given struct {
 	BesideBuiltins bool
 }
 
+// ErrTargetCount is in the chain of Validate's error when a command that
+// takes one target is given none or several.
+var ErrTargetCount = errors.New("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file")
+
 // Validate checks how g's fields combine, before any file is read: without
 // BesideBuiltins exactly one target among Algorithm, Scripts, HTTP and
 // Files (an error naming no one field, since it is about all four);
@@ -61,7 +66,7 @@ func (g Given) Validate() error {
 			}
 		}
 		if n != 1 {
-			return fmt.Errorf("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got %d)", n)
+			return fmt.Errorf("%w (got %d)", ErrTargetCount, n)
 		}
 	}
 	if g.Algorithm != "" {
