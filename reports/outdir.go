@@ -208,10 +208,8 @@ func (o *Output) Close() error {
 	}
 	o.done = true
 	tmp := o.Name()
-	err := o.File.Sync()
-	if cerr := o.File.Close(); err == nil {
-		err = cerr
-	}
+	err := o.File.Close() // no fsync: the rename is for readers and symlinks, not for power loss
+
 	if err == nil && o.replace {
 		err = os.Rename(tmp, o.path)
 	} else if err == nil {
