@@ -285,7 +285,23 @@ func compileTemplateExpr(s string, open, end int) (part, error) {
 	if typ := prog.Node().Type(); !renderable(typ) {
 		return part{}, templateError(s, open, fmt.Sprintf("{%s} gives %s; want a number or a string", src, describeType(typ)))
 	}
-	return part{prog: prog, src: src, uses: uses}, nil
+	// an expression that fails on two unlike sets of values (a constant
+	// "% 0") fails on every call: said now, as the template's error
+	samples := []Values{
+		{Now: time.Date(2026, 1, 1, 0, 0, 0, 123456000, time.UTC), Window: time.Second, Limit: 10, Cost: 1, RequestID: "1", Key: "user:1"},
+		{Now: time.Date(2031, 7, 9, 13, 5, 7, 654321000, time.UTC), Window: 90 * time.Minute, Limit: 977, Cost: 3, RequestID: "7f3a", Key: "k:2:x"},
+	}
+	var first error
+	for _, v := range samples {
+		_, err := runProgram(prog, newTemplateEnv(v))
+		if err == nil {
+			return part{prog: prog, src: src, uses: uses}, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return part{}, templateError(s, open, fmt.Sprintf("{%s} fails whatever the values: %s", src, exprMessage(first)))
 }
 
 // exprError turns an expr compile error for the expression starting at byte
@@ -511,11 +527,17 @@ func runProgram(p *vm.Program, env any) (any, error) {
 
 // exprMessage is the message of an expr error without its source snippet.
 func exprMessage(err error) string {
+	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return fe.Message
+		msg = fe.Message
 	}
-	return err.Error()
+	// Go's own run-time panics, recovered by expr, in the template's words
+	msg = strings.TrimPrefix(msg, "runtime error: ")
+	if msg == "integer divide by zero" {
+		msg = "division by zero (an integer / or % by 0)"
+	}
+	return msg
 }
 
 // decimalSeconds renders µs as seconds with no trailing zeros: 500000 ->

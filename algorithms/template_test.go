@@ -182,6 +182,11 @@ func TestTemplateErrors(t *testing.T) {
 		{"{key + $env.now_ms}", "$env is not supported"},
 		// reply is a variable of predicates only.
 		{"{reply}", "unknown placeholder {reply}"},
+		// issue 24: an expression that fails whatever the values fails here,
+		// in the template's words, not as a raw Go run-time error on the
+		// first call.
+		{"{now_us % 0}", `template "{now_us % 0}", character 2: {now_us % 0} fails whatever the values: division by zero (an integer / or % by 0)`},
+		{"{int(key) + 1}", "fails whatever the values"},
 	}
 	for i, c := range cases {
 		_, err := algorithms.ParseTemplate(c.tpl)
@@ -204,8 +209,8 @@ func TestTemplateRenderErrors(t *testing.T) {
 	}{
 		// Float division by zero: an infinite result.
 		{"{limit / (cost - cost)}", `template "{limit / (cost - cost)}": {limit / (cost - cost)}: result is +Inf (a division by zero?)`},
-		// Integer modulo by zero.
-		{"a{limit % (cost - cost)}", "integer divide by zero"},
+		// Integer modulo by zero, for these values only (cost 2).
+		{"a{limit % (cost - 2)}", `template "a{limit % (cost - 2)}": {limit % (cost - 2)}: division by zero (an integer / or % by 0)`},
 		// Indexing past the end gives nil, which is no number or string.
 		{`{split(key, ":")[3]}`, "result is nil"},
 	}

@@ -45,7 +45,7 @@ var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // MaxRunWindow is the longest window a study takes (run, replay, bench):
 // ten years.
-const MaxRunWindow = 10 * 365 * 24 * time.Hour
+const MaxRunWindow = limit.MaxWindow
 
 // Job is one limiter to run one schedule.
 type Job struct {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,11 @@ const MinWindow = time.Millisecond
 
 // Day is the unit "d" of ParseDuration and FormatWindow: 24 hours.
 const Day = 24 * time.Hour
+
+// MaxWindow is the longest window any limiter takes: ten years (3650d).
+// Longer ones overflow the microsecond arithmetic of the schedules and of
+// the scripts' clocks.
+const MaxWindow = 3650 * Day
 
 // Limit is one rate limit: at most Count cost units accepted in any window
 // of length Window. The zero Limit is not valid (see Validate).
@@ -47,8 +53,8 @@ func (l Limit) String() string {
 	return s
 }
 
-// Validate checks Count >= 1, Window >= 1 ms and Precision 0 or in
-// 1 ms..Window. Its errors are field errors named "limit", "window" and
+// Validate checks Count >= 1, Window in 1 ms..MaxWindow and Precision 0
+// or in 1 ms..Window. Its errors are field errors named "limit", "window" and
 // "precision" (field.Error), e.g. "window: must be >= 1ms, got 500µs".
 func (l Limit) Validate() error {
 	switch {
@@ -56,6 +62,8 @@ func (l Limit) Validate() error {
 		return field.Errorf("limit", "must be >= 1, got %d", l.Count)
 	case l.Window < MinWindow:
 		return field.Errorf("window", "must be >= 1ms, got %s", FormatWindow(l.Window))
+	case l.Window > MaxWindow:
+		return field.Errorf("window", "at most %s (ten years), got %s", FormatWindow(MaxWindow), FormatWindow(l.Window))
 	case l.Precision < 0 || l.Precision > l.Window:
 		return field.Errorf("precision", "must be in 0..window (%s), got %s", FormatWindow(l.Window), FormatWindow(l.Precision))
 	case l.Precision > 0 && l.Precision < MinWindow:
@@ -91,9 +99,9 @@ func Parse(s string) (Limit, error) {
 	if !ok {
 		return Limit{}, fmt.Errorf("%q is not COUNT/WINDOW (e.g. 10/1s)", s)
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(cs), 10, 64)
+	n, err := ParseCount(strings.TrimSpace(cs))
 	if err != nil {
-		return Limit{}, fmt.Errorf("%q: the count %q is not an integer", s, strings.TrimSpace(cs))
+		return Limit{}, fmt.Errorf("%q: the count %w", s, err)
 	}
 	w, err := ParseDuration(strings.TrimSpace(ws))
 	if err != nil {
@@ -133,8 +141,10 @@ func ParseFlags(ss []string, window time.Duration, windowSet bool) ([]Limit, err
 	var out []Limit
 	for _, s := range ss {
 		if !strings.Contains(s, "/") && !strings.Contains(s, " per ") {
-			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			n, err := ParseCount(strings.TrimSpace(s))
 			switch {
+			case errors.Is(err, ErrCountRange):
+				return nil, field.Errorf("limit", "%w", err)
 			case err != nil:
 				return nil, field.Errorf("limit", "%q is not L or L/W (e.g. 20 or 10/1s)", s)
 			case len(ss) > 1:
@@ -153,6 +163,35 @@ func ParseFlags(ss []string, window time.Duration, windowSet bool) ([]Limit, err
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// ErrCountRange is in the chain of ParseCount's error for a whole number
+// past the int64 range.
+var ErrCountRange = errors.New("out of range")
+
+// ParseCount reads a count: an integer in decimal ("100000"), or a whole
+// number in exponent or decimal form ("1e5", "2.5e3", "100.0"), so that
+// "1e18" gets the caller's bound in its error rather than a parse error.
+// Errors: not a number, not whole, or past ±9223372036854775807 (wrapping
+// ErrCountRange, and saying the range).
+func ParseCount(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
+		return n, nil
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is %w: at most %d", s, ErrCountRange, int64(math.MaxInt64))
+	}
+	f, ferr := strconv.ParseFloat(s, 64)
+	switch {
+	case ferr != nil && !errors.Is(ferr, strconv.ErrRange), math.IsNaN(f), strings.ContainsAny(s, "xXpP_"):
+		return 0, fmt.Errorf("%q is not an integer", s)
+	case math.IsInf(f, 0) || f >= math.MaxInt64 || f < math.MinInt64:
+		return 0, fmt.Errorf("%s is %w: at most %d", s, ErrCountRange, int64(math.MaxInt64))
+	case f != math.Trunc(f):
+		return 0, fmt.Errorf("%s is not a whole number", s)
+	}
+	return int64(f), nil
 }
 
 // ParseDuration reads a duration as time.ParseDuration does, and also

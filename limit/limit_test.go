@@ -3,6 +3,7 @@ package limit
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,5 +177,47 @@ func TestParseFlags(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %v, %v; want %v", c.name, got, err, c.want)
 		}
+	}
+}
+
+// issue 24 item 8: a count in exponent form reaches the caller's bound, a
+// window past ten years is refused with the bound (it overflowed the
+// schedules: Int64N and makeslice panics in verify).
+func TestParseCountAndMaxWindow(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		err  string
+	}{
+		{"100000", 100000, ""},
+		{"1e18", 1_000_000_000_000_000_000, ""},
+		{"2.5e3", 2500, ""},
+		{"-1e3", -1000, ""},
+		{"1e19", 0, "1e19 is out of range: at most 9223372036854775807"},
+		{"99999999999999999999", 0, "out of range"},
+		{"1.5", 0, "1.5 is not a whole number"},
+		{"NaN", 0, "not an integer"},
+		{"Inf", 0, "out of range"},
+		{"0x10", 0, "not an integer"},
+		{"ten", 0, "not an integer"},
+	} {
+		got, err := ParseCount(c.in)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("ParseCount(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ParseCount(%q) = %d, %v; want an error holding %q", c.in, got, err, c.err)
+		}
+	}
+	for _, s := range []string{"10/1000000h", "10/2562047h", "10/3651d"} {
+		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), "window: at most 3650d (ten years)") {
+			t.Errorf("Parse(%q): %v; want the ten-year bound", s, err)
+		}
+	}
+	if _, err := Parse("10/3650d"); err != nil {
+		t.Errorf("ten years refused: %v", err)
+	}
+	if _, err := ParseFlags([]string{"1e30"}, time.Second, true); err == nil || !strings.Contains(err.Error(), "limit: 1e30 is out of range") {
+		t.Errorf("ParseFlags(1e30): %v", err)
 	}
 }

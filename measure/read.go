@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+
+	"github.com/ratelab/ratelab/internal/input"
 )
 
 // ReadResults reads a results.json written by ratelab (or by WriteDir).
 // A file that cannot be read, is not JSON, or has no "results" array is an
 // error naming path.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -19,7 +20,7 @@ func ReadResults(path string) (*Results, error) {
 }
 
 // ParseResults parses the bytes of a results.json; name labels errors (the
-// path). Anything that is not a JSON object with a "results" array of rows
+// path). Every string read is made fit for a terminal (input.Clean). Anything that is not a JSON object with a "results" array of rows
 // is an error, never a panic.
 func ParseResults(data []byte, name string) (*Results, error) {
 	var probe struct {
@@ -38,6 +39,7 @@ func ParseResults(data []byte, name string) (*Results, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", name, err)
 	}
+	input.CleanStrings(&r) // no terminal control from a forged file reaches a renderer
 	for i, row := range r.Results {
 		if row.Algorithm == "" || row.Scenario == "" {
 			return nil, rowError(name, r.Command, i, "algorithm and scenario")
@@ -78,7 +80,7 @@ func ReadCapacity(path string) (*CapacityResults, error) {
 // "capacity", "bench"; "run" when the file has none). A file that cannot be
 // read or has no "results" array is an error naming path.
 func ResultsCommand(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return "", fmt.Errorf("reports: %w", err)
 	}
@@ -106,7 +108,7 @@ func readResultsAs(path, command string, v any) error {
 	if got != command {
 		return fmt.Errorf("reports: %s: results of `ratelab %s`, not of `ratelab %s`", path, got, command)
 	}
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
@@ -116,6 +118,7 @@ func readResultsAs(path, command string, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("reports: %s: %w", path, err)
 	}
+	input.CleanStrings(v) // no terminal control from a forged file reaches a renderer
 	return nil
 }
 
@@ -124,7 +127,7 @@ func readResultsAs(path, command string, v any) error {
 // file that cannot be read, is not JSON, has no "families" array or comes
 // from a newer ratelab is an error naming path.
 func ReadVerify(path string) (*VerifyReport, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxResults)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -144,6 +147,7 @@ func ReadVerify(path string) (*VerifyReport, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("reports: %s: %w", path, err)
 	}
+	input.CleanStrings(&r) // no terminal control from a forged file reaches a renderer
 	return &r, nil
 }
 

@@ -145,15 +145,17 @@ func WriteDir(dir string, r *measure.Results) error {
 	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
 }
 
-// writeFile creates path, calls write with it and closes it; errors are
-// wrapped with the path.
+// writeFile writes path with write (CreateOutput: a temporary file renamed
+// over path); errors are wrapped with the path.
 func writeFile(path string, write func(io.Writer) error) (err error) {
-	f, err := os.Create(path)
+	f, err := CreateOutput(path, true) // atomic, never through a symlink
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
 	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
+		if err != nil {
+			f.Abort()
+		} else if cerr := f.Close(); cerr != nil {
 			err = fmt.Errorf("reports: %w", cerr)
 		}
 	}()

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/measure"
@@ -15,7 +18,9 @@ import (
 // ResultFiles are the names (filepath.Match patterns) of the files a
 // ratelab command writes to its results directory: a directory holding
 // only these, or nothing, is ratelab's.
-var ResultFiles = []string{"results.json", "decisions.jsonl", GzipDecisionFile, "report.md", "report.html", "verify.json", "*.png", "*.svg"}
+// Files starting ".ratelab-" are a command's temporary files (a write
+// stopped by kill -9 leaves one).
+var ResultFiles = []string{"results.json", "decisions.jsonl", GzipDecisionFile, "report.md", "report.html", "verify.json", "*.png", "*.svg", ".ratelab-*"}
 
 // OutDir returns the results directory of a run: out, or results/<runID>
 // when out is empty. It creates nothing (see PrepareOut). An out that
@@ -60,8 +65,11 @@ func isResultFile(name string) bool {
 	return false
 }
 
-// PrepareOut is OutDir, then creates the directory (and its parents) and
-// checks that files can be written there (a probe file is created and
+// PrepareOut is OutDir, then creates the directory (and its parents),
+// claims it for this command (no other ratelab command can write there
+// until ReleaseOuts or this process ends: a second one is refused, naming
+// the directory as in use), checks it again, and checks that files can be
+// written there (a probe file is created and
 // removed), so that a bad or read-only out stops a command before it
 // measures anything. undo removes what a command then wrote nothing
 // useful into: the directory's decisions.jsonl, and the directory itself
@@ -75,6 +83,14 @@ func PrepareOut(out, runID string, force bool) (dir string, undo func(), err err
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", nil, field.Errorf("out", "%s is not writable: %w", dir, err)
+	}
+	if err := claim(dir); err != nil {
+		return "", nil, err
+	}
+	// checked again now that it is ours: a command that held it a moment ago may have left results
+	if _, err := OutDir(dir, runID, force); err != nil {
+		release(dir)
+		return "", nil, err
 	}
 	f, err := os.CreateTemp(dir, ".ratelab-probe-*")
 	if err != nil {
@@ -90,37 +106,192 @@ func PrepareOut(out, runID string, force bool) (dir string, undo func(), err err
 		if os.IsNotExist(statErr) {
 			_ = os.Remove(dir) // only if still empty
 		}
+		release(dir)
 	}
 	return dir, undo, nil
 }
 
-// CreateDecisionLog creates dir (and its parents) and dir/decisions.jsonl,
-// the log every decision streams to, replacing an earlier one. The caller
-// closes the log. Errors are *field.Error naming "out".
+// CreateDecisionLog creates dir (and its parents), claims it as
+// PrepareOut does, and creates dir/decisions.jsonl, the log every decision
+// streams to. The log is created exclusively: an existing file (or a
+// symlink) of that name is never opened, so two commands never share one
+// (OutDir removed an earlier run's under --force). The caller closes the
+// log. Errors are *field.Error naming "out".
 func CreateDecisionLog(dir string) (*measure.DecisionLog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, field.Errorf("out", "%w", err)
 	}
-	f, err := os.Create(filepath.Join(dir, "decisions.jsonl"))
+	if err := claim(dir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "decisions.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, field.Errorf("out", "%s already exists: another command writes to %s, or wrote there; choose a new directory", path, dir)
+	}
 	if err != nil {
 		return nil, field.Errorf("out", "%w", err)
 	}
 	return measure.NewDecisionLog(f), nil
 }
 
-// WriteFile creates the file path (replacing it) and writes it with write.
-// A file that cannot be created is a *field.Error naming "out"; the errors
-// of write and of closing the file are returned as they are.
+// WriteFile writes the file path with write, atomically: into a temporary
+// file beside it, renamed over path once written and closed. A symlink at
+// path is replaced, never written through, and a reader sees the old file
+// or the whole new one. A file that cannot be created is a *field.Error
+// naming "out"; the errors of write and of closing the file are returned
+// as they are (the temporary file is then removed).
 func WriteFile(path string, write func(w io.Writer) error) error {
-	f, err := os.Create(path)
+	f, err := CreateOutput(path, true)
 	if err != nil {
 		return field.Errorf("out", "%w", err)
 	}
 	if err := write(f); err != nil {
-		_ = f.Close() // the write's error is the one to report
+		f.Abort()
 		return err
 	}
 	return f.Close()
+}
+
+// Output is a file being written by ratelab (CreateOutput): the bytes go
+// to a temporary file beside the destination, which appears only when
+// Close succeeds. Not safe for concurrent use.
+type Output struct {
+	*os.File
+	path    string
+	replace bool
+	done    bool
+}
+
+// CreateOutput starts writing the file path (an output flag's file:
+// --cpuprofile, --junit, a results file). Without replace an existing path
+// (a file, a symlink, anything) is refused at once and again at Close,
+// which never replaces one that appeared meanwhile; with replace, Close
+// renames over it (a symlink is replaced, never followed). Errors name
+// path; an existing one wraps fs.ErrExist and says --force.
+func CreateOutput(path string, replace bool) (*Output, error) {
+	if !replace {
+		if err := refuseExisting(path); err != nil {
+			return nil, err
+		}
+	}
+	if st, err := os.Lstat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".ratelab-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp's 0600 would hide results from their readers
+		_ = f.Close()           // empty, discarded
+		_ = os.Remove(f.Name()) // discarded
+		return nil, err
+	}
+	return &Output{File: f, path: path, replace: replace}, nil
+}
+
+func refuseExisting(path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s already exists: pass --force to replace it, or choose a new name: %w", path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Close flushes and closes the temporary file and puts it at its path
+// (see CreateOutput); on any error the temporary file is removed and the
+// path left as it was. Closing twice is a no-op.
+func (o *Output) Close() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	tmp := o.Name()
+	err := o.File.Close() // no fsync: the rename is for readers and symlinks, not for power loss
+
+	if err == nil && o.replace {
+		err = os.Rename(tmp, o.path)
+	} else if err == nil {
+		// a hard link fails when path exists: a file that appeared meanwhile is never replaced
+		if err = os.Link(tmp, o.path); errors.Is(err, fs.ErrExist) {
+			err = refuseExisting(o.path)
+		}
+	}
+	if err != nil || !o.replace {
+		_ = os.Remove(tmp) // linked, or failed: the temporary name goes either way
+	}
+	return err
+}
+
+// Abort closes the temporary file and removes it: path is left as it was.
+func (o *Output) Abort() {
+	if o.done {
+		return
+	}
+	o.done = true
+	_ = o.File.Close()      // discarded
+	_ = os.Remove(o.Name()) // discarded
+}
+
+// claims are the results directories this process holds (claim): each an
+// open directory with an exclusive flock(2), which the kernel drops when
+// the process ends, kill -9 included.
+var claims = struct {
+	sync.Mutex
+	m map[string]*os.File
+}{m: map[string]*os.File{}}
+
+// claim takes dir for this process, or says another command holds it.
+// Claiming a directory this process holds is a no-op.
+func claim(dir string) error {
+	key, err := filepath.Abs(dir)
+	if err != nil {
+		return field.Errorf("out", "%w", err)
+	}
+	claims.Lock()
+	defer claims.Unlock()
+	if claims.m[key] != nil {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return field.Errorf("out", "%w", err)
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = d.Close() // read only
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return field.Errorf("out", "%s is in use by another ratelab command: give each command its own directory", dir)
+		}
+		return field.Errorf("out", "%s: lock: %w", dir, err)
+	}
+	claims.m[key] = d
+	return nil
+}
+
+func release(dir string) {
+	key, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	claims.Lock()
+	defer claims.Unlock()
+	if d := claims.m[key]; d != nil {
+		_ = d.Close() // closing drops the lock
+		delete(claims.m, key)
+	}
+}
+
+// ReleaseOuts lets go of every results directory this process claimed
+// (PrepareOut, CreateDecisionLog), so that another command may write there;
+// a command calls it when it ends (the process ending does it too).
+func ReleaseOuts() {
+	claims.Lock()
+	defer claims.Unlock()
+	for k, d := range claims.m {
+		_ = d.Close() // closing drops the lock
+		delete(claims.m, k)
+	}
 }
 
 // WriteVerifyDir writes a verify's results to dir (which exists):

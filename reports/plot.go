@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/ratelab/ratelab/measure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -19,6 +18,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Figure geometry: 8 x 4.5 inches; PNGs at 150 dpi (1200 x 675 pixels).
@@ -473,8 +474,5 @@ func (f *figure) save() error {
 		data = bytes.ReplaceAll(data, []byte("font-family:Liberation Sans;"),
 			[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 	}
-	if err := os.WriteFile(f.path, data, 0o644); err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	return nil
+	return writeFile(f.path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratelab/ratelab/internal/input"
 )
 
 // Scenario files describe a schedule in YAML; see ParseScenario for the
@@ -47,13 +49,17 @@ func LoadScenarioFile(path string) (Scenario, error) {
 	var err error
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if path == StdinPath {
-		data, err = io.ReadAll(os.Stdin)
+		// bounded as a file is: a stream that never ends is refused
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, input.MaxText+1))
+		if err == nil && int64(len(data)) > input.MaxText {
+			err = fmt.Errorf("stdin: %w (%s)", input.ErrTooLarge, input.Bytes(input.MaxText))
+		}
 		base = "stdin"
 	} else {
-		data, err = os.ReadFile(path)
+		data, err = input.ReadFile(path, input.MaxText)
 	}
 	if err != nil {
-		return Scenario{}, fmt.Errorf("scenario file: %w", err)
+		return Scenario{}, err // names path (input.ReadFile, os.PathError)
 	}
 	sc, err := ParseScenario(data, base)
 	if err != nil {

@@ -165,6 +165,9 @@ type TrafficStats struct {
 var (
 	// ErrEmptyTraffic: the file (after decompression) has no bytes, or only blank lines.
 	ErrEmptyTraffic = errors.New("traffic file is empty")
+	// ErrBinaryTraffic: the file (after decompression) holds NUL bytes in
+	// its first 512 bytes, which no text traffic file has.
+	ErrBinaryTraffic = errors.New("binary data, not text")
 	// ErrNoRecords: the file has lines but not one valid record.
 	ErrNoRecords = errors.New("traffic file has no valid record")
 )
@@ -235,6 +238,13 @@ func NewTrafficReader(r io.Reader, o TrafficOptions) (*TrafficReader, error) {
 		br = bufio.NewReaderSize(br, o.MaxLineBytes+2)
 	}
 	t.br = br
+	if head, _ := br.Peek(512); bytes.IndexByte(head, 0) >= 0 { // a read error is said by the reads below
+		where := "byte"
+		if t.stats.Gzip {
+			where = "decompressed byte"
+		}
+		return nil, fmt.Errorf("traffic file: %w (a NUL at %s %d): want CSV, JSON Lines or an access log, plain or .gz", ErrBinaryTraffic, where, bytes.IndexByte(head, 0))
+	}
 
 	format := o.Format
 	if format == FormatAuto {

@@ -4,6 +4,7 @@ import (
 	"os"
 
 	fielderr "github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/input"
 )
 
 // StdinPath is the traffic path that means standard input.
@@ -11,28 +12,22 @@ const StdinPath = "-"
 
 // OpenTraffic opens the traffic file path for reading and returns it with
 // its size in bytes (as stored: before any gzip decompression), so that a
-// missing, unreadable, directory or empty file is refused before anything
-// else is done. Path "-" is standard input; a pipe, a terminal or another
-// stream (/dev/stdin, a process substitution) is read as it comes, with
-// size -1 (unknown), and an empty one is found empty when read
-// (ErrEmptyTraffic from the reader). The caller closes the file. Errors
-// are *field.Error naming "traffic"; an empty file's wraps
-// ErrEmptyTraffic.
+// missing, unreadable or empty file, or one that is not a regular file
+// (input.Open: a FIFO, a device, a directory), is refused before anything
+// else is done. Path "-" (StdinPath) and "/dev/stdin" are standard input,
+// read as it comes, with size -1 (unknown); an empty one is found empty
+// when read (ErrEmptyTraffic from the reader). The caller closes the file
+// (not standard input). Errors are *field.Error naming "traffic"; an empty
+// file's wraps ErrEmptyTraffic.
 func OpenTraffic(path string) (*os.File, int64, error) {
-	if path == StdinPath {
+	if path == StdinPath || path == "/dev/stdin" {
 		return os.Stdin, -1, nil
 	}
-	f, err := os.Open(path)
+	f, st, err := input.Open(path) // a FIFO, a device (/dev/zero) or a directory is refused at once
 	if err != nil {
 		return nil, 0, fielderr.Errorf("traffic", "%w", err)
 	}
-	st, err := f.Stat()
 	switch {
-	case err != nil || st.IsDir():
-		_ = f.Close() // read only, and refused: nothing to flush
-		return nil, 0, fielderr.Errorf("traffic", "%s: not a readable file", path)
-	case !st.Mode().IsRegular():
-		return f, -1, nil // a pipe or device: its size says nothing
 	case st.Size() == 0:
 		_ = f.Close() // read only, and refused: nothing to flush
 		return nil, 0, fielderr.Errorf("traffic", "%s: %w", path, ErrEmptyTraffic)

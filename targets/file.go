@@ -2,7 +2,6 @@ package targets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -19,7 +19,7 @@ var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args",
 // ReadFile reads and checks a target file of one target (ParseFile);
 // ReadTargets reads one target or a suite.
 func ReadFile(path string) (Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxText)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -122,7 +122,7 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		if !filepath.IsAbs(script) {
 			script = filepath.Join(filepath.Dir(path), script)
 		}
-		src, err := os.ReadFile(script)
+		src, err := input.ReadFile(script, input.MaxText)
 		if err != nil {
 			return spec, bad("script", got["script"].Line, "%v", err)
 		}
@@ -138,7 +138,7 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 			if !filepath.IsAbs(setup) {
 				setup = filepath.Join(filepath.Dir(path), setup)
 			}
-			src, err := os.ReadFile(setup)
+			src, err := input.ReadFile(setup, input.MaxText)
 			if err != nil {
 				return spec, bad("setup", got["setup"].Line, "%v", err)
 			}

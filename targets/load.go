@@ -3,8 +3,8 @@ package targets
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -57,6 +58,10 @@ type Given struct {
 	ClientSide bool
 }
 
+// ErrTargetCount is in the chain of Validate's error when a command that
+// takes one target is given none or several.
+var ErrTargetCount = errors.New("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file")
+
 // Validate checks how g's fields combine, before any file is read: without
 // BesideBuiltins exactly one target among Algorithm, Scripts, HTTP and
 // Files (an error naming no one field, since it is about all four);
@@ -76,7 +81,7 @@ func (g Given) Validate() error {
 			n = 1 // files only: each may hold a suite
 		}
 		if n != 1 {
-			return fmt.Errorf("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got %d)", n)
+			return fmt.Errorf("%w (got %d)", ErrTargetCount, n)
 		}
 	}
 	if g.Algorithm != "" {
@@ -131,13 +136,13 @@ func Load(g Given) ([]Spec, error) {
 	var setup []byte
 	if g.Setup != "" {
 		var err error
-		if setup, err = os.ReadFile(g.Setup); err != nil {
+		if setup, err = input.ReadFile(g.Setup, input.MaxText); err != nil {
 			return nil, &field.Error{Name: "setup", Err: err}
 		}
 	}
 	var specs []Spec
 	for _, path := range g.Scripts {
-		b, err := os.ReadFile(path)
+		b, err := input.ReadFile(path, input.MaxText)
 		if err != nil {
 			return nil, &field.Error{Name: "scripts", Err: err}
 		}

@@ -3,11 +3,11 @@ package targets
 import (
 	"crypto/sha1" //nolint:gosec // Redis names scripts by their SHA-1: a name, not a protection
 	"encoding/hex"
-	"os"
 	"path/filepath"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -78,7 +78,7 @@ func readRecorded(name, path, sum, dir string) (string, string, error) {
 	}
 	var firstErr error
 	for _, p := range tries {
-		b, err := os.ReadFile(p)
+		b, err := input.ReadFile(p, input.MaxText)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/ratelab/ratelab/internal/input"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -22,9 +23,13 @@ func ReadTargets(path string) ([]Spec, error) {
 	var data []byte
 	var err error
 	if path == "-" {
-		data, err = io.ReadAll(os.Stdin)
+		// bounded as a file is: a stream that never ends is refused
+		data, err = io.ReadAll(io.LimitReader(os.Stdin, input.MaxText+1))
+		if err == nil && int64(len(data)) > input.MaxText {
+			err = fmt.Errorf("stdin: %w (%s)", input.ErrTooLarge, input.Bytes(input.MaxText))
+		}
 	} else {
-		data, err = os.ReadFile(path)
+		data, err = input.ReadFile(path, input.MaxText)
 	}
 	if err != nil {
 		return nil, err

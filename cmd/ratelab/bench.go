@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,7 +39,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	cfg := &f.cfg
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to measure, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Paths, "paths", measure.BenchPaths, "paths to measure: allow (many keys), deny (one hot key)")
-	fl.Int64Var(&cfg.Limit.Count, "limit", bench.DefaultLimit.Count, "cost units per window of every decision's limit")
+	countVar(fl, &cfg.Limit.Count, "limit", bench.DefaultLimit.Count, "cost units per window of every decision's limit")
 	windowVar(fl, &cfg.Limit.Window, "window", bench.DefaultLimit.Window, "window of the limit")
 	fl.IntVar(&cfg.Clients, "clients", bench.DefaultClients, "connections, each sending pipelines and waiting for their replies")
 	fl.IntVar(&cfg.Pipeline, "pipeline", bench.DefaultPipeline, "decisions (EVALSHA) per pipeline")
@@ -52,7 +51,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 	fl.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "the redis-benchmark binary")
 	fl.IntVar(&cfg.Rounds, "rounds", 0, "runs of each tool per algorithm and path; figures are medians (default 1, or 9 when comparing)")
 	fl.IntVar(&cfg.Procs, "procs", 1, "GOMAXPROCS while measuring (0: leave as is); 1 leaves a core to a local redis-server")
-	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof)")
+	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write ratelab's CPU profile of the whole bench to this file (go tool pprof); an existing file is replaced only with --force")
 }
 
 // config checks the flags' bench.Config (a --duration given as 0 is
@@ -81,6 +80,20 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var pf *reports.Output
+	if f.cpuprofile != "" { // before anything is measured: an existing file is refused without --force
+		pf, err = reports.CreateOutput(f.cpuprofile, f.out.force)
+		if err != nil {
+			return usagef("--cpuprofile: %w", err)
+		}
+		defer func() { // after Run stopped the profile: one that did not reach the disk is said
+			if cfg.CPUProfile == nil { // stopped before Run: no profile, and the path left as it was
+				pf.Abort()
+			} else if err := pf.Close(); err != nil {
+				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
+			}
+		}()
+	}
 	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
 	if err != nil {
 		return err
@@ -91,16 +104,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unguard()
-	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
-		if err != nil {
-			return usagef("--cpuprofile: %w", err)
-		}
-		defer func() { // after Run stopped the profile: one that did not reach the disk is said
-			if err := pf.Close(); err != nil {
-				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
-			}
-		}()
+	if pf != nil {
 		cfg.CPUProfile = pf
 	}
 	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)

@@ -17,9 +17,12 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 		want []string // in stderr
 	}{
 		{"deny path never denies",
-			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--paths", "deny", "--limit", "1000000000000000000",
+			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--paths", "deny", "--limit", "100000",
 				"--clients", "2", "--duration", "400ms", "--out", t.TempDir()},
 			[]string{"--limit: fixed-window deny path: the hot key was never denied", "results marked incomplete"}},
+		{"deny limit past the bound", // issue 24: refused before anything is measured
+			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--paths", "deny", "--limit", "1e18", "--out", t.TempDir()},
+			[]string{"--limit: at most 100000 with the deny path"}},
 		{"pipeline too large", []string{"bench", "--pipeline", "1000000000"}, []string{"--pipeline: must be at most 10000"}},
 		{"keys too many", []string{"bench", "--keys", "1000000000000"}, []string{"--keys: must be at most 10000000"}},
 		{"rate not a number", []string{"bench", "--rate", "NaN"}, []string{"--rate: must be a finite number >= 0, got NaN"}},

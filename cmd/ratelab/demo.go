@@ -30,7 +30,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl := c.Flags()
 	f.addCommon(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run", reports.Table, reports.JSON) // the show needs a terminal, not a document
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
-	fl.Int64Var(&f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
+	countVar(fl, &f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
 	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.cfg.Lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")

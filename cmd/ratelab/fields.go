@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ratelab/ratelab/field"
@@ -58,4 +59,30 @@ func fieldError(fs *pflag.FlagSet, err error, required bool) error {
 		return usagef("%s: %w (it is required)", flag, fe.Err)
 	}
 	return usagef("%s: %w", flag, fe.Err)
+}
+
+// isLimitField reports whether a library field is part of a limit
+// (limit.Limit.Validate and lists of limits): "limit", "window",
+// "precision", "limits[2]".
+func isLimitField(name string) bool {
+	base, _, _ := strings.Cut(name, "[")
+	switch base {
+	case "limit", "limits", "window", "precision":
+		return true
+	}
+	return false
+}
+
+// emptyLists refuses a list flag given with nothing in it (--algorithms
+// ”): left out, such a flag means "all", and an empty value saying the
+// same would hide a mistake (an unset shell variable). It runs before
+// every command (cobra's PersistentPreRunE).
+func emptyLists(c *cobra.Command, _ []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok && err == nil && len(sv.GetSlice()) == 0 {
+			err = usagef("--%s: empty; name at least one, or leave the flag out for its default", f.Name)
+		}
+	})
+	return err
 }

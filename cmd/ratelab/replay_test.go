@@ -139,7 +139,7 @@ func TestRunTrafficBadInput(t *testing.T) {
 		{"blank lines", []string{"--traffic", blank, "--limit", "5", "--window", "1s"}, "--traffic: " + blank + ": traffic file is empty"},
 		{"no valid record", []string{"--traffic", junk, "--limit", "5", "--window", "1s"}, "--traffic: " + junk + ": traffic file has no valid record"},
 		{"strict", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--strict"}, "line 3: bad time"},
-		{"directory", []string{"--traffic", t.TempDir(), "--limit", "5", "--window", "1s"}, "not a readable file"},
+		{"directory", []string{"--traffic", t.TempDir(), "--limit", "5", "--window", "1s"}, "a directory, not a regular file"},
 		{"no limit", []string{"--traffic", bad, "--window", "1s"}, "--limit: required with traffic"},
 		{"no window", []string{"--traffic", bad, "--limit", "5"}, "--window: required with traffic"},
 		{"with scenarios", []string{"--traffic", bad, "--limit", "5", "--window", "1s", "--scenarios", "steady"}, "--traffic: replays the file alone"},

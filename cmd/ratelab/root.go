@@ -13,7 +13,9 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Exit codes (contract).
@@ -41,6 +43,7 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer reports.ReleaseOuts()                    // the results directories this command claimed
 	out, errOut := ciWriters(args, stdout, stderr) // --format json's error object, --quiet (ci.go)
 	root := newRoot(out, errOut)
 	bindQuiet(root)
@@ -53,6 +56,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, server.ErrRefusedByGuard) {
 		msg += " — pass --trust-script to run it anyway"
 	}
+	msg = input.Clean(msg) // a script's reply or a file's bytes never drive the terminal
 	fmt.Fprintln(stderr, "ratelab:", msg)
 	code := exitUsage
 	var fe failError
@@ -78,6 +82,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentPreRunE = emptyLists
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})

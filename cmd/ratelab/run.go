@@ -44,7 +44,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	fl.StringArrayVar(&cfg.ScenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
 	f.traffic.add(c)
 	f.decisions.add(c)
-	fl.Int64Var(&cfg.Limit.Count, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
+	countVar(fl, &cfg.Limit.Count, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
 	windowVar(fl, &cfg.Limit.Window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&cfg.Cost, "cost", 0, "cost of every request (default: each scenario's own)")
 	fl.StringVar((*string)(&cfg.Clock), "clock", string(harness.VirtualClock), "virtual, redis or client")

@@ -94,6 +94,9 @@ func (t *targetFlags) load(c *cobra.Command) error {
 		g.AllowedWhen = &t.allowedWhen
 	}
 	specs, err := targets.Load(g)
+	if errors.Is(err, targets.ErrTargetCount) {
+		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
+	}
 	if err != nil {
 		return targetErr(err)
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -72,6 +74,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	cfg.Limits = limits
 	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
 	if err := cfg.Validate(); err != nil {
+		if name, _ := field.Name(err); fromFile && isLimitField(name) {
+			return cfg, usagef("--config %s: %w", spec.From, err) // the file's limits, not --limit or --window
+		}
 		return cfg, requiredError(c.Flags(), err)
 	}
 	// the one builder's rule (targets.Spec.Build), checked before any Redis
@@ -135,6 +140,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return inc
 	})
 	if err != nil {
+		if server.IsGuardRefusal(err) && !errors.Is(err, server.ErrRefusedByGuard) {
+			err = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err) // said as run says it, with --trust-script
+		}
 		err = errors.Join(err, flagError(nil, werr))
 		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
@@ -145,6 +153,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if werr != nil {
 		return flagError(nil, werr)
 	}
+	input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
 	if err := f.ci.print(f, rep, stdout); err != nil {
 		return err
 	}

@@ -59,6 +59,15 @@ const (
 	// MaxKeys is the largest allow-path key space: its names take about
 	// 60 bytes of client memory each (600 MB at the bound).
 	MaxKeys = 10_000_000
+	// MaxProcs is the largest GOMAXPROCS a bench sets: past it the Go
+	// runtime's threads, not Redis, are what is measured (and at 10,000
+	// threads the runtime aborts).
+	MaxProcs = 256
+	// MaxDenyLimit is the largest limit the deny path takes: its hot key
+	// is filled by the warm-up (at most a second of calls).
+	MaxDenyLimit = 100_000
+	// MaxRounds is the most runs of each tool per algorithm and path.
+	MaxRounds = 1000
 )
 
 // DefaultLimit is the limit bench decides against: 100 per minute, so the
@@ -159,6 +168,8 @@ func (cfg Config) Validate() error {
 		return err
 	}
 	switch {
+	case l.Count > MaxDenyLimit && slices.Contains(cfg.Paths, "deny"):
+		return field.Errorf("limit", "at most %d with the deny path (its hot key must fill within the warm-up), got %d", MaxDenyLimit, l.Count)
 	case l.Window > harness.MaxRunWindow:
 		return field.Errorf("window", "must be at most %s (ten years), got %s", limit.FormatWindow(harness.MaxRunWindow), limit.FormatWindow(l.Window))
 	case cfg.Clients < 1 || cfg.Clients > MaxClients:
@@ -181,8 +192,10 @@ func (cfg Config) Validate() error {
 		return field.Errorf("rate", "must be a finite number >= 0, got %g", cfg.Rate)
 	case cfg.Rounds < 0:
 		return field.Errorf("rounds", "must be >= 0, got %d", cfg.Rounds)
-	case cfg.Procs < 0:
-		return field.Errorf("procs", "must be >= 0, got %d", cfg.Procs)
+	case cfg.Procs < 0 || cfg.Procs > MaxProcs:
+		return field.Errorf("procs", "must be in 0..%d, got %d", MaxProcs, cfg.Procs)
+	case cfg.Rounds > MaxRounds:
+		return field.Errorf("rounds", "must be at most %d, got %d", MaxRounds, cfg.Rounds)
 	case cfg.Rate > 0 && cfg.CompareRedisBenchmark:
 		return field.Errorf("rate", "redis-benchmark cannot pace its requests; compare without a rate")
 	}

@@ -127,7 +127,7 @@ func TestValidate(t *testing.T) {
 		{"unknown path", func(c *bench.Config) { c.Paths = []string{"sideways"} }, "paths", `unknown path "sideways"`},
 		{"limit zero", func(c *bench.Config) { c.Limit.Count = 0 }, "limit", "must be >= 1, got 0"},
 		{"short window", func(c *bench.Config) { c.Limit.Window = time.Microsecond }, "window", "must be >= 1ms"},
-		{"long window", func(c *bench.Config) { c.Limit.Window = 1_000_000 * time.Hour }, "window", "must be at most"},
+		{"long window", func(c *bench.Config) { c.Limit.Window = 1_000_000 * time.Hour }, "window", "at most 3650d (ten years)"},
 		{"clients zero", func(c *bench.Config) { c.Clients = 0 }, "clients", "must be in 1..1000, got 0"},
 		{"clients many", func(c *bench.Config) { c.Clients = 1001 }, "clients", "must be in 1..1000, got 1001"},
 		{"pipeline zero", func(c *bench.Config) { c.Pipeline = 0 }, "pipeline", "must be >= 1, got 0"},
@@ -139,7 +139,12 @@ func TestValidate(t *testing.T) {
 		{"negative rate", func(c *bench.Config) { c.Rate = -5 }, "rate", "must be >= 0, got -5"},
 		{"rate with comparison", func(c *bench.Config) { c.Rate = 1000; c.CompareRedisBenchmark = true }, "rate", "redis-benchmark cannot pace"},
 		{"negative rounds", func(c *bench.Config) { c.Rounds = -1 }, "rounds", "must be >= 0, got -1"},
-		{"negative procs", func(c *bench.Config) { c.Procs = -1 }, "procs", "must be >= 0, got -1"},
+		{"negative procs", func(c *bench.Config) { c.Procs = -1 }, "procs", "must be in 0..256, got -1"},
+		// issue 24: GOMAXPROCS 100000 aborted the runtime (thread exhaustion)
+		{"procs past the bound", func(c *bench.Config) { c.Procs = 100_000 }, "procs", "must be in 0..256, got 100000"},
+		{"rounds past the bound", func(c *bench.Config) { c.Rounds = 1001 }, "rounds", "must be at most 1000"},
+		// a hot key that cannot fill in the warm-up
+		{"deny limit past the bound", func(c *bench.Config) { c.Limit.Count = 1e18 }, "limit", "at most 100000 with the deny path"},
 		{"missing redis-benchmark", func(c *bench.Config) { c.CompareRedisBenchmark = true; c.RedisBenchmark = "/nonexistent/rb" },
 			"compare-redis-benchmark", "/nonexistent/rb not found"},
 	}
@@ -279,13 +284,13 @@ func TestRunSurvivesScriptFlush(t *testing.T) {
 	}
 }
 
-// Issue 14 item 9: a limit the deny path never reaches (1e18) is an error
+// Issue 14 item 9: a limit the deny path never reaches is an error
 // naming the limit, found in the deny path's warm-up, not a row of
 // "deny" decisions that were all allowed.
 func TestRunDenyPathMustDeny(t *testing.T) {
 	cfg := (bench.Config{}).WithDefaults()
 	cfg.Algorithms, cfg.Paths, cfg.Clients = []string{"fixed-window"}, []string{measure.PathDeny}, 2
-	cfg.Limit.Count = 1e18
+	cfg.Limit.Count = bench.MaxDenyLimit // the largest Validate takes (1e18 is refused up front): no 100 ms warm-up fills it
 	cfg.Duration = 400 * time.Millisecond
 	start := time.Now()
 	res, err := bench.Run(ctx, srv.Redis, cfg, nil)

@@ -168,8 +168,8 @@ func (cfg Config) Validate() error {
 		}
 	}
 	window, prec := cfg.Limits[0].Window, cfg.Limits[0].Precision
-	if err := cfg.Limits[0].Validate(); err != nil && window >= MinWindow {
-		return err // the precision: the counts are checked above, the window below
+	if err := cfg.Limits[0].Validate(); err != nil && window >= MinWindow && window <= MaxWindow {
+		return err // the precision: the counts are checked above, the window below (capacity's own bounds)
 	}
 	switch {
 	case cfg.Keys < 1:

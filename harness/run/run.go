@@ -102,9 +102,12 @@ func (cfg Config) Validate() error {
 	if err := targets.Check(cfg.Targets); err != nil {
 		return err
 	}
-	for _, s := range cfg.Scenarios {
+	for i, s := range cfg.Scenarios {
 		if _, err := scenarios.Get(s); err != nil {
 			return &field.Error{Name: "scenarios", Err: err}
+		}
+		if slices.Contains(cfg.Scenarios[:i], s) {
+			return field.Errorf("scenarios", "%s given twice (it would run twice, on the same keys)", s)
 		}
 	}
 	files, err := cfg.loadFiles()
@@ -143,7 +146,7 @@ func (cfg Config) Validate() error {
 	list, _ := cfg.scenarioList(files)
 	seen := map[string]bool{}
 	for _, sc := range list {
-		if seen[sc.Name] {
+		if seen[sc.Name] { // a file's scenario named as another's (--scenarios has no repeats)
 			return field.Errorf("scenario-file", "scenario %s would run twice (on the same keys); set another name: in the file", sc.Name)
 		}
 		seen[sc.Name] = true

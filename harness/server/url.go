@@ -6,16 +6,18 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Options tune OpenURL and OpenReadOnly. The zero value means the defaults.
@@ -141,14 +143,30 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	if opt.TLSConfig != nil && o.RootCAs != nil {
 		opt.TLSConfig.RootCAs = o.RootCAs
 	}
+	// one deadline for the probe and the wait: --connect-timeout bounds both together
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	plain := make(chan bool, 1) // with TLS: does the port answer plain RESP? (a TLS handshake to it just hangs)
+	if opt.TLSConfig != nil {
+		go func() { plain <- speaksPlainRESP(ctx, opt.Addr) }()
+	}
+	fail := func(err error) error {
+		if opt.TLSConfig != nil && ctx.Err() != nil && <-plain {
+			return fmt.Errorf("TLS handshake with %s failed: the server answers plain Redis on this port, not TLS (use redis://)", opt.Addr)
+		}
+		if ctx.Err() != nil && !isTLSError(err) {
+			return fmt.Errorf("cannot reach Redis at %s: no answer within %s (the connect timeout)", opt.Addr, o.Timeout)
+		}
+		return connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+	}
 	if err := dialOnce(ctx, opt, o.Timeout); err != nil {
-		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+		return nil, fail(err)
 	}
 	c := redis.NewClient(opt)
 	version, err := WaitReady(ctx, c, o.Timeout)
 	if err != nil {
 		_ = c.Close() // a client that did not connect: the error returned is why
-		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
+		return nil, fail(err)
 	}
 	return &Redis{Client: c, Info: measure.RedisInfo{Mode: "url", Addr: opt.Addr, Version: version}}, nil
 }
@@ -166,10 +184,36 @@ func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) er
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := c.Ping(pctx).Err()
-	if isDialError(err) {
-		return err
+	if err != nil && (isDialError(err) || isTLSError(err) || opt.TLSConfig != nil && isClosed(err)) {
+		return err // no later try can succeed (a plain server closes a TLS handshake)
 	}
 	return nil
+}
+
+// speaksPlainRESP reports whether addr answers an inline PING in plain
+// RESP (+PONG, or an error such as -NOAUTH), before ctx ends.
+func speaksPlainRESP(ctx context.Context, addr string) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = conn.Close() }() // a probe: nothing to flush
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl) // a failure shows as the read's error
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 1)
+	n, _ := conn.Read(buf)
+	return n == 1 && (buf[0] == '+' || buf[0] == '-')
+}
+
+// isClosed reports the peer closing the connection: EOF or a reset.
+func isClosed(err error) bool {
+	return err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || strings.Contains(err.Error(), "EOF"))
 }
 
 // isDialError reports an error of dialling: refused, unresolvable, unreachable.
@@ -217,6 +261,8 @@ func connError(addr, user string, tls bool, err error) error {
 			}
 		}
 		return fmt.Errorf("at %s: %w", addr, accessError(step, err))
+	case tls && (isClosed(err) || strings.Contains(s, "first record does not look like a TLS handshake")):
+		return fmt.Errorf("TLS handshake with %s failed: %s (the server does not speak TLS on this port? use redis://)", addr, oneLine(s))
 	case isTLSError(err):
 		hint := ""
 		var he x509.HostnameError
@@ -259,7 +305,7 @@ func RedactURL(s string) string {
 // (Options.RootCAs). Errors: the file cannot be read, or holds no PEM
 // certificate.
 func LoadCA(file string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(file)
+	b, err := input.ReadFile(file, input.MaxText)
 	if err != nil {
 		return nil, err
 	}

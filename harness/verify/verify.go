@@ -174,7 +174,7 @@ func (c Config) Validate() error {
 		return field.Errorf("max_outage", "must be > 0, got %s", c.MaxOutage)
 	case c.Clients < 0 || c.Clients > MaxClients || c.NoDefaults && c.Clients == 0:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
-	case c.MinFidelity < 0 || c.MinFidelity > 1:
+	case !(c.MinFidelity >= 0 && c.MinFidelity <= 1): // NaN too
 		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
 	}
 	return nil

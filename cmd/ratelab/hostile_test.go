@@ -1,0 +1,267 @@
+//go:build hostile
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hostile pass (issue 24 item 11; `make hostile`, not part of make
+// test): the attacks a hostile user or a broken machine makes, each run
+// against the ratelab binary as a process (RATELAB_BIN, or one built
+// here) beside a throwaway redis-server holding a user's keys. Each
+// attack has its expected exit code and message; every one is checked
+// for a panic or a runtime abort; after all of them the user's keys must
+// be byte-identical, every other key must carry a TTL, no ACL user but
+// default may remain, no ratelab process may be left running and no
+// temporary file left in a results directory. A summary table is printed.
+func TestHostile(t *testing.T) {
+	bin := os.Getenv("RATELAB_BIN")
+	if bin == "" {
+		bin = buildBinary(t)
+	}
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	fillForeign(t, c, 3000)
+	before := takeSnapshot(t, c)
+	url := "redis://" + v.addr
+	work := t.TempDir()
+	path := func(name string) string { return filepath.Join(work, name) }
+
+	fifo := path("fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, data string) string {
+		if err := os.WriteFile(path(name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path(name)
+	}
+	nul := write("nul.csv", string(make([]byte, 4096)))
+	outside := write("outside.txt", "the user's file")
+	prof := write("cpu.prof", "the user's profile")
+	escapes, err := filepath.Abs("testdata/hostile/escapes.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../../algorithms/sliding_log.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []string{"--scenarios", "boundary-burst", "--algorithms", "fixed-window", "--format", "csv"}
+
+	type attack struct {
+		name string
+		args []string
+		exit int           // wanted
+		msg  string        // in stderr
+		fast bool          // must end within 1 s (the contract for endless inputs)
+		pre  func()        // before
+		post func() string // after: "" or what went wrong
+	}
+	noEscapes := func(out *string) func() string {
+		return func() string {
+			if strings.ContainsAny(*out, "\x1b\x07") {
+				return "a control character reached the terminal"
+			}
+			return ""
+		}
+	}
+	unchanged := func(file, want string) func() string {
+		return func() string {
+			if b, _ := os.ReadFile(file); string(b) != want {
+				return fmt.Sprintf("%s overwritten", filepath.Base(file))
+			}
+			return ""
+		}
+	}
+	var output string // the last attack's stdout+stderr
+	var attacks []attack
+	for _, fl := range []struct{ cmd, flag string }{
+		{"verify", "--config"}, {"verify", "--script"}, {"run", "--scenario-file"}, {"run", "--traffic"}, {"run", "--script"},
+	} {
+		for _, p := range []string{"/dev/zero", fifo} {
+			attacks = append(attacks, attack{
+				name: fmt.Sprintf("%s %s %s", fl.cmd, fl.flag, filepath.Base(p)),
+				args: []string{fl.cmd, "--redis", url, "--limit", "10", "--window", "1s", fl.flag, p, "--out", path("out-" + fl.flag[2:] + filepath.Base(p))},
+				exit: exitUsage, msg: "not a regular file", fast: true,
+			})
+		}
+	}
+	attacks = append(attacks,
+		attack{name: "traffic of NUL bytes", args: []string{"run", "--redis", url, "--traffic", nul, "--limit", "10", "--window", "1s", "--out", path("out-nul")},
+			exit: exitUsage, msg: "binary data"},
+		attack{name: "run to a new --out (for the next two)", args: append([]string{"run", "--redis", url, "--out", path("run1")}, small...), exit: exitOK},
+		attack{name: "report DIR with a planted symlink", args: []string{"report", path("run1")}, exit: exitOK,
+			pre: func() {
+				_ = os.Remove(path("run1/report.md"))
+				if err := os.Symlink(outside, path("run1/report.md")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			post: unchanged(outside, "the user's file")},
+		attack{name: "report of a forged results.json (ANSI)", args: []string{"report", path("run1")}, exit: exitOK,
+			pre: func() {
+				b, _ := os.ReadFile(path("run1/results.json"))
+				b = bytes.ReplaceAll(b, []byte(`"fixed-window"`), []byte(`"\u001b]0;owned\u0007\u001b[2Jfixed-window"`))
+				if err := os.WriteFile(path("run1/results.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			post: noEscapes(&output)},
+		attack{name: "bench --cpuprofile EXISTING", args: []string{"bench", "--redis", url, "--cpuprofile", prof, "--out", path("bench0")},
+			exit: exitUsage, msg: "already exists", post: unchanged(prof, "the user's profile")},
+		attack{name: "verify --window 1000000h", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "1000000h"},
+			exit: exitUsage, msg: "--window: at most 3650d"},
+		attack{name: "verify --limit 10/2562047h", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10/2562047h"},
+			exit: exitUsage, msg: "--limit: "},
+		attack{name: "bench --procs 100000", args: []string{"bench", "--redis", url, "--procs", "100000", "--out", path("bench1")},
+			exit: exitUsage, msg: "--procs: "},
+		attack{name: "--arg '{now_us % 0}'", args: []string{"verify", "--redis", url, "--script", script, "--arg", "{now_us % 0}", "--limit", "10", "--window", "1s"},
+			exit: exitUsage, msg: "--arg: "},
+		attack{name: "run --limit 1e18", args: []string{"run", "--redis", url, "--limit", "1e18", "--out", path("out-limit")}, exit: exitUsage, msg: "at most 100000"},
+		attack{name: "verify --min-fidelity NaN", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--min-fidelity", "NaN"},
+			exit: exitUsage, msg: "--min-fidelity: "},
+		attack{name: "run --scenarios a,a", args: []string{"run", "--redis", url, "--scenarios", "steady,steady", "--out", path("out-aa")}, exit: exitUsage, msg: "--scenarios: "},
+		attack{name: "run --algorithms ''", args: []string{"run", "--redis", url, "--algorithms", "", "--out", path("out-empty")}, exit: exitUsage, msg: "--algorithms: "},
+		attack{name: "verify --limit 10/0s", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10/0s"}, exit: exitUsage, msg: "--limit: "},
+		attack{name: "script reply with escapes", args: []string{"verify", "--redis", url, "--script", escapes, "--key", "{key}", "--limit", "10", "--window", "1s"},
+			exit: exitUsage, post: noEscapes(&output)},
+		attack{name: "verify on the user's Redis", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms"}, exit: exitOK},
+		attack{name: "bench on the user's Redis", args: []string{"bench", "--redis", url, "--algorithms", "fixed-window", "--requests", "3000", "--clients", "2", "--out", path("bench2"), "--format", "csv"}, exit: exitOK},
+	)
+
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "attack\texit\twant\ttime\tresult")
+	failures := 0
+	row := func(name string, exit, want int, took time.Duration, problem string) {
+		result := "ok"
+		if problem != "" {
+			result, failures = "FAIL: "+problem, failures+1
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2fs\t%s\n", name, exit, want, took.Seconds(), result)
+	}
+	run := func(args []string) (exit int, stdout, stderr string, took time.Duration) {
+		// a memory bound so that an endless read is an error, not the machine's OOM killer
+		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 4000000; exec "$0" "$@"`, bin}, args...)...)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		timer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() }) // a hang, shown as exit -1
+		_ = cmd.Wait()                                                             // the exit code is what is checked
+		timer.Stop()
+		return cmd.ProcessState.ExitCode(), o.String(), e.String(), time.Since(start)
+	}
+	for _, a := range attacks {
+		if a.pre != nil {
+			a.pre()
+		}
+		exit, stdout, stderr, took := run(a.args)
+		output = stdout + stderr
+		var problems []string
+		if exit != a.exit {
+			problems = append(problems, fmt.Sprintf("exit %d", exit))
+		}
+		if strings.Contains(stderr, "panic:") || strings.Contains(stderr, "fatal error:") || strings.Contains(stderr, "goroutine ") {
+			problems = append(problems, "panic")
+		}
+		if a.msg != "" && !strings.Contains(stderr, a.msg) {
+			first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
+			problems = append(problems, fmt.Sprintf("message %.80q", first))
+		}
+		if a.fast && took > time.Second {
+			problems = append(problems, "slower than 1s")
+		}
+		if a.post != nil {
+			if p := a.post(); p != "" {
+				problems = append(problems, p)
+			}
+		}
+		row(a.name, exit, a.exit, took, strings.Join(problems, "; "))
+	}
+
+	// two runs started together on one new --out: one writes, one is refused
+	shared := path("shared")
+	var wg sync.WaitGroup
+	exits := make([]int, 2)
+	start := time.Now()
+	for i := range exits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exits[i], _, _, _ = run(append([]string{"run", "--redis", url, "--out", shared}, small...))
+		}()
+	}
+	wg.Wait()
+	problem := ""
+	if !(exits[0] == 0) != (exits[1] == 0) || exits[0]+exits[1] != exitUsage {
+		problem = fmt.Sprintf("exits %v: both wrote to one --out", exits)
+	}
+	row("two runs, one new --out", exits[0]+exits[1], exitUsage, time.Since(start), problem)
+
+	// what must hold after every attack
+	ctx := context.Background()
+	after := takeSnapshot(t, c)
+	problem = ""
+	for k, b := range before {
+		if a, ok := after[k]; !ok || a.dump != b.dump {
+			problem = "user key " + k + " changed or gone"
+			break
+		}
+	}
+	row("user keys byte-identical", len(after), len(before), 0, problem)
+	problem = ""
+	it := c.Scan(ctx, 0, "*", 1000).Iterator()
+	for it.Next(ctx) {
+		if k := it.Val(); !strings.HasPrefix(k, "app:") {
+			if ttl := c.PTTL(ctx, k).Val(); ttl < 0 {
+				problem = "key " + k + " has no TTL"
+				break
+			}
+		}
+	}
+	row("no ratelab key without a TTL", 0, 0, 0, problem)
+	users, _ := c.Do(ctx, "ACL", "USERS").StringSlice()
+	problem = ""
+	if len(users) != 1 {
+		problem = fmt.Sprintf("ACL users %v", users)
+	}
+	row("no ACL user left", len(users), 1, 0, problem)
+	problem = ""
+	if out, _ := exec.Command("pgrep", "-f", "^"+regexp.QuoteMeta(bin)+"( |$)").Output(); len(bytes.TrimSpace(out)) > 0 {
+		problem = "processes left: " + strings.Join(strings.Fields(string(out)), ",")
+	}
+	row("no ratelab process left", 0, 0, 0, problem)
+	left, _ := filepath.Glob(filepath.Join(work, "*", ".ratelab-*"))
+	problem = ""
+	if len(left) > 0 {
+		problem = fmt.Sprintf("temporary files left: %v", left)
+	}
+	row("no temporary file left", len(left), 0, 0, problem)
+
+	_ = tw.Flush()
+	fmt.Printf("\nhostile pass of %s: %d checks failed\n%s", bin, failures, table.String())
+	if failures > 0 {
+		t.Errorf("%d hostile checks failed (table above)", failures)
+	}
+}

@@ -1,0 +1,3 @@
+-- a script that writes outside its keys: the guard answers NOPERM
+redis.call('SET', 'not-mine', 1)
+return 1
