@@ -45,6 +45,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
+	fl.DurationVar(&cfg.Budget, "budget", verify.DefaultBudget, "the searching adversary's budget, as a call count (10000 calls per second given), so its result never depends on the machine's speed; 0 turns the search off")
 	return c
 }
 
@@ -66,6 +67,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
 	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
+	if cfg.Budget == 0 {
+		cfg.Budget = -1 // --budget 0: no search
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, requiredError(c.Flags(), err)
 	}

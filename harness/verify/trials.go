@@ -40,7 +40,8 @@ func ttlFamily(fam string) bool { return fam == "idle-gaps" }
 // window is longer than RealTimeMax.
 func (s *study) plan() plan {
 	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
-	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
+	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta(),
+		Resolution: s.caps.Resolution, SearchDecisions: s.cfg.searchDecisions()}
 	for k, l := range s.limits {
 		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
 		for _, t := range scenarios.Adversarial(params, attack) {
@@ -70,11 +71,11 @@ func (s *study) plan() plan {
 		case t.Family == "skew" && (!s.caps.InjectsTime || readsRedisTime(s.lim)):
 			continue
 		case !s.caps.InjectsTime:
-			if t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
+			if t.Adaptive() || t.Family == scenarios.DenseFamily || !p.realOK {
 				continue
 			}
 			p.real = append(p.real, i)
-		case t.Greedy != nil:
+		case t.Adaptive():
 			if s.rdb != nil || !s.caps.UsesKeys {
 				p.greedy = append(p.greedy, i)
 			}

@@ -1,0 +1,20 @@
+-- BROKEN (expiry): a token bucket of `capacity` tokens refilled at `rate`
+-- tokens per second, that drops an idle key once it would be full again:
+-- but the time to full is in seconds and PEXPIRE takes milliseconds, so the
+-- key vanishes 1000 times too early and comes back full. A client that
+-- empties it, waits just past the TTL and empties it again gets a full
+-- bucket every few milliseconds.
+-- ARGV: now_us, capacity, rate (tokens per second), requested
+local now = tonumber(ARGV[1])
+local capacity, rate, requested = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local fill_time = capacity / rate
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens, ts = tonumber(b[1]), tonumber(b[2])
+if not tokens then tokens, ts = capacity, now end
+tokens = math.min(capacity, tokens + (now - ts) / 1e6 * rate)
+local allowed = tokens >= requested
+if allowed then tokens = tokens - requested end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', string.format('%d', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(fill_time))
+if allowed then return 1 end
+return 0
