@@ -106,8 +106,8 @@ const FineMaxLimit = 10_000
 // emission boundary (a bucket forgiving jitter, a clock rounded to the
 // second) admits one on the ladder at least e/q early, so L+1 admissions
 // fit in less than W, at a window of a second as of a day. At most
-// (L+2)*(J+1) requests with J <= 28, capped at 2(L+2) + 10000 by a coarser
-// ladder (J >= 1). ok is false when the interval W/L is under 4*res (the
+// (L+2)*(J+1) requests, J <= 29, capped at 2(L+2) + 10000 by a coarser
+// ladder (J >= 1: with one step, only res before each boundary). ok is false when the interval W/L is under 4*res (the
 // uniform stream already steps by the resolution) or Limit >
 // FineMaxLimit. Pure.
 func DenseFineTrial(p Params, res time.Duration) (Trial, bool) {
@@ -139,7 +139,9 @@ func DenseFineTrial(p Params, res time.Duration) (Trial, bool) {
 		d := time.Duration(float64(r) * math.Pow(q, float64(j)))
 		offsets[j] = max(d.Truncate(r), r)
 	}
-	offsets[J-1] = top.Truncate(r)
+	if J > 1 {
+		offsets[J-1] = top.Truncate(r)
+	}
 	arr := []Arrival{{At: 0, Key: UserKey, Cost: 1}}
 	for k := int64(1); k <= L+1; k++ {
 		b := time.Duration(k) * T
