@@ -45,8 +45,8 @@ func TestDenseFineTrialSteps(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := DenseFineTrial(Params{Limit: 100, Window: time.Millisecond}, time.Microsecond); ok {
-		t.Error("an interval of 10µs: the uniform stream covers it, want no ladder")
+	if _, ok := DenseFineTrial(Params{Limit: 1000, Window: time.Millisecond}, time.Microsecond); ok {
+		t.Error("an interval of 1µs: the uniform stream covers it, want no ladder")
 	}
 }
 
