@@ -39,6 +39,12 @@ func (c Config) searchDecisions() int64 {
 	return int64(c.Budget.Seconds() * SearchRate)
 }
 
+// adaptiveFamily reports whether fam is one of the adaptive families of
+// scenarios/adaptive.go (virtual time, one call at a time).
+func adaptiveFamily(fam string) bool {
+	return fam == scenarios.CautiousFamily || fam == scenarios.ExpiryFamily || fam == scenarios.SearchFamily
+}
+
 // candidate is a genome, its burst program and its judgement.
 type candidate struct {
 	g     genome
