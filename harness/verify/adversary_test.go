@@ -30,6 +30,8 @@ func verifyAt(t *testing.T, file string, args []string, count int64, w time.Dura
 	}
 	cfg := verifyConfig(l)
 	cfg.Budget = budget
+	// a loaded test machine may take long over a call: no call error here
+	cfg.Timeout, cfg.MaxOutage = 5*time.Second, 10*time.Second
 	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +67,6 @@ func TestVerifyAdaptiveAdversaries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			args := c.args
 			if c.twin == "penalty-sliding-log.lua" {
 				args = nowWinLimID
