@@ -151,12 +151,15 @@ type hillClimb struct {
 }
 
 // run climbs from a start (restart 0: two bursts of L across a boundary;
-// the others random): a mutation that does not lower the ratio is kept,
+// 1: bursts of L a random gap apart; the others random): a mutation that does not lower the ratio is kept,
 // until the calls are spent. It returns the best candidate.
 func (h *hillClimb) run(ctx context.Context, restart int) (*candidate, error) {
 	start := h.random()
-	if restart == 0 {
+	switch restart {
+	case 0:
 		start = h.boundary()
+	case 1:
+		start = h.repeated()
 	}
 	cur, err := h.eval(ctx, start)
 	if err != nil || cur == nil {
@@ -233,6 +236,15 @@ func (h *hillClimb) boundary() genome {
 		{b: scenarios.Burst{At: -time.Duration(L) * r, N: L, Cost: 1, Step: r}, repeat: 1},
 		{b: scenarios.Burst{At: 0, N: L, Cost: 1, Step: r}, repeat: 1},
 	}}
+}
+
+// repeated is the second restart's start: bursts of L from 0, cautious,
+// repeated 2..16 times a log-uniform gap in [res, W] apart.
+func (h *hillClimb) repeated() genome {
+	L, r := h.limit(), h.res()
+	return h.fit(genome{cautious: true, groups: []group{
+		{b: scenarios.Burst{At: 0, N: L, Cost: 1, Step: r}, repeat: int(h.between(2, 16)), gap: h.logUniform(r, h.window())},
+	}})
 }
 
 // random is a random genome: 1..3 groups, the first in [-W, 0), each
