@@ -45,7 +45,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
-	fl.DurationVar(&cfg.Budget, "budget", verify.DefaultBudget, "the searching adversary's budget, as a call count (10000 calls per second given), so its result never depends on the machine's speed; 0 turns the search off")
+	fl.DurationVar(&cfg.Budget, "budget", verify.DefaultBudget, "the searching adversary's budget, as a call count (5000 calls per second given), so its result never depends on the machine's speed; 0 turns the search off")
 	return c
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness"
@@ -26,9 +25,9 @@ import (
 // per second of budget).
 
 // SearchRate is how many calls of the searching adversary one second of
-// Config.Budget buys: about what one 2-core machine makes in a second
-// (four restarts side by side, one call per round trip each).
-const SearchRate = 10000
+// Config.Budget buys: about what one client makes in a second on a 2-core
+// machine (one call per round trip).
+const SearchRate = 5000
 
 // searchDecisions is the searching adversary's call budget for cfg:
 // Budget * SearchRate, none when Budget is negative.
@@ -80,8 +79,8 @@ func (g genome) program() scenarios.Program {
 	return p
 }
 
-// runSearch runs search trial t on keys under prefix: Restarts hill-climbs
-// side by side, and returns the judgement of the best candidate found, with
+// runSearch runs search trial t on keys under prefix: Restarts hill-climbs,
+// one after another, and returns the judgement of the best candidate found, with
 // every candidate's decisions and errors counted. An error stops it (a
 // cancelled ctx, an outage).
 func (s *study) runSearch(ctx context.Context, t scenarios.Trial, prefix string) (*trialResult, error) {
@@ -95,19 +94,17 @@ func (s *study) runSearch(ctx context.Context, t scenarios.Trial, prefix string)
 	errs := make([]error, restarts)
 	decisions, errors := make([]int64, restarts), make([]int64, restarts)
 	samples := make([][]string, restarts)
-	var wg sync.WaitGroup
+	// one restart after another: one connection, whatever the budget
 	for r := range restarts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h := &hillClimb{s: s, t: t, sp: sp, rng: rand.New(rand.NewPCG(uint64(sp.Seed), uint64(r)+1)),
-				prefix: fmt.Sprintf("%sr%d:", prefix, r), left: sp.Decisions / int64(restarts), maxCost: least}
-			best[r], errs[r] = h.run(ctx, r)
-			decisions[r], errors[r] = h.decisions, h.errors
-			samples[r] = h.samples
-		}()
+		h := &hillClimb{s: s, t: t, sp: sp, rng: rand.New(rand.NewPCG(uint64(sp.Seed), uint64(r)+1)),
+			prefix: fmt.Sprintf("%sr%d:", prefix, r), left: sp.Decisions / int64(restarts), maxCost: least}
+		best[r], errs[r] = h.run(ctx, r)
+		decisions[r], errors[r] = h.decisions, h.errors
+		samples[r] = h.samples
+		if errs[r] != nil {
+			break
+		}
 	}
-	wg.Wait()
 	var top *candidate
 	for r, c := range best {
 		if errs[r] != nil {
