@@ -91,7 +91,7 @@ func TestVerifySearchDeterministic(t *testing.T) {
 	var ratios []float64
 	var decisions []int64
 	for range 2 {
-		rep := verifyAt(t, "epoch-fixed-window.lua", nowWinLim, 20, time.Minute, 2*time.Second)
+		rep := verifyAt(t, "epoch-fixed-window.lua", nowWinLim, 20, time.Minute, 500*time.Millisecond)
 		f := family(t, rep, "search")
 		if f.Trials != 1 {
 			t.Fatalf("search family %+v: want one trial", f)

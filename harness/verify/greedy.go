@@ -128,6 +128,9 @@ type programClient struct {
 
 // next is harness.Runner.Adaptive's next function.
 func (c *programClient) next(last *harness.Outcome) (scenarios.Arrival, bool) {
+	if last == nil {
+		c.notBefore = math.MinInt64 // the program may start before the anchor
+	}
 	if last != nil {
 		c.k++
 		c.notBefore = max(c.notBefore, last.Arrival.At)
