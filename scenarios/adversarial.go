@@ -40,6 +40,13 @@ type Trial struct {
 	// first arrival. Adaptive trials run in virtual time only, one call at
 	// a time.
 	Greedy *Greedy
+	// Program, Expiry and Search, when set, make the trial adaptive too
+	// (see adaptive.go): a burst program (the cautious family and the
+	// search's candidates), the expiry-aware client, the searching
+	// adversary. At most one of Greedy, Program, Expiry, Search is set.
+	Program *Program
+	Expiry  *Expiry
+	Search  *Search
 }
 
 // GreedyFamily is the family name of the greedy adversary's trials.
@@ -101,10 +108,18 @@ type Attack struct {
 	// probe+W" burst then starts one Step later, when a window opened by
 	// the probe has certainly ended on that clock. Zero: 1 µs.
 	Step time.Duration
+	// Resolution is the finest time step the limiter tells apart (its
+	// algorithms.Capabilities.Resolution); zero means 1 µs. The adaptive
+	// families and the dense family's fine trial step by it, not by W.
+	Resolution time.Duration
+	// SearchDecisions is how many calls the searching adversary may make
+	// (its budget); zero or negative leaves the search family out.
+	SearchDecisions int64
 }
 
 // Families lists the adversarial families in the order verify reports them.
-var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", DenseFamily, GreedyFamily, "idle-gaps", "weighted", "isolation", "skew"}
+var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", DenseFamily, GreedyFamily,
+	CautiousFamily, ExpiryFamily, SearchFamily, "idle-gaps", "weighted", "isolation", "skew"}
 
 // Adversarial returns the trials of every family for limit p.Limit per
 // p.Window (p.Seed seeds the random ones) that attack t allows. Times are relative to an aligned
@@ -185,7 +200,15 @@ func Adversarial(p Params, t Attack) []Trial {
 
 	// 5b. the dense stream (rounding) and the greedy adversary (adaptive)
 	b.trials = append(b.trials, DenseTrial(p, 0))
+	if f, ok := DenseFineTrial(p, t.Resolution); ok {
+		b.trials = append(b.trials, f)
+	}
 	b.trials = append(b.trials, GreedyTrials(p)...)
+
+	// 5c. the cautious and expiry-aware clients, and the search (adaptive)
+	b.trials = append(b.trials, CautiousTrials(p, t.Resolution)...)
+	b.trials = append(b.trials, ExpiryTrials(p, t.Resolution)...)
+	b.trials = append(b.trials, SearchTrials(p, t.Resolution, t.SearchDecisions, t.Cost)...)
 
 	// 6. idle gaps: a full burst, silence, another burst (real time: exposes TTLs)
 	for _, f := range []float64{0.3, 0.6, 0.9} {

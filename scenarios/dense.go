@@ -91,3 +91,72 @@ func DenseTrial(p Params, step time.Duration) Trial {
 
 // ceilDiv is ceil(a/b) for a >= 0, b > 0.
 func ceilDiv(a, b time.Duration) time.Duration { return (a + b - 1) / b }
+
+// FineMaxLimit is the largest limit DenseFineTrial runs at: above it the
+// emission interval W/L of any window ratelab verifies is short enough for
+// the uniform dense stream.
+const FineMaxLimit = 10_000
+
+// DenseFineTrial is the dense family's second trial, whose steps are set by
+// the limiter's resolution res (zero means 1 µs), not by W: one cost-1
+// request at the boundary 0, then, before each of the next L+1 emission
+// boundaries k*W/L, requests at offsets res*q^j before it (j from the
+// largest, W/(2L), down to res: a geometric ladder, q = 2 when it fits),
+// and one on it. A limiter that admits a request e >= res before its
+// emission boundary (a bucket forgiving jitter, a clock rounded to the
+// second) admits one on the ladder at least e/q early, so L+1 admissions
+// fit in less than W, at a window of a second as of a day. At most
+// (L+2)*(J+1) requests, J <= 29, capped at 2(L+2) + 10000 by a coarser
+// ladder (J >= 1: with one step, only res before each boundary). ok is false when the interval W/L is under 4*res (the
+// uniform stream already steps by the resolution) or Limit >
+// FineMaxLimit. Pure.
+func DenseFineTrial(p Params, res time.Duration) (Trial, bool) {
+	p = withDefaults(p, shortDefaults)
+	r := max(res, time.Microsecond)
+	L, W := p.Limit, p.Window
+	if L > FineMaxLimit {
+		return Trial{}, false
+	}
+	T := W / time.Duration(L)
+	if T < 4*r {
+		return Trial{}, false
+	}
+	top := T / 2
+	// J offsets res*q^j, j = 0..J-1, the last one top
+	J := 1
+	for d := r; d < top; d *= 2 {
+		J++
+	}
+	if most := int((2*(L+2) + 10000) / (L + 2)); J+1 > most {
+		J = max(1, most-1)
+	}
+	offsets := make([]time.Duration, J)
+	q := 1.0
+	if J > 1 {
+		q = math.Pow(float64(top)/float64(r), 1/float64(J-1))
+	}
+	for j := range offsets {
+		d := time.Duration(float64(r) * math.Pow(q, float64(j)))
+		offsets[j] = max(d.Truncate(r), r)
+	}
+	if J > 1 {
+		offsets[J-1] = top.Truncate(r)
+	}
+	arr := []Arrival{{At: 0, Key: UserKey, Cost: 1}}
+	for k := int64(1); k <= L+1; k++ {
+		b := time.Duration(k) * T
+		last := time.Duration(-1)
+		for j := J - 1; j >= 0; j-- {
+			at := b - offsets[j]
+			if at <= last {
+				continue
+			}
+			arr = append(arr, Arrival{At: at, Key: UserKey, Cost: 1})
+			last = at
+		}
+		arr = append(arr, Arrival{At: b, Key: UserKey, Cost: 1})
+	}
+	name := fmt.Sprintf("a ladder of %d steps from %s down to %s before each of %d emission boundaries W/L apart (%d requests)",
+		J, top.Truncate(r), r, L+1, len(arr))
+	return Trial{Family: DenseFamily, Name: name, Schedule: finish(DenseFamily, p, arr), Judge: Safety}, true
+}

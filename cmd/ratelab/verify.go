@@ -54,6 +54,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
 	fl.StringVar(&f.replay, "replay", "", "send the counter-example of this verify.json again, exactly, to the target it records (or to the one named): exit 1 when it still fails, 0 when it holds")
 	fl.IntVar(&cfg.ShrinkBudget, "shrink-budget", verify.DefaultShrinkBudget, "calls that shrinking the counter-example may make (-1: show it as found)")
+	fl.DurationVar(&cfg.Budget, "budget", verify.DefaultBudget, "the searching adversary's budget, as a call count (5000 calls per second given), so its result never depends on the machine's speed; 0 turns the search off")
 	return c
 }
 
@@ -73,6 +74,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
 	cfg.Limits = limits
 	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
+	if cfg.Budget == 0 {
+		cfg.Budget = -1 // --budget 0: no search
+	}
 	if err := cfg.Validate(); err != nil {
 		if name, _ := field.Name(err); fromFile && isLimitField(name) {
 			return cfg, usagef("--config %s: %w", spec.From, err) // the file's limits, not --limit or --window

@@ -14,9 +14,7 @@ func (p plan) estimateBytes() int64 {
 		}
 	}
 	for _, i := range p.greedy {
-		if g := p.trials[i].Greedy; g != nil {
-			total += int64(g.MaxCalls) * harness.BytesPerUnit
-		}
+		total += int64(p.trials[i].MaxCalls()) * harness.BytesPerUnit
 	}
 	return total
 }

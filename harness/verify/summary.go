@@ -207,6 +207,14 @@ func (s *study) skipNote(fam string, p plan) string {
 		return "the target reads its own clock: this family needs virtual time"
 	case fam == scenarios.GreedyFamily && s.limit.Count > scenarios.GreedyMaxLimit:
 		return fmt.Sprintf("limit above %d: one call per request; the dense family stands in for it", scenarios.GreedyMaxLimit)
+	case adaptiveFamily(fam) && !s.caps.InjectsTime:
+		return "the target reads its own clock: this family needs virtual time"
+	case adaptiveFamily(fam) && s.limit.Count > scenarios.AdaptiveMaxLimit:
+		return fmt.Sprintf("limit above %d: one call per request", scenarios.AdaptiveMaxLimit)
+	case adaptiveFamily(fam) && s.limit.Window < scenarios.AdaptiveMinWindow:
+		return fmt.Sprintf("window under %s: key TTLs of a few ms are not emulated exactly enough for it", scenarios.AdaptiveMinWindow)
+	case fam == scenarios.SearchFamily && s.cfg.searchDecisions() <= 0:
+		return "no search budget (--budget 0)"
 	case fam == "weighted" && !s.caps.TakesCost:
 		return "the target takes no cost (no {cost} argument)"
 	case fam == "isolation" && !s.caps.UsesKeys:

@@ -43,7 +43,8 @@ func ttlFamily(fam string) bool { return fam == "idle-gaps" }
 func (s *study) plan() plan {
 	// absolute expiries are emulated with the TTLs (harness.Runner.Expiry)
 	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0 && !s.emulated()}
-	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
+	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta(),
+		Resolution: s.caps.Resolution, SearchDecisions: s.cfg.searchDecisions()}
 	if s.expiryClock {
 		attack.Step = s.caps.Resolution // key expiry's ms: a first-hit window ends a ms after probe+W
 	}
@@ -76,11 +77,11 @@ func (s *study) plan() plan {
 		case t.Family == "skew" && (!s.caps.InjectsTime || s.expiryClock || readsRedisTime(s.lim)):
 			continue
 		case !s.caps.InjectsTime:
-			if t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {
+			if t.Adaptive() || t.Family == scenarios.DenseFamily || !p.realOK {
 				continue
 			}
 			p.real = append(p.real, i)
-		case t.Greedy != nil:
+		case t.Adaptive():
 			if s.rdb != nil || !s.caps.UsesKeys {
 				p.greedy = append(p.greedy, i)
 			}

@@ -37,6 +37,10 @@ const (
 	DefaultRealTimeMax = time.Minute
 	DefaultTimeout     = 500 * time.Millisecond
 	DefaultMaxOutage   = 2 * time.Second
+	// DefaultBudget is the searching adversary's budget (Config.Budget).
+	DefaultBudget = 3 * time.Second
+	// MaxBudget is the largest Config.Budget.
+	MaxBudget = 10 * time.Minute
 	// MaxClients is the most concurrent clients Config.Clients may ask for.
 	MaxClients = 256
 )
@@ -122,6 +126,13 @@ type Config struct {
 	// report, never a verdict. Neither may be negative.
 	Timeout   time.Duration
 	MaxOutage time.Duration
+	// Budget ("budget") is the searching adversary's budget: it may make
+	// Budget.Seconds() * SearchRate calls, a count, so that its result
+	// depends on the seed and the target, never on the machine's speed
+	// (about Budget of wall time on a 2-core machine; less on a faster
+	// one). Zero means DefaultBudget (3 s); negative turns the search off;
+	// at most MaxBudget. NoDefaults does not apply to it.
+	Budget time.Duration
 	// NoDefaults refuses a zero Timeout, MaxOutage or Clients instead of
 	// taking the default: for a caller, such as a command line, whose
 	// values already carry their defaults, so that a zero is a mistake.
@@ -174,6 +185,8 @@ func (c Config) Validate() error {
 		return field.Errorf("max_outage", "must be > 0, got %s", c.MaxOutage)
 	case c.Clients < 0 || c.Clients > MaxClients || c.NoDefaults && c.Clients == 0:
 		return field.Errorf("clients", "must be in 1..%d, got %d", MaxClients, c.Clients)
+	case c.Budget > MaxBudget:
+		return field.Errorf("budget", "must be at most %s, got %s", MaxBudget, c.Budget)
 	case !(c.MinFidelity >= 0 && c.MinFidelity <= 1): // NaN too
 		return field.Errorf("min_fidelity", "must be in 0..1, got %g", c.MinFidelity)
 	}
@@ -202,7 +215,8 @@ func (c Config) livenessFloor() float64 {
 
 // WithDefaults returns c with its zero fields set to their defaults:
 // Clients DefaultClients, RealTimeMax DefaultRealTimeMax, Timeout
-// DefaultTimeout, MaxOutage DefaultMaxOutage. Run calls it.
+// DefaultTimeout, MaxOutage DefaultMaxOutage, Budget DefaultBudget. Run
+// calls it.
 func (c Config) WithDefaults() Config {
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
@@ -215,6 +229,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxOutage == 0 {
 		c.MaxOutage = DefaultMaxOutage
+	}
+	if c.Budget == 0 {
+		c.Budget = DefaultBudget
 	}
 	return c
 }
