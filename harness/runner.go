@@ -248,7 +248,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 			rows = append(rows, row) // no memory to read from a server.Redis that is gone
 			continue
 		}
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
+		mctx, cancel := server.CleanupContext(ctx, r.cleanupTimeout())
 		keys, err := server.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
 			row.Keys = int64(len(keys))

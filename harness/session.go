@@ -79,7 +79,7 @@ func cleanupTimeout(callTimeout time.Duration) time.Duration {
 // ended (Ctrl-C, an outage): not cancelled with ctx, bounded by
 // CleanupTimeout.
 func (s *Session) CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout())
+	return server.CleanupContext(ctx, s.CleanupTimeout())
 }
 
 // RemoveKeys removes every key under prefix (the session's own Prefix
@@ -102,7 +102,7 @@ func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 2*time.Minute))
+	cctx, cancel := server.CleanupContext(ctx, max(s.CleanupTimeout(), 2*time.Minute))
 	defer cancel()
 	keys, err := server.ScanKeys(cctx, s.Redis.Client, prefix)
 	if err != nil {

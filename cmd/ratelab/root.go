@@ -41,6 +41,9 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
+	// hangs; unregistered before stop cancels ctx on return
+	defer server.AbortOnCancel(ctx)()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -366,7 +366,9 @@ func workerClient(base redis.UniversalClient, clients int) redis.UniversalClient
 		opt.ReadTimeout = 30 * time.Second
 		opt.WriteTimeout = 30 * time.Second
 		opt.MaxRetries = -1
-		return redis.NewClusterClient(&opt)
+		cc := redis.NewClusterClient(&opt)
+		server.Track(cc) // Ctrl-C ends a call waiting on a Redis that hangs
+		return cc
 	}
 	opt := *base.(*redis.Client).Options()
 	opt.Protocol = 2       // no RESP3 push handling per reply
@@ -376,5 +378,7 @@ func workerClient(base redis.UniversalClient, clients int) redis.UniversalClient
 	opt.ReadTimeout = 30 * time.Second
 	opt.WriteTimeout = 30 * time.Second
 	opt.MaxRetries = -1
-	return redis.NewClient(&opt)
+	c := redis.NewClient(&opt)
+	server.Track(c) // Ctrl-C ends a call waiting on a Redis that hangs
+	return c
 }

@@ -111,6 +111,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 		}
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	server.Track(c)
 	version, err := server.ClusterReady(ctx, c, time.Until(deadline))
 	if err != nil {
 		_ = c.Close() // a client that did not reach the cluster: err says why

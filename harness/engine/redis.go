@@ -195,6 +195,7 @@ func spawnRedis(ctx context.Context, bin string, port int, timeout, dial time.Du
 		}
 	}()
 	p.client = redis.NewClient(&redis.Options{Addr: p.addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	server.Track(p.client)
 	version, err := server.WaitReady(ctx, p.client, timeout)
 	if err != nil {
 		_ = p.stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail

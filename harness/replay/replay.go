@@ -231,7 +231,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	for _, w := range workers {
 		row := w.row(cfg, src.base)
 		// keys derived by the scripts may linger in the thousands (see below)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 30*time.Second))
+		mctx, cancel := server.CleanupContext(ctx, max(s.CleanupTimeout(), 30*time.Second))
 		if !errors.Is(err, harness.ErrOutage) {
 			keys, kerr := server.ScanKeys(mctx, rd.Client, w.prefix)
 			if kerr == nil {

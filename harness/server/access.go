@@ -63,7 +63,7 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 	base := KeyPrefix + "access-check:" + NewRunID() + ":{p}:"
 	str, zset, hash := base+"s", base+"z", base+"h"
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		cctx, cancel := CleanupContext(ctx, 2*time.Second)
 		defer cancel()
 		if keys, err := ScanKeys(cctx, c, base); err == nil {
 			_ = DeleteKeys(cctx, c, keys) // best effort: a key left is under ratelab's prefix, for ratelab clean

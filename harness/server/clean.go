@@ -100,7 +100,7 @@ func (r *Registration) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AliveEvery)
+		hctx, cancel := CleanupContext(ctx, AliveEvery)
 		ok, err := r.c.SetXX(hctx, r.marker, r.value, AliveTTL).Result()
 		if err == nil && !ok {
 			// someone removed it (and likely the run's keys): say so, and mark again

@@ -79,7 +79,9 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 			return cn.AuthACL(ctx, user, pass).Err()
 		}
 	}
-	return &Guard{Client: redis.NewClient(&opt), user: user, admin: admin}, nil
+	gc := redis.NewClient(&opt)
+	Track(gc)
+	return &Guard{Client: gc, user: user, admin: admin}, nil
 }
 
 // guardDenied are the commands a guarded script may not call besides
@@ -93,7 +95,7 @@ var guardDenied = []any{"-select", "-swapdb", "-move", "-migrate", "-flushdb", "
 // the removal's: the user may be left on the server.
 func (g *Guard) Close(ctx context.Context) error {
 	_ = g.Client.Close() // ratelab's own connection; what matters is the user's removal
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*1e9)
+	cctx, cancel := CleanupContext(ctx, 2*1e9)
 	defer cancel()
 	if err := g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err(); err != nil {
 		return fmt.Errorf("ACL DELUSER %s: %w", g.user, err)

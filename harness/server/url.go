@@ -107,6 +107,7 @@ func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 		return nil, err
 	}
 	c := redis.NewClusterClient(opt)
+	Track(c)
 	version, err := ClusterReady(ctx, c, o.Timeout)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
 	if err != nil {
@@ -145,6 +146,7 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		return nil, connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
 	}
 	c := redis.NewClient(opt)
+	Track(c)
 	version, err := WaitReady(ctx, c, o.Timeout)
 	if err != nil {
 		_ = c.Close() // a client that did not connect: the error returned is why
