@@ -26,7 +26,7 @@ import (
 
 // InterruptGrace is how long the work after AbortCalls (Ctrl-C) may wait
 // on Redis in all: the removal of the run's keys, the last readings.
-const InterruptGrace = 500 * time.Millisecond
+const InterruptGrace = 300 * time.Millisecond
 
 var tracked = struct {
 	sync.Mutex
