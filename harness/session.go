@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness/server"
@@ -145,4 +146,59 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 		h.Redis = s.Redis.Info
 	}
 	return h
+}
+
+// EnvWatchEvery is how often a command looks at whether its Redis is still
+// the one it started on (Session.Guard): a restart or its keys removed end
+// it with a *server.EnvError.
+const EnvWatchEvery = 200 * time.Millisecond
+
+// watchEnv checks the session's Redis every EnvWatchEvery until stop, and
+// calls fire with the *server.EnvError of a change (once, then it stops
+// watching). stop ends the watch and, when ctx is still live (the command
+// ended by itself), checks once more: a change since the last look, or
+// one the watch missed, is fired then. Safe to call stop twice.
+func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
+	cctx, cancel := s.CleanupContext(ctx)
+	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
+	cancel()
+	if err != nil {
+		return func() {} // INFO failed: the command's own calls meet the same outage
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(EnvWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			cctx, cancel := context.WithTimeout(wctx, 5*EnvWatchEvery)
+			err := env.Check(cctx)
+			cancel()
+			if server.IsEnvError(err) {
+				fire(err)
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			wcancel()
+			<-done
+			if ctx.Err() != nil {
+				return // stopped by a cause of its own (Ctrl-C, an outage, an eviction, a change)
+			}
+			cctx, cancel := s.CleanupContext(ctx)
+			defer cancel()
+			if err := env.Check(cctx); server.IsEnvError(err) {
+				fire(err)
+			}
+		})
+	}
 }

@@ -63,6 +63,10 @@ type Registration struct {
 	done     chan struct{}
 	once     sync.Once
 	vanished atomic.Bool
+	// runIDs are the servers' run_ids when the run registered (Check);
+	// addr names the server in messages.
+	runIDs map[string]string
+	addr   string
 }
 
 // Register writes run runID's marker (first) and record (MarkerKey,
@@ -83,7 +87,13 @@ func Register(ctx context.Context, c redis.UniversalClient, runID string) (*Regi
 	if err := c.Set(ctx, RecordKey(runID), value, RecordTTL).Err(); err != nil {
 		return nil, fmt.Errorf("register run %s: %w", runID, err)
 	}
-	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{})}
+	// read after the marker is written: a restart from here on is seen
+	ids, err := RunIDs(ctx, c)
+	if err != nil && !IsRedisError(err) { // a user refused INFO: no restart check, the marker's stays
+		return nil, fmt.Errorf("register run %s: INFO server: %w", runID, err)
+	}
+	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{}),
+		runIDs: ids, addr: addrOf(c)}
 	go r.heartbeat(ctx)
 	return r, nil
 }
