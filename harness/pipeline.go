@@ -262,7 +262,7 @@ func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algori
 	if err == nil {
 		r.noteRoundTrip(time.Since(sent))
 	}
-	if serr := r.stalled(err, bound); serr != nil && ctx.Err() == nil && r.cancel != nil {
+	if serr := r.stalled(err, bound, time.Since(sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
 		r.cancel(serr) // a slow machine is waited for; a hang stops the run
 	}
 	return cmds, err

@@ -220,7 +220,8 @@ const (
 // call within its bound: stopped (SIGSTOP), swapping, or hung. Its calls
 // are not counted as decisions.
 type StallError struct {
-	// Bound is the call bound that ran out.
+	// Bound is how long the call was waited for: its bound, or the
+	// client's read timeout when that came first.
 	Bound time.Duration
 	// Err is the call's own error (an i/o timeout).
 	Err error
@@ -261,12 +262,13 @@ func (r *Runner) noteRoundTrip(d time.Duration) {
 }
 
 // stalled is the error that stops a virtual-time run whose call, bounded
-// by bound, failed with err: a *StallError for a timeout (nil else).
-func (r *Runner) stalled(err error, bound time.Duration) error {
+// by bound, failed with err after waiting waited: a *StallError for a
+// timeout (nil else).
+func (r *Runner) stalled(err error, bound, waited time.Duration) error {
 	if err == nil || bound <= 0 || r.Clock == RedisClock || r.Clock == ClientClock || !server.IsTimeout(err) {
 		return nil
 	}
-	return &StallError{Bound: bound, Err: err}
+	return &StallError{Bound: min(bound, waited), Err: err}
 }
 
 // cleanupTimeout bounds the memory reading and key removal after a run
@@ -611,7 +613,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if o.Err == nil {
 		r.noteRoundTrip(o.Recv.Sub(o.Sent))
 	}
-	if serr := r.stalled(o.Err, bound); serr != nil && ctx.Err() == nil && r.cancel != nil {
+	if serr := r.stalled(o.Err, bound, o.Recv.Sub(o.Sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
 		r.cancel(serr) // a slow machine is waited for; a hang stops the run
 	}
 	r.settle(o.Err)

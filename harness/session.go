@@ -156,8 +156,9 @@ const EnvWatchEvery = 200 * time.Millisecond
 // watchEnv checks the session's Redis every EnvWatchEvery until stop, and
 // calls fire with the *server.EnvError of a change (once, then it stops
 // watching). stop ends the watch and, when ctx is still live (the command
-// ended by itself), checks once more: a change since the last look, or
-// one the watch missed, is fired then. Safe to call stop twice.
+// ended by itself) and the last look got an answer (a Redis that hangs is
+// not waited for again), checks once more: a change since the last look
+// is fired then. Safe to call stop twice.
 func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
 	cctx, cancel := s.CleanupContext(ctx)
 	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
@@ -167,6 +168,7 @@ func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) 
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	var unanswered bool // the last look failed (read after done is closed)
 	go func() {
 		defer close(done)
 		t := time.NewTicker(EnvWatchEvery)
@@ -184,6 +186,7 @@ func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) 
 				fire(err)
 				return
 			}
+			unanswered = err != nil && wctx.Err() == nil
 		}
 	}()
 	var once sync.Once
@@ -191,8 +194,8 @@ func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) 
 		once.Do(func() {
 			wcancel()
 			<-done
-			if ctx.Err() != nil {
-				return // stopped by a cause of its own (Ctrl-C, an outage, an eviction, a change)
+			if ctx.Err() != nil || unanswered {
+				return // stopped by a cause of its own (Ctrl-C, an eviction, a change), or Redis does not answer
 			}
 			cctx, cancel := s.CleanupContext(ctx)
 			defer cancel()

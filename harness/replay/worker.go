@@ -134,7 +134,7 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 	if execErr != nil && bound > 0 && server.IsTimeout(execErr) && ctx.Err() == nil {
 		// virtual time: a slow round trip changes no decision and is
 		// waited for; one past the bound is a hang, never counted
-		return &harness.StallError{Bound: bound, Err: execErr}
+		return &harness.StallError{Bound: min(bound, recv.Sub(sent)), Err: execErr}
 	}
 	if execErr == nil {
 		w.typical += (recv.Sub(sent) - w.typical) / 16 // as harness.Runner's
