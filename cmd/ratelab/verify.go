@@ -53,7 +53,7 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	if err := f.target.load(c); err != nil {
 		return verify.Config{}, err
 	}
-	cfg, spec := f.cfg, f.target.specs[0] // verify's one target
+	cfg, spec := f.cfg, f.target.specs[0]            // verify's one target
 	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
 	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
