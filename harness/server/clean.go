@@ -26,7 +26,9 @@ import (
 //   - its marker "ratelab:<run id>:~alive", with a TTL of AliveTTL that the
 //     run refreshes every AliveEvery while it lives: `ratelab clean` never
 //     removes the keys of a run whose marker is there (unless the run's
-//     process is known to be gone, see RunRecord.Process);
+//     process is known to be gone, see RunRecord.Process), nor those of a
+//     run whose process on this machine still runs, marker or not (a
+//     suspended run cannot refresh it);
 //   - its record "ratelab:<run id>:~run", with a TTL of RecordTTL: `ratelab
 //     clean` removes only the keys of runs that left a record (or that the
 //     user names with --run).
@@ -218,10 +220,25 @@ func checkLeftover(ctx context.Context, c redis.UniversalClient, l *Leftover) er
 			l.Record = &rec
 		}
 	}
-	if marker.Err() == nil {
+	switch {
+	case marker.Err() == nil:
 		l.Live = l.Record == nil || processAlive(l.Record.PID, l.Record.Process)
+	case l.Record != nil:
+		// the marker expired, but a process of this machine that still
+		// runs is the run's: suspended (Ctrl-Z, SIGSTOP) or starved, it
+		// could not refresh its marker and will go on when resumed
+		l.Live = processHere(l.Record.PID, l.Record.Process)
 	}
 	return nil
+}
+
+// processHere reports whether identity names a process on this machine
+// (same boot, same pid namespace) that still runs, stopped included.
+func processHere(pid int, identity string) bool {
+	f := strings.Fields(identity)
+	mine := strings.Fields(procIdentity(os.Getpid()))
+	return len(f) == 4 && len(mine) == 4 && f[0] == mine[0] && f[1] == mine[1] && f[2] == strconv.Itoa(pid) &&
+		procIdentity(pid) == identity
 }
 
 // RemoveLeftovers removes the keys of the leftovers marked Remove, after
