@@ -48,6 +48,16 @@ func MarkerKey(runID string) string { return RunPrefix(runID) + MarkerSuffix }
 // RecordKey: see MarkerKey.
 func RecordKey(runID string) string { return RunPrefix(runID) + RecordSuffix }
 
+// accessCheckOnly reports whether keys (under prefix) are all CheckAccess's.
+func accessCheckOnly(prefix string, keys []string) bool {
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix+AccessCheckInfix) {
+			return false
+		}
+	}
+	return len(keys) > 0
+}
+
 func isMetaKey(k string) bool {
 	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
 }
@@ -195,7 +205,9 @@ func FindLeftovers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig
 		if err := checkLeftover(ctx, c, &l); err != nil {
 			return nil, err
 		}
-		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run)
+		// an access check's probe keys have no record: a kill -9 during
+		// it left them, and they are ratelab's alone
+		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run || accessCheckOnly(l.Prefix, ks))
 		out = append(out, l)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Prefix < out[b].Prefix })
@@ -304,4 +316,80 @@ func procIdentity(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(boot)) + " " + ns + " " + strconv.Itoa(pid) + " " + f[19]
+}
+
+// GuardUserPrefix begins the name of every ACL user a Guard creates; the
+// run id follows ("ratelab-guard-<run id>"), so that a user left by a
+// killed run (kill -9 leaves it enabled, with its password) is found and
+// removed by `ratelab clean` (issue 24 item 4).
+const GuardUserPrefix = "ratelab-guard-"
+
+// GuardUser is an ACL user a run's Guard left on a server.
+type GuardUser struct {
+	// Name is the ACL user's; RunID the run's that created it.
+	Name, RunID string
+	// Live: the run still runs (its marker is there and its process is not
+	// known to be gone, or its process on this machine runs): the user is
+	// left alone.
+	Live bool
+}
+
+// FindGuardUsers lists the ACL users of ratelab's guards on c (ACL USERS),
+// only cfg.Run's when set, each with whether its run is live (as
+// FindLeftovers decides it from the run's marker and record). A server
+// that will not list its users (a user without ACL permission, a Redis
+// Cluster, a Redis before 6) has none to show: nil, nil.
+func FindGuardUsers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig) ([]GuardUser, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	one, ok := c.(*redis.Client)
+	if !ok {
+		return nil, nil
+	}
+	names, err := one.Do(ctx, "ACL", "USERS").StringSlice()
+	if err != nil {
+		if IsRedisError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []GuardUser
+	for _, n := range names {
+		id, ok := strings.CutPrefix(n, GuardUserPrefix)
+		if !ok || !IsRunID(id) || cfg.Run != "" && id != cfg.Run {
+			continue
+		}
+		l := Leftover{RunID: id}
+		if err := checkLeftover(ctx, c, &l); err != nil {
+			return nil, err
+		}
+		out = append(out, GuardUser{Name: n, RunID: id, Live: l.Live})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// RemoveGuardUsers removes the users that are not Live (ACL DELUSER),
+// after checking each run once more, and returns how many it removed.
+func RemoveGuardUsers(ctx context.Context, c redis.UniversalClient, us []GuardUser) (int, error) {
+	n := 0
+	for i := range us {
+		u := &us[i]
+		if u.Live {
+			continue
+		}
+		l := Leftover{RunID: u.RunID}
+		if err := checkLeftover(ctx, c, &l); err != nil {
+			return n, err
+		}
+		if u.Live = l.Live; u.Live {
+			continue
+		}
+		if err := c.Do(ctx, "ACL", "DELUSER", u.Name).Err(); err != nil {
+			return n, fmt.Errorf("ACL DELUSER %s: %w", u.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }

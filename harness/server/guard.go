@@ -49,7 +49,12 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
-	user, pass := "ratelab-guard-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	// named by the run, so that `ratelab clean` can tie a user left by a
+	// killed run to it (GuardUserPrefix)
+	user, pass := GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
+		user = GuardUserPrefix + id
+	}
 	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
 		"+@all", "-@dangerous", "-@admin", "+info"}
 	rules = append(rules, guardDenied...)
