@@ -313,6 +313,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
 		defer sess.RemoveKeysOrSay(ctx, progress)
+		// registered, so that clean skips the live bench and removes what a
+		// killed one left (issue 24 item 4)
+		if err := sess.Start(ctx); err != nil {
+			return fmt.Errorf("register the bench: %w", err)
+		}
 		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
 		if err != nil {
 			return err
