@@ -125,12 +125,17 @@ func (s *Session) End(err error) (durationMS int64, complete bool, errText strin
 // RemoveKeysOrSay removes the session's keys (RemoveKeys) and, when that
 // fails (Redis gone or hanging after an outage), tells w which keys are
 // left and the command that removes them later, so nothing is left behind
-// silently. A nil w says nothing.
+// silently. On a server ratelab started (Redis.Owned) the keys go with the
+// server when the command ends: nothing to advise. A nil w says nothing.
 func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
 	err := s.RemoveKeys(ctx, "")
-	if err != nil && w != nil {
-		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <this Redis> --run %s --yes\n",
-			s.Prefix, err, s.RunID)
+	switch {
+	case err == nil || w == nil:
+	case s.Redis.Owned():
+		fmt.Fprintf(w, "ratelab: this run's keys could not be removed (%v); they go with the throwaway Redis ratelab started, stopped now\n", err)
+	default:
+		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis at %s (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <the same --redis URL> --run %s --yes\n",
+			s.Prefix, s.Redis.Info.Addr, err, s.RunID)
 	}
 }
 

@@ -165,7 +165,7 @@ func TestFaults(t *testing.T) {
 				}
 			},
 			// issue 14 item 11: the keys a hanging Redis keeps are named, with the command that removes them
-			stderr: "remove them now with: ratelab clean --redis <this Redis> --run ",
+			stderr: "remove them now with: ratelab clean --redis <the same --redis URL> --run ",
 		},
 		{
 			name: "SCRIPT FLUSH mid-run costs nothing",
