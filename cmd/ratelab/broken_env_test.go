@@ -128,3 +128,28 @@ func TestBrokenEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// issue 24 item 5: a target given twice (both rows shared keys: 100 and 0
+// accepted) and a target the command would drop (run --traffic ran the
+// built-ins and left --script out) are refused before Redis is opened.
+func TestDuplicateAndDroppedTargets(t *testing.T) {
+	script := writeFile(t, "s.lua", "return 1\n")
+	traffic := writeFile(t, "t.csv", "timestamp,key\n1,a\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--algorithms", "fixed-window,fixed-window"}, "--algorithms: fixed-window given twice"},
+		{[]string{"capacity", "--algorithms", "sliding-log,gcra,sliding-log"}, "--algorithms: sliding-log given twice"},
+		{[]string{"bench", "--algorithms", "gcra,gcra"}, "--algorithms: gcra given twice"},
+		{[]string{"run", "--script", script, "--script", script}, "--script: " + script + " given twice"},
+		{[]string{"run", "--scenarios", "steady,steady"}, "--scenarios: steady given twice"},
+		{[]string{"run", "--traffic", traffic, "--limit", "10", "--window", "1s", "--script", script}, "--script: --traffic replays the built-in algorithms only"},
+	} {
+		// an address nothing listens on: refused before Redis is opened
+		code, _, stderr := ratelab(t, append(tc.args, "--redis", "redis://127.0.0.1:1")...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -72,6 +72,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Version:       version.String(),
 	}
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return noDuplicates(c) }
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -82,4 +83,32 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCapacityCmd(stdout, stderr), newBenchCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr))
 	return root
+}
+
+// listFlags are the flags that name targets or scenarios, each once: a
+// name given twice would run twice on the same keys (issue 24 item 5:
+// `--algorithms fixed-window,fixed-window` shared its keys, 100 and 0
+// accepted).
+var listFlags = []string{"algorithms", "scenarios", "script", "config", "scenario-file"}
+
+// noDuplicates refuses a name given twice in one of c's listFlags.
+func noDuplicates(c *cobra.Command) error {
+	for _, name := range listFlags {
+		f := c.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		var vals []string
+		if sv, ok := f.Value.(interface{ GetSlice() []string }); ok {
+			vals = sv.GetSlice()
+		}
+		seen := map[string]bool{}
+		for _, v := range vals {
+			if seen[v] {
+				return usagef("--%s: %s given twice (both would run on the same keys; give each once)", name, v)
+			}
+			seen[v] = true
+		}
+	}
+	return nil
 }
