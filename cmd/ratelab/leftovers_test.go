@@ -164,3 +164,41 @@ func TestCleanRemovesProbeKeys(t *testing.T) {
 		t.Error("clean touched a user's key")
 	}
 }
+
+// issue 24 item 3: on a user's Redis, an untrusted script is first tried
+// on a throwaway redis-server (server.ProbeScript): one that writes and
+// then loops would leave the user's Redis answering BUSY to everyone, so
+// it is refused before it reaches it; a well-behaved one runs.
+func TestUntrustedScriptProbed(t *testing.T) {
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	writesThenLoops := writeFile(t, "wedge.lua", `local n = redis.call('INCR', KEYS[1])
+if n >= 2 then while true do end end
+return 1
+`)
+	code, _, stderr := ratelab(t, "run", "--script", writesThenLoops, "--algorithms", "fixed-window", "--scenarios", "boundary-burst",
+		"--redis", "redis://"+v.addr, "--out", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "--script") || !strings.Contains(stderr, "SCRIPT KILL cannot stop it") {
+		t.Errorf("a script that writes and loops: exit %d, stderr %s", code, stderr)
+	}
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("the user's Redis after the refusal: %v", err)
+	}
+	if keys, _ := server.ScanKeys(context.Background(), c, server.KeyPrefix); len(keys) != 0 {
+		t.Errorf("keys written on the user's Redis: %v", keys)
+	}
+	if u := guardUsers(t, c); len(u) != 0 {
+		t.Errorf("ACL users left: %v", u)
+	}
+	good := writeFile(t, "good.lua", `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if n <= tonumber(ARGV[2]) then return 1 end
+return 0
+`)
+	code, _, stderr = ratelab(t, "run", "--script", good, "--arg", "{window_ms}", "--arg", "{limit}", "--algorithms", "fixed-window",
+		"--scenarios", "boundary-burst", "--redis", "redis://"+v.addr, "--out", t.TempDir())
+	if code != exitOK {
+		t.Errorf("a well-behaved script: exit %d, stderr %s", code, stderr)
+	}
+}
