@@ -202,3 +202,35 @@ return 0
 		t.Errorf("a well-behaved script: exit %d, stderr %s", code, stderr)
 	}
 }
+
+// issue 24 item 3: a Redis busy with another client's script at start is
+// said plainly (before: Redis's own "You can only call SCRIPT KILL or
+// SHUTDOWN NOSAVE", an invitation to kill someone else's work); ratelab
+// sends no SCRIPT KILL and writes nothing.
+func TestBusyAtStart(t *testing.T) {
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr, ReadTimeout: -1})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.ConfigSet(ctx, "busy-reply-threshold", "100").Err(); err != nil {
+		t.Fatal(err)
+	}
+	looping := make(chan error, 1)
+	go func() { looping <- c.Eval(ctx, "while true do end", nil).Err() }()
+	time.Sleep(300 * time.Millisecond) // past the threshold: BUSY to everyone
+	code, _, stderr := ratelab(t, "run", "--scenarios", "steady", "--redis", "redis://"+v.addr, "--out", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "busy running another client's script") || strings.Contains(stderr, "SCRIPT KILL") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	select {
+	case err := <-looping:
+		t.Fatalf("the other client's script ended under ratelab: %v", err)
+	default:
+	}
+	k := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer k.Close()
+	if err := k.ScriptKill(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	<-looping
+}
