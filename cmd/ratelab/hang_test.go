@@ -88,3 +88,19 @@ func TestCtrlCWithRedisStopped(t *testing.T) {
 		})
 	}
 }
+
+// issue 24 item 7: bench --rate 0.0001 paces one pipeline per 80,000 s: its
+// warm-up (a run of a duration) waited for the next one and never ended.
+// A run of a duration now ends when its next pipeline falls after it.
+func TestBenchTinyRateEnds(t *testing.T) {
+	ch := runAsync("bench", "--algorithms", "gcra", "--paths", "allow", "--rate", "0.0001", "--duration", "1s", "--rounds", "1",
+		"--redis", "exec", "--out", t.TempDir())
+	select {
+	case r := <-ch:
+		if r.code != exitOK {
+			t.Errorf("exit %d: %s", r.code, r.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("bench --rate 0.0001 still running after 60 s")
+	}
+}

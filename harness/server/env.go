@@ -113,8 +113,14 @@ func (e *EnvCheck) Check(ctx context.Context) error {
 	return nil
 }
 
-// check looks for the run's marker.
+// check looks for the run's marker, unless the run stopped its
+// registration (it removes its own keys, the marker last).
 func (r *Registration) check(ctx context.Context) error {
+	select {
+	case <-r.stop:
+		return nil
+	default:
+	}
 	n, err := r.c.Exists(ctx, r.marker).Result()
 	if err != nil {
 		return err
