@@ -87,7 +87,7 @@ return 0
 		{"verify --script under guard", []string{"verify", "--script", script, "--arg", "{window_ms}", "--arg", "{limit}",
 			"--limit", "20", "--window", "2s"},
 			func(_ *victim, c *redis.Client) bool { return len(guardUsers(t, c)) > 0 }},
-		{"bench --compare-redis-benchmark", []string{"bench", "--algorithms", "sliding-log", "--compare-redis-benchmark", "--requests", "300000"},
+		{"bench --compare-redis-benchmark", []string{"bench", "--algorithms", "sliding-log", "--compare-redis-benchmark", "--requests", "100000"},
 			func(v *victim, _ *redis.Client) bool { return len(processesWith("redis-benchmark", v.port)) > 0 }},
 	}
 	for _, tc := range cases {
@@ -104,14 +104,14 @@ return 0
 			}
 			exited := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(exited) }()
-			for deadline := time.Now().Add(30 * time.Second); !tc.ready(v, c); time.Sleep(10 * time.Millisecond) {
+			for deadline := time.Now().Add(90 * time.Second); !tc.ready(v, c); time.Sleep(10 * time.Millisecond) {
 				select {
 				case <-exited:
 					t.Fatalf("ended before it could be killed: %s", stderr.String())
 				default:
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("not ready within 30 s: %s", stderr.String())
+					t.Fatalf("not ready within 90 s: %s", stderr.String())
 				}
 			}
 			_ = cmd.Process.Kill() // kill -9

@@ -27,7 +27,7 @@ import (
 //     run refreshes every AliveEvery while it lives: `ratelab clean` never
 //     removes the keys of a run whose marker is there (unless the run's
 //     process is known to be gone, see RunRecord.Process), nor those of a
-//     run whose process on this machine still runs, marker or not (a
+//     run whose process on this machine is stopped, marker or not (a
 //     suspended run cannot refresh it);
 //   - its record "ratelab:<run id>:~run", with a TTL of RecordTTL: `ratelab
 //     clean` removes only the keys of runs that left a record (or that the
@@ -236,21 +236,35 @@ func checkLeftover(ctx context.Context, c redis.UniversalClient, l *Leftover) er
 	case marker.Err() == nil:
 		l.Live = l.Record == nil || processAlive(l.Record.PID, l.Record.Process)
 	case l.Record != nil:
-		// the marker expired, but a process of this machine that still
-		// runs is the run's: suspended (Ctrl-Z, SIGSTOP) or starved, it
-		// could not refresh its marker and will go on when resumed
-		l.Live = processHere(l.Record.PID, l.Record.Process)
+		// the marker expired, but the run's process on this machine is
+		// stopped (Ctrl-Z, SIGSTOP): it could not refresh its marker and
+		// goes on when resumed
+		l.Live = processStopped(l.Record.PID, l.Record.Process)
 	}
 	return nil
 }
 
-// processHere reports whether identity names a process on this machine
-// (same boot, same pid namespace) that still runs, stopped included.
-func processHere(pid int, identity string) bool {
+// processStopped reports whether identity names a process on this machine
+// (same boot, same pid namespace) that still exists and is stopped (state
+// T or t in /proc/<pid>/stat). A running process whose marker expired is
+// not one: its run stopped refreshing it.
+func processStopped(pid int, identity string) bool {
 	f := strings.Fields(identity)
 	mine := strings.Fields(procIdentity(os.Getpid()))
-	return len(f) == 4 && len(mine) == 4 && f[0] == mine[0] && f[1] == mine[1] && f[2] == strconv.Itoa(pid) &&
-		procIdentity(pid) == identity
+	if len(f) != 4 || len(mine) != 4 || f[0] != mine[0] || f[1] != mine[1] || f[2] != strconv.Itoa(pid) ||
+		procIdentity(pid) != identity {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	state := strings.Fields(string(stat[i+1:]))
+	return len(state) > 0 && (state[0] == "T" || state[0] == "t")
 }
 
 // RemoveLeftovers removes the keys of the leftovers marked Remove, after
