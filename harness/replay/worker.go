@@ -227,10 +227,14 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 	} else {
 		w.nextSample += memorySampleEvery
 	}
+	start := time.Now()
 	m, err := w.liveMemory(ctx, rd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if server.IsTimeout(err) && w.stallBound() > 0 {
+			return &harness.StallError{Bound: time.Since(start), Err: err} // Redis stopped answering
 		}
 		return fmt.Errorf("memory reading: %w", err)
 	}

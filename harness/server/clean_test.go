@@ -3,7 +3,10 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -140,6 +143,12 @@ func TestSuspendedRunLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
+	// the signal is delivered asynchronously: wait until the process is stopped
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(b), ") T ") {
+			break
+		}
+	}
 	rec := server.RunRecord{RunID: server.NewRunID(), Started: time.Now().UTC(), PID: pid, Process: server.ProcIdentity(pid)}
 	b, _ := json.Marshal(rec)
 	// the record only: the marker expired while the process was stopped
