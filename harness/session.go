@@ -161,9 +161,10 @@ const EnvWatchEvery = 200 * time.Millisecond
 // watchEnv checks the session's Redis every EnvWatchEvery until stop, and
 // calls fire with the *server.EnvError of a change (once, then it stops
 // watching). stop ends the watch and, when ctx is still live (the command
-// ended by itself) and the last look got an answer (a Redis that hangs is
-// not waited for again), checks once more: a change since the last look
-// is fired then. Safe to call stop twice.
+// ended by itself), checks once more (within 2 x EnvWatchEvery when the
+// last look got no answer: a Redis that hangs is not waited for long
+// again): a change since the last look is fired then. Safe to call stop
+// twice.
 func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
 	cctx, cancel := s.CleanupContext(ctx)
 	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
@@ -199,10 +200,14 @@ func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) 
 		once.Do(func() {
 			wcancel()
 			<-done
-			if ctx.Err() != nil || unanswered {
-				return // stopped by a cause of its own (Ctrl-C, an eviction, a change), or Redis does not answer
+			if ctx.Err() != nil {
+				return // stopped by a cause of its own (Ctrl-C, an eviction, a change)
 			}
-			cctx, cancel := s.CleanupContext(ctx)
+			bound := s.CleanupTimeout()
+			if unanswered {
+				bound = 2 * EnvWatchEvery // a Redis that hangs is not waited for long again
+			}
+			cctx, cancel := server.CleanupContext(ctx, bound)
 			defer cancel()
 			if err := env.Check(cctx); server.IsEnvError(err) {
 				fire(err)
