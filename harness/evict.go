@@ -45,38 +45,54 @@ func ScheduleBytes(arrivals []scenarios.Arrival) int64 {
 // With Redis.AllowEviction nothing is refused or stopped: a warning goes to
 // progress (nil: none) when the server could evict.
 //
-// done stops the watch and returns the *server.EvictionError that stopped
-// the command, or nil: the command returns it in place of what its
-// cancelled calls said (GuardErr). Call done once the command's writes are
-// over; gctx stays usable after it.
+// The same ctx is also cancelled, with a *server.EnvError, when the
+// command's Redis changes under it (Session.watchEnv: a restart, its keys
+// removed), on every server, the ones ratelab started included.
+//
+// done stops the watches and returns the *server.EvictionError or
+// *server.EnvError that stopped the command (also an EnvError found by
+// one last check when done is called), or nil: the command returns it in
+// place of what its cancelled calls said (GuardErr). Call done once the
+// command's writes are over; gctx stays usable after it.
 func (s *Session) Guard(ctx context.Context, estimate int64, progress io.Writer) (gctx context.Context, done func() error, err error) {
 	none := func() error { return nil }
-	if s.Redis == nil || s.Redis.Owned() {
+	if s.Redis == nil {
 		return ctx, none, nil
 	}
-	ms, err := server.CheckEviction(ctx, s.Redis.Client, s.Redis.Info.Addr, estimate)
-	var ee *server.EvictionError
-	switch {
-	case s.Redis.AllowEviction && errors.As(err, &ee):
-		Say(progress, "ratelab: warning: --allow-eviction: Redis at %s evicts (maxmemory-policy %s, %s headroom) and this command may write up to %s: other keys may be evicted, and the command will not stop for it\n",
-			ee.Addr, ee.Policy, server.FormatBytes(ee.Headroom), server.EstimateText(estimate))
-		return ctx, none, nil
-	case s.Redis.AllowEviction:
-		return ctx, none, nil
-	case err != nil:
-		return ctx, none, err
+	var ms []server.NodeMemory
+	if !s.Redis.Owned() {
+		ms, err = server.CheckEviction(ctx, s.Redis.Client, s.Redis.Info.Addr, estimate)
+		var ee *server.EvictionError
+		switch {
+		case s.Redis.AllowEviction && errors.As(err, &ee):
+			Say(progress, "ratelab: warning: --allow-eviction: Redis at %s evicts (maxmemory-policy %s, %s headroom) and this command may write up to %s: other keys may be evicted, and the command will not stop for it\n",
+				ee.Addr, ee.Policy, server.FormatBytes(ee.Headroom), server.EstimateText(estimate))
+			ms = nil
+		case s.Redis.AllowEviction:
+			ms = nil
+		case err != nil:
+			return ctx, none, err
+		}
 	}
 	gctx, cancel := context.WithCancelCause(ctx)
 	var mu sync.Mutex
 	var fired error
-	stop := server.WatchEvictions(gctx, s.Redis.Client, s.Redis.Info.Addr, ms, func(e *server.EvictionError) {
+	fire := func(e error) {
 		mu.Lock()
-		fired = e
+		if fired == nil {
+			fired = e
+		}
 		mu.Unlock()
 		cancel(e)
-	})
+	}
+	stop := func() {}
+	if ms != nil {
+		stop = server.WatchEvictions(gctx, s.Redis.Client, s.Redis.Info.Addr, ms, func(e *server.EvictionError) { fire(e) })
+	}
+	stopEnv := s.watchEnv(gctx, fire)
 	return gctx, func() error {
 		stop()
+		stopEnv()
 		mu.Lock()
 		defer mu.Unlock()
 		return fired

@@ -231,15 +231,21 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 // be loaded again.
 func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algorithms.ScriptCall) ([]*redis.Cmd, error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if r.Timeout > 0 {
-		k := (n + pipelineTimeoutCalls - 1) / pipelineTimeoutCalls
-		cctx, cancel = context.WithTimeout(ctx, r.Timeout*time.Duration(k))
+	bound := r.StallBound(n)
+	if bound > 0 {
+		cctx, cancel = context.WithTimeout(ctx, bound)
 	}
 	defer cancel()
 	sent := time.Now()
 	cmds, err := st.pipe.Exec(cctx, calls)
-	if err != nil && r.Timeout > 0 && server.IsTimeout(err) {
+	if err != nil && bound > 0 && server.IsTimeout(err) {
 		r.killBusy(ctx, sent)
+	}
+	if err == nil {
+		r.noteRoundTrip(time.Since(sent))
+	}
+	if serr := r.stalled(err, bound, time.Since(sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
+		r.cancel(serr) // a slow machine is waited for; a hang stops the run
 	}
 	return cmds, err
 }

@@ -107,8 +107,18 @@ type Runner struct {
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
 	// Timeout bounds each decision call; zero means no bound beyond the
-	// client's own timeouts.
+	// client's own timeouts. In real time a call past it fails and counts
+	// as OnError says. In virtual time it only detects a Redis that hangs
+	// (a decision's time does not depend on how long its call took): a
+	// call past it stops the run with a *StallError, never counted as a
+	// decision; with AdaptTimeout the bound grows with the round trips seen
+	// (StallBound).
 	Timeout time.Duration
+	// AdaptTimeout makes a virtual-time run's Timeout a floor: the bound
+	// is at least StallFloor and StallFactor times the slowest round trip
+	// seen so far, so a slow machine (a loaded CI runner) is waited for.
+	// Set it when the user did not choose the timeout.
+	AdaptTimeout bool
 	// Discard drops each outcome of a real-time run once it is streamed to
 	// Log: Execute then returns results without Outcomes, so memory does not
 	// grow with the decisions made (a load run needs only the records and
@@ -148,6 +158,122 @@ type Runner struct {
 		mu    sync.Mutex
 		since time.Time // first failure of the current run of failures; zero: none
 	}
+	typical atomic.Int64 // the moving average of successful round trips, ns (AdaptTimeout)
+	failed  struct {
+		mu           sync.Mutex
+		calls, count int64
+		first        error
+	}
+}
+
+// ErrCallsFailed is wrapped by a *CallsFailedError.
+var ErrCallsFailed = errors.New("calls failed")
+
+// CallsFailedError ends a run some of whose calls failed (an outage shorter
+// than MaxOutage, OOM, READONLY, a timeout, a connection killed): the
+// failed decisions were counted as OnError says, so the figures are not
+// the limiter's alone, and the run is not complete (issue 24 item 5).
+type CallsFailedError struct {
+	// Failed of Calls calls failed; First is the first failure.
+	Failed, Calls int64
+	First         error
+}
+
+func (e *CallsFailedError) Error() string {
+	return fmt.Sprintf("%d of %d calls failed (counted as the --on-error policy says, so the figures are not the limiter's alone); the first: %v",
+		e.Failed, e.Calls, e.First)
+}
+
+func (e *CallsFailedError) Unwrap() error { return ErrCallsFailed }
+
+// countCall counts a call and its failure (err not nil), for Run.
+func (r *Runner) countCall(err error) {
+	r.failed.mu.Lock()
+	defer r.failed.mu.Unlock()
+	r.failed.calls++
+	if err != nil && !errors.Is(err, algorithms.ErrCostExceedsLimit) {
+		r.failed.count++
+		if r.failed.first == nil {
+			r.failed.first = err
+		}
+	}
+}
+
+// takeFailed returns the calls counted since the last take as a
+// *CallsFailedError (nil when none failed) and starts counting afresh.
+func (r *Runner) takeFailed() error {
+	r.failed.mu.Lock()
+	defer r.failed.mu.Unlock()
+	calls, count, first := r.failed.calls, r.failed.count, r.failed.first
+	r.failed.calls, r.failed.count, r.failed.first = 0, 0, nil
+	if count == 0 {
+		return nil
+	}
+	return &CallsFailedError{Failed: count, Calls: calls, First: first}
+}
+
+// StallFloor and StallFactor shape the adapted call bound of a
+// virtual-time run (Runner.AdaptTimeout): max(Timeout, StallFloor,
+// StallFactor x the typical round trip, a moving average (weight 1/16)
+// of those seen, so that one stall does not raise it much).
+const (
+	StallFloor  = 2 * time.Second
+	StallFactor = 50
+)
+
+// StallError stops a virtual-time command whose Redis did not answer a
+// call within its bound: stopped (SIGSTOP), swapping, or hung. Its calls
+// are not counted as decisions.
+type StallError struct {
+	// Bound is how long the call was waited for: its bound, or the
+	// client's read timeout when that came first.
+	Bound time.Duration
+	// Err is the call's own error (an i/o timeout).
+	Err error
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("Redis did not answer a call within %s (stopped, swapping or hung): a virtual-time command waits for slow calls but not for this long (--timeout sets the bound); no figures from a stalled run", e.Bound.Round(time.Millisecond))
+}
+
+func (e *StallError) Unwrap() error { return e.Err }
+
+// StallBound is the bound of a virtual-time round trip of n calls, after
+// the round trips seen so far: Timeout per pipelineTimeoutCalls calls,
+// raised with AdaptTimeout to StallFloor and StallFactor x the typical
+// round trip. Zero: no bound.
+func (r *Runner) StallBound(n int) time.Duration {
+	k := time.Duration((max(n, 1) + pipelineTimeoutCalls - 1) / pipelineTimeoutCalls)
+	b := r.Timeout * k
+	if r.AdaptTimeout && r.Timeout > 0 {
+		b = max(b, StallFloor, StallFactor*time.Duration(r.typical.Load()))
+	}
+	return b
+}
+
+// noteRoundTrip folds a successful round trip into the typical one
+// (AdaptTimeout).
+func (r *Runner) noteRoundTrip(d time.Duration) {
+	for {
+		old := r.typical.Load()
+		next := old + (int64(d)-old)/16
+		if old == 0 {
+			next = int64(d)
+		}
+		if r.typical.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// stalled is the error that stops a virtual-time run whose call, bounded
+// by bound, failed with err after waiting waited: a *StallError for a
+// timeout (nil else).
+func (r *Runner) stalled(err error, bound, waited time.Duration) error {
+	if err == nil || bound <= 0 || r.Clock == RedisClock || r.Clock == ClientClock || !server.IsTimeout(err) {
+		return nil
+	}
+	return &StallError{Bound: min(bound, waited), Err: err}
 }
 
 // cleanupTimeout bounds the memory reading and key removal after a run
@@ -244,8 +370,16 @@ type JobResult struct {
 // Run runs jobs that share one schedule shape (same window) and returns one
 // Row per job, with memory measured after the jobs (see Execute). A cancelled
 // ctx stops the run; the rows then hold what was measured.
+//
+// A run some of whose calls failed returns a *CallsFailedError (when
+// nothing else stopped it): the rows count them as OnError says, and the
+// error says how many and the first.
 func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
+	_ = r.takeFailed() // count this run's calls only
 	results, runErr := r.Execute(ctx, jobs)
+	if ferr := r.takeFailed(); ferr != nil && runErr == nil {
+		runErr = ferr
+	}
 	rows := make([]measure.Row, 0, len(results))
 	for _, jr := range results {
 		row := summarize(jr, r.Clock)
@@ -253,7 +387,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 			rows = append(rows, row) // no memory to read from a server.Redis that is gone
 			continue
 		}
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout())
+		mctx, cancel := server.CleanupContext(ctx, r.cleanupTimeout())
 		keys, err := server.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
 			row.Keys = int64(len(keys))
@@ -468,16 +602,27 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
 	}
+	virtual := r.Clock == VirtualClock || r.Clock == ""
+	bound := r.Timeout
+	if virtual {
+		bound = r.StallBound(1)
+	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if r.Timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, r.Timeout)
+	if bound > 0 {
+		cctx, cancel = context.WithTimeout(ctx, bound)
 	}
 	o := Outcome{Seq: seq, Arrival: a, Sent: time.Now()}
 	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
 	o.Recv = time.Now()
 	cancel()
-	if o.Err != nil && r.Timeout > 0 && r.Redis != nil && server.IsTimeout(o.Err) {
+	if o.Err != nil && bound > 0 && r.Redis != nil && server.IsTimeout(o.Err) {
 		r.killBusy(ctx, o.Sent)
+	}
+	if o.Err == nil {
+		r.noteRoundTrip(o.Recv.Sub(o.Sent))
+	}
+	if serr := r.stalled(o.Err, bound, o.Recv.Sub(o.Sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
+		r.cancel(serr) // a slow machine is waited for; a hang stops the run
 	}
 	r.settle(o.Err)
 	r.record(job, j, anchor, &o)
@@ -512,6 +657,7 @@ func (r *Runner) settle(err error) {
 // at its scheduled time, as OnError says; then it is streamed to Log and
 // told to Observe.
 func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
+	r.countCall(o.Err)
 	if o.Err != nil {
 		// an errored decision counts at its scheduled time, as the policy says
 		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(o.Arrival.At), Allowed: r.OnError == FailOpen}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness/server"
@@ -79,7 +80,7 @@ func cleanupTimeout(callTimeout time.Duration) time.Duration {
 // ended (Ctrl-C, an outage): not cancelled with ctx, bounded by
 // CleanupTimeout.
 func (s *Session) CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), s.CleanupTimeout())
+	return server.CleanupContext(ctx, s.CleanupTimeout())
 }
 
 // RemoveKeys removes every key under prefix (the session's own Prefix
@@ -102,7 +103,7 @@ func (s *Session) RemoveKeys(ctx context.Context, prefix string) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 2*time.Minute))
+	cctx, cancel := server.CleanupContext(ctx, max(s.CleanupTimeout(), 2*time.Minute))
 	defer cancel()
 	keys, err := server.ScanKeys(cctx, s.Redis.Client, prefix)
 	if err != nil {
@@ -124,12 +125,17 @@ func (s *Session) End(err error) (durationMS int64, complete bool, errText strin
 // RemoveKeysOrSay removes the session's keys (RemoveKeys) and, when that
 // fails (Redis gone or hanging after an outage), tells w which keys are
 // left and the command that removes them later, so nothing is left behind
-// silently. A nil w says nothing.
+// silently. On a server ratelab started (Redis.Owned) the keys go with the
+// server when the command ends: nothing to advise. A nil w says nothing.
 func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
 	err := s.RemoveKeys(ctx, "")
-	if err != nil && w != nil {
-		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <this Redis> --run %s --yes\n",
-			s.Prefix, err, s.RunID)
+	switch {
+	case err == nil || w == nil:
+	case s.Redis.Owned():
+		fmt.Fprintf(w, "ratelab: this run's keys could not be removed (%v); they go with the throwaway Redis ratelab started, stopped now\n", err)
+	default:
+		fmt.Fprintf(w, "ratelab: this run's keys (%s*) may be left in Redis at %s (%v); they expire with their TTLs, or remove them now with: ratelab clean --redis <the same --redis URL> --run %s --yes\n",
+			s.Prefix, s.Redis.Info.Addr, err, s.RunID)
 	}
 }
 
@@ -145,4 +151,67 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 		h.Redis = s.Redis.Info
 	}
 	return h
+}
+
+// EnvWatchEvery is how often a command looks at whether its Redis is still
+// the one it started on (Session.Guard): a restart or its keys removed end
+// it with a *server.EnvError.
+const EnvWatchEvery = 200 * time.Millisecond
+
+// watchEnv checks the session's Redis every EnvWatchEvery until stop, and
+// calls fire with the *server.EnvError of a change (once, then it stops
+// watching). stop ends the watch and, when ctx is still live (the command
+// ended by itself), checks once more (within 2 x EnvWatchEvery when the
+// last look got no answer: a Redis that hangs is not waited for long
+// again): a change since the last look is fired then. Safe to call stop
+// twice.
+func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
+	cctx, cancel := s.CleanupContext(ctx)
+	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
+	cancel()
+	if err != nil {
+		return func() {} // INFO failed: the command's own calls meet the same outage
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var unanswered bool // the last look failed (read after done is closed)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(EnvWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			cctx, cancel := context.WithTimeout(wctx, 5*EnvWatchEvery)
+			err := env.Check(cctx)
+			cancel()
+			if server.IsEnvError(err) {
+				fire(err)
+				return
+			}
+			unanswered = err != nil && wctx.Err() == nil
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			wcancel()
+			<-done
+			if ctx.Err() != nil {
+				return // stopped by a cause of its own (Ctrl-C, an eviction, a change)
+			}
+			bound := s.CleanupTimeout()
+			if unanswered {
+				bound = 2 * EnvWatchEvery // a Redis that hangs is not waited for long again
+			}
+			cctx, cancel := server.CleanupContext(ctx, bound)
+			defer cancel()
+			if err := env.Check(cctx); server.IsEnvError(err) {
+				fire(err)
+			}
+		})
+	}
 }

@@ -167,7 +167,7 @@ func TestCleanSkipsLiveRun(t *testing.T) {
 		keys = keys[:0]
 		for _, k := range all {
 			// the run's own keys, not the access check's probe keys ("ratelab:access-check:...")
-			if strings.Contains(k, "sliding-log") && !strings.HasPrefix(k, server.KeyPrefix+"access-check:") {
+			if strings.Contains(k, "sliding-log") && !strings.Contains(k, ":"+server.AccessCheckInfix) {
 				keys = append(keys, k)
 			}
 		}

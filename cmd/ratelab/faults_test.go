@@ -165,7 +165,7 @@ func TestFaults(t *testing.T) {
 				}
 			},
 			// issue 14 item 11: the keys a hanging Redis keeps are named, with the command that removes them
-			stderr: "remove them now with: ratelab clean --redis <this Redis> --run ",
+			stderr: "remove them now with: ratelab clean --redis <the same --redis URL> --run ",
 		},
 		{
 			name: "SCRIPT FLUSH mid-run costs nothing",
@@ -187,28 +187,27 @@ func TestFaults(t *testing.T) {
 			},
 		},
 		{
-			name:  "restart on the same port: the run goes on, fail-open counted",
+			// issue 24 item 5: the restart wiped the run's keys and scripts:
+			// no complete result from it (before: exit 0, complete)
+			name:  "restart on the same port: stopped, the restart named",
 			extra: []string{"--on-error", "fail-open"},
 			fault: func(t *testing.T, v *victim) {
 				v.signal(t, syscall.SIGKILL)
 				time.Sleep(time.Second) // longer than --timeout, shorter than --max-outage
 				v.start(t)
 			},
-			wantCode: exitOK,
+			wantCode: exitUsage,
 			check: func(t *testing.T, res *measure.Results, n, errs int) {
 				var errors, open int64
 				for _, r := range res.Results {
 					errors += r.Errors
 					open += r.FailedOpen
 				}
-				if !res.Complete || n != 1500 || errors == 0 || open != errors || int(errors) != errs {
-					t.Errorf("complete %v, %d decisions, errors %d (jsonl %d), failed open %d", res.Complete, n, errors, errs, open)
-				}
-				// issue 14 item 2: the restart wiped the run's keys, and the results say so
-				if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, " "), "keys were removed while it ran") {
-					t.Errorf("no note that the run's keys vanished: %q", res.Notes)
+				if res.Complete || !strings.Contains(res.Error, "restarted while the command ran") || errors == 0 || open != errors || int(errors) != errs {
+					t.Errorf("complete %v, error %q, %d decisions, errors %d (jsonl %d), failed open %d", res.Complete, res.Error, n, errors, errs, open)
 				}
 			},
+			stderr: "restarted while the command ran",
 		},
 	}
 	for _, c := range cases {
@@ -276,7 +275,9 @@ func TestVerifyRedisHangs(t *testing.T) {
 		t.Fatal("verify hung on a stopped Redis")
 	}
 	t.Logf("verify exited %v after SIGSTOP", time.Since(stopped).Round(time.Millisecond))
-	if r.code != exitUsage || !strings.Contains(r.stderr, "Redis kept failing") {
+	// the virtual-time trials stop on the first stalled call, the
+	// real-time ones once calls kept failing for --max-outage
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Redis kept failing") && !strings.Contains(r.stderr, "did not answer a call within") {
 		t.Errorf("exit %d, stderr %q; want exit 2 naming the outage", r.code, r.stderr)
 	}
 	if strings.Contains(r.stdout, "HOLDS") || strings.Contains(r.stdout, "VIOLATED") {

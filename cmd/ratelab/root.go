@@ -43,7 +43,10 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer reports.ReleaseOuts()                    // the results directories this command claimed
+	defer reports.ReleaseOuts() // the results directories this command claimed
+	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
+	// hangs; unregistered before stop cancels ctx on return
+	defer server.AbortOnCancel(ctx)()
 	out, errOut := ciWriters(args, stdout, stderr) // --format json's error object, --quiet (ci.go)
 	root := newRoot(out, errOut)
 	bindQuiet(root)
@@ -82,7 +85,12 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentPreRunE = emptyLists
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := emptyLists(c, args); err != nil {
+			return err
+		}
+		return noDuplicates(c)
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
@@ -91,4 +99,32 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCapacityCmd(stdout, stderr), newBenchCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr))
 	return root
+}
+
+// listFlags are the flags that name targets or scenarios, each once: a
+// name given twice would run twice on the same keys (issue 24 item 5:
+// `--algorithms fixed-window,fixed-window` shared its keys, 100 and 0
+// accepted).
+var listFlags = []string{"algorithms", "scenarios", "script", "config", "scenario-file"}
+
+// noDuplicates refuses a name given twice in one of c's listFlags.
+func noDuplicates(c *cobra.Command) error {
+	for _, name := range listFlags {
+		f := c.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		var vals []string
+		if sv, ok := f.Value.(interface{ GetSlice() []string }); ok {
+			vals = sv.GetSlice()
+		}
+		seen := map[string]bool{}
+		for _, v := range vals {
+			if seen[v] {
+				return usagef("--%s: %s given twice (both would run on the same keys; give each once)", name, v)
+			}
+			seen[v] = true
+		}
+	}
+	return nil
 }

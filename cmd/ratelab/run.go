@@ -69,6 +69,7 @@ func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 		}
 	}
 	cfg.Set = run.Given{Count: changed("limit"), Window: changed("window"), Cost: changed("cost"), Timeout: true} // a --timeout of 0 is a mistake
+	cfg.AdaptTimeout = !changed("timeout")                                                                        // virtual time: a slow machine is waited for
 	return cfg, flagError(c.Flags(), cfg.Validate())
 }
 

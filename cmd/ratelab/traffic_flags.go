@@ -36,6 +36,14 @@ var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-fi
 
 // runTraffic is `run --traffic`: open the file, replay it, publish.
 func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
+	// a replay runs the built-ins: a target given beside it would be
+	// dropped without a word (issue 24 item 5)
+	for _, n := range []string{"script", "config", "key", "arg", "allowed", "allowed-when", "trust-script"} {
+		if c.Flags().Changed(n) {
+			return usagef("--%s: --traffic replays the built-in algorithms only (--algorithms); run your script's scenarios without --traffic", n)
+		}
+	}
+	f.cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
 	cfg, err := f.cfg.Replay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
 	if err != nil {
 		return flagError(c.Flags(), err)

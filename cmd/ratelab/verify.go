@@ -61,7 +61,8 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 // config checks the flags and turns them into a verify.Config for the
 // one target of f.target.specs (verifyTargets loads them and sets each in turn).
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	cfg, spec := f.cfg, f.target.specs[0] // verify's one target
+	cfg, spec := f.cfg, f.target.specs[0]            // verify's one target
+	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
 	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {

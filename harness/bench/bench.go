@@ -326,6 +326,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			return fmt.Errorf("redis-benchmark cannot compare on a Redis Cluster: its --cluster mode does not route EVALSHA by key (MOVED); bench the cluster without comparing")
 		}
 		defer sess.RemoveKeysOrSay(ctx, progress)
+		// registered, so that clean skips the live bench and removes what a
+		// killed one left (issue 24 item 4)
+		if err := sess.Start(ctx); err != nil {
+			return fmt.Errorf("register the bench: %w", err)
+		}
 		ctx, done, err := sess.Guard(ctx, cfg.estimateBytes(), progress)
 		if err != nil {
 			return err
@@ -379,7 +384,9 @@ func workerClient(base redis.UniversalClient, clients int) redis.UniversalClient
 		opt.ReadTimeout = 30 * time.Second
 		opt.WriteTimeout = 30 * time.Second
 		opt.MaxRetries = -1
-		return redis.NewClusterClient(&opt)
+		cc := redis.NewClusterClient(&opt)
+		server.Track(cc) // Ctrl-C ends a call waiting on a Redis that hangs
+		return cc
 	}
 	opt := *base.(*redis.Client).Options()
 	opt.Protocol = 2       // no RESP3 push handling per reply
@@ -389,5 +396,7 @@ func workerClient(base redis.UniversalClient, clients int) redis.UniversalClient
 	opt.ReadTimeout = 30 * time.Second
 	opt.WriteTimeout = 30 * time.Second
 	opt.MaxRetries = -1
-	return redis.NewClient(&opt)
+	c := redis.NewClient(&opt)
+	server.Track(c) // Ctrl-C ends a call waiting on a Redis that hangs
+	return c
 }

@@ -195,6 +195,9 @@ func (wk *worker) loop(ctx context.Context) error {
 			return nil
 		}
 		if wk.interval > 0 {
+			if !wk.counted && !next.Before(deadline) {
+				return nil // a run of Duration: the next pipeline is due after its end (bench --rate 0.0001 waited for hours)
+			}
 			if wait := time.Until(next); wait > 0 {
 				select {
 				case <-ctx.Done():

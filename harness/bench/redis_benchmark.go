@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab/measure"
@@ -24,6 +25,8 @@ func (b *bencher) runRedisBenchmark(ctx context.Context, call Call, path, prefix
 		"-n", strconv.FormatInt(n, 10), "-r", strconv.Itoa(cfg.Keys), "--csv")
 	args = append(args, RedisBenchmarkCommand(call, path, prefix)...)
 	cmd := exec.CommandContext(ctx, cfg.RedisBenchmark, args...)
+	// it ends with bench, even on kill -9 (it kept writing ~3 s after one)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ratelab/ratelab/harness/server"
@@ -39,7 +40,8 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 	if err != nil {
 		return nil, fmt.Errorf("%w: the cluster engine starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
 	}
-	dir, err := os.MkdirTemp("", "ratelab-cluster-")
+	SweepClusterDirs() // those of clusters whose ratelab was killed
+	dir, err := os.MkdirTemp("", clusterDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("start a Redis Cluster: %w", err)
 	}
@@ -111,6 +113,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 		}
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	server.Track(c)
 	version, err := server.ClusterReady(ctx, c, time.Until(deadline))
 	if err != nil {
 		_ = c.Close() // a client that did not reach the cluster: err says why
@@ -172,4 +175,39 @@ func waitClusterOK(ctx context.Context, node *redis.Client, n int, deadline time
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// clusterDirPrefix begins the name of a cluster's temporary directory (in
+// os.TempDir), followed by the pid of the ratelab that made it.
+const clusterDirPrefix = "ratelab-cluster-"
+
+// SweepClusterDirs removes the temporary directories of `--redis cluster`
+// left by a ratelab that no longer runs (a kill -9 skips Close; the
+// servers die with it, their directory stays), and returns their paths.
+// Directories of live processes, and names it did not make, are left.
+func SweepClusterDirs() []string {
+	entries, err := os.ReadDir(os.TempDir())
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), clusterDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // alive, or not ours to know
+		}
+		path := filepath.Join(os.TempDir(), e.Name())
+		if os.RemoveAll(path) == nil {
+			removed = append(removed, path)
+		}
+	}
+	return removed
 }

@@ -158,6 +158,7 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		endpoint = net.JoinHostPort("127.0.0.1", p)
 	}
 	c := redis.NewClient(&redis.Options{Addr: endpoint, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	server.Track(c)
 	var r *server.Redis
 	id := ctr.GetContainerID()
 	r = server.New(c, measure.RedisInfo{Mode: "container", Addr: endpoint}, func() error {

@@ -97,6 +97,7 @@ func Spawn(ctx context.Context, bin string, port int, timeout, dial time.Duratio
 		}
 	}()
 	p.Client = redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	server.Track(p.Client) // an interrupt cuts its calls off too (server.AbortOnCancel)
 	version, err := server.WaitReady(ctx, p.Client, timeout)
 	if err != nil {
 		_ = p.Stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail

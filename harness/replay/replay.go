@@ -62,6 +62,12 @@ type Config struct {
 	Timeout   time.Duration
 	OnError   harness.ErrorPolicy
 	MaxOutage time.Duration
+	// AdaptTimeout makes Timeout's bound a floor: a round trip may take
+	// up to harness.StallFloor and harness.StallFactor times the slowest
+	// seen (a slow machine is waited for). A round trip past the bound
+	// stops the replay with a *harness.StallError either way: the replay
+	// runs in virtual time, where a slow call changes no decision.
+	AdaptTimeout bool
 	// RunID names the keys' prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
@@ -231,7 +237,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	for _, w := range workers {
 		row := w.row(cfg, src.base)
 		// keys derived by the scripts may linger in the thousands (see below)
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.CleanupTimeout(), 30*time.Second))
+		mctx, cancel := server.CleanupContext(ctx, max(s.CleanupTimeout(), 30*time.Second))
 		if !errors.Is(err, harness.ErrOutage) {
 			keys, kerr := server.ScanKeys(mctx, rd.Client, w.prefix)
 			if kerr == nil {
@@ -250,6 +256,20 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 		cancel()
 		info.Decisions += w.decisions.Load()
 		res.Results = append(res.Results, row)
+	}
+	if err == nil {
+		// failed calls were counted as OnError says: not the limiter's figures
+		f := &harness.CallsFailedError{}
+		for _, w := range workers {
+			f.Failed += w.errs
+			f.Calls += w.requests
+			if f.First == nil {
+				f.First = w.firstErr
+			}
+		}
+		if f.Failed > 0 {
+			err = f
+		}
 	}
 	var lingering []string
 	for _, row := range res.Results {

@@ -43,6 +43,7 @@ type replayWorker struct {
 
 	requests, acceptedReq, offered, accepted int64
 	errs, failedOpen, failedClosed           int64
+	firstErr                                 error
 	decisions                                atomic.Int64
 
 	nextSample   int64
@@ -53,6 +54,7 @@ type replayWorker struct {
 	expired      int64 // keys removed as expired in virtual time
 	dur          time.Duration
 	failingSince time.Time
+	typical      time.Duration // the moving average of successful round trips
 }
 
 func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
@@ -98,8 +100,9 @@ func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time
 // resent by the pipe.
 func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b []replayItem, base time.Time, log *measure.DecisionLog) error {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if w.cfg.Timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout*time.Duration((w.cfg.Pipeline+63)/64))
+	bound := w.stallBound()
+	if bound > 0 {
+		cctx, cancel = context.WithTimeout(ctx, bound)
 	}
 	defer cancel()
 	calls := make([]algorithms.ScriptCall, len(b))
@@ -128,6 +131,14 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 			w.rkeys[k] = touch{at: it.a.At, real: recv}
 		}
 	}
+	if execErr != nil && bound > 0 && server.IsTimeout(execErr) && ctx.Err() == nil {
+		// virtual time: a slow round trip changes no decision and is
+		// waited for; one past the bound is a hang, never counted
+		return &harness.StallError{Bound: min(bound, recv.Sub(sent)), Err: execErr}
+	}
+	if execErr == nil {
+		w.typical += (recv.Sub(sent) - w.typical) / 16 // as harness.Runner's
+	}
 	rtt := max(recv.Sub(sent).Microseconds(), 1)
 	_ = w.hist.RecordValues(rtt, int64(len(b)))
 	if err := w.noteOutage(execErr, recv); err != nil {
@@ -147,6 +158,9 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		cost := it.a.Cost
 		if err != nil {
 			w.errs++
+			if w.firstErr == nil {
+				w.firstErr = err
+			}
 			d = algorithms.Decision{DecidedAt: base.Add(it.a.At), Allowed: w.cfg.OnError == harness.FailOpen}
 			if d.Allowed {
 				w.failedOpen += cost
@@ -171,6 +185,17 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 	}
 	w.decisions.Add(int64(len(b)))
 	return nil
+}
+
+// stallBound bounds one round trip: Timeout times ceil(Pipeline/64),
+// raised with AdaptTimeout to harness.StallFloor and harness.StallFactor
+// times the typical round trip (as harness.Runner.StallBound). Zero: no bound.
+func (w *replayWorker) stallBound() time.Duration {
+	b := w.cfg.Timeout * time.Duration((w.cfg.Pipeline+63)/64)
+	if w.cfg.AdaptTimeout && b > 0 {
+		b = max(b, harness.StallFloor, harness.StallFactor*w.typical)
+	}
+	return b
 }
 
 // noteOutage tracks round trips that failed as a whole (not an error
@@ -202,10 +227,14 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 	} else {
 		w.nextSample += memorySampleEvery
 	}
+	start := time.Now()
 	m, err := w.liveMemory(ctx, rd)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if server.IsTimeout(err) && w.stallBound() > 0 {
+			return &harness.StallError{Bound: time.Since(start), Err: err} // Redis stopped answering
 		}
 		return fmt.Errorf("memory reading: %w", err)
 	}

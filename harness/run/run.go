@@ -55,6 +55,10 @@ type Config struct {
 	Timeout   time.Duration
 	OnError   harness.ErrorPolicy
 	MaxOutage time.Duration
+	// AdaptTimeout, in virtual time, makes Timeout the floor of a bound
+	// that grows with the round trips seen (harness.Runner.AdaptTimeout):
+	// set it when the user did not choose the timeout.
+	AdaptTimeout bool
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
 }
@@ -275,7 +279,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	res.Config.TimeoutMS = cfg.Timeout.Milliseconds()
 	res.Config.OnError = string(cfg.OnError)
 	runner := &harness.Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
-		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
+		Timeout: cfg.Timeout, AdaptTimeout: cfg.AdaptTimeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
 	guard := func() error { return nil }
 	err = func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live run

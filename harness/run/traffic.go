@@ -19,7 +19,7 @@ import (
 func (cfg Config) Replay(source string, pipeline int, opts scenarios.TrafficOptions) (replay.Config, error) {
 	rc := replay.Config{Algorithms: cfg.Algorithms, Limit: cfg.Limit, Cost: cfg.Cost,
 		Source: source, Name: "traffic", Pipeline: pipeline,
-		Timeout: cfg.Timeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage, Traffic: opts}
+		Timeout: cfg.Timeout, AdaptTimeout: cfg.AdaptTimeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage, Traffic: opts}
 	switch {
 	case len(cfg.Scenarios) > 0 || len(cfg.ScenarioFiles) > 0:
 		return rc, field.Errorf("traffic", "replays the file alone; leave out the scenarios and scenario files")

@@ -38,6 +38,9 @@ var ACLCommands = []string{
 // INFO). go-redis also asks COMMAND, but works without it.
 var ACLClusterCommands = []string{"cluster|slots", "cluster|info"}
 
+// AccessCheckInfix follows the run prefix of CheckAccess's probe keys.
+const AccessCheckInfix = "access-check:"
+
 // probeScript is what CheckAccess runs to check EVAL and EVALSHA.
 const probeScript = "return 0"
 
@@ -51,7 +54,9 @@ var accessProbe = redis.NewScript(accessProbeSrc)
 
 // CheckAccess checks that the connection's user may run what ratelab's run
 // and verify send (ACLCommands) on keys under KeyPrefix: it calls each one
-// directly on a few probe keys "ratelab:access-check:<id>:{p}:..." (deleted
+// directly on a few probe keys "ratelab:<id>:access-check:{p}:..." (a run
+// prefix of their own, so that `ratelab clean` finds what a kill -9 leaves;
+// each given a TTL of a minute as soon as it is written; deleted
 // afterwards), then runs a probe script (EVALSHA) that calls, from a
 // script, every command the algorithms' scripts call (TIME, their key
 // commands, PEXPIRE): an ACL applies inside scripts too. It imports no
@@ -60,10 +65,10 @@ var accessProbe = redis.NewScript(accessProbeSrc)
 // (ratelab needs ...)`; a command refused only inside a script is named
 // "ZADD in a script".
 func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
-	base := KeyPrefix + "access-check:" + NewRunID() + ":{p}:"
+	base := RunPrefix(NewRunID()) + AccessCheckInfix + "{p}:"
 	str, zset, hash := base+"s", base+"z", base+"h"
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		cctx, cancel := CleanupContext(ctx, 2*time.Second)
 		defer cancel()
 		if keys, err := ScanKeys(cctx, c, base); err == nil {
 			_ = DeleteKeys(cctx, c, keys) // best effort: a key left is under ratelab's prefix, for ratelab clean
@@ -85,10 +90,12 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 		{"INCRBY", func() error { return c.IncrBy(ctx, str, 1).Err() }},
 		{"PEXPIRE", func() error { return c.PExpire(ctx, str, time.Minute).Err() }},
 		{"ZADD", func() error { return c.ZAdd(ctx, zset, redis.Z{Score: 1, Member: "m"}).Err() }},
+		{"PEXPIRE", func() error { return c.PExpire(ctx, zset, time.Minute).Err() }},
 		{"ZCARD", func() error { return c.ZCard(ctx, zset).Err() }},
 		{"ZRANGE", func() error { return c.ZRangeWithScores(ctx, zset, 0, 0).Err() }},
 		{"ZREMRANGEBYSCORE", func() error { return c.ZRemRangeByScore(ctx, zset, "0", "0").Err() }},
 		{"HSET", func() error { return c.HSet(ctx, hash, "f", 1).Err() }},
+		{"PEXPIRE", func() error { return c.PExpire(ctx, hash, time.Minute).Err() }},
 		{"HINCRBY", func() error { return c.HIncrBy(ctx, hash, "f", 1).Err() }},
 		{"HGET", func() error { return c.HGet(ctx, hash, "f").Err() }},
 		{"HMGET", func() error { return c.HMGet(ctx, hash, "f").Err() }},

@@ -59,7 +59,10 @@ func TestAccessProbe(t *testing.T) {
 	if err := server.CheckAccess(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := server.ScanKeys(ctx, admin, server.KeyPrefix+"access-check:"); len(left) != 0 {
-		t.Errorf("CheckAccess left %v", left)
+	all, _ := server.ScanKeys(ctx, admin, server.KeyPrefix)
+	for _, k := range all {
+		if strings.Contains(k, server.AccessCheckInfix) {
+			t.Errorf("CheckAccess left %s", k)
+		}
 	}
 }

@@ -122,7 +122,7 @@ const busySlack = 2 * time.Millisecond
 // with an error other than NOTBUSY and UNKILLABLE. Safe for concurrent use.
 func KillBusyScript(ctx context.Context, c redis.UniversalClient, sent time.Time, threshold time.Duration) (BusyScript, error) {
 	wait := max(KillWait, threshold+2*time.Second)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
+	ctx, cancel := CleanupContext(ctx, wait)
 	defer cancel()
 	var mu sync.Mutex
 	found := NotBusy
@@ -141,6 +141,7 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient, sent time.Time
 		opt.ReadTimeout, opt.ContextTimeoutEnabled, opt.PoolSize = wait, true, 1
 		opt.MaxRetries = -1 // a retried PING would hide when BUSY came
 		kc := redis.NewClient(&opt)
+		Track(kc)
 		defer func() { _ = kc.Close() }() // one call's client: closing frees its connection, no more
 		err := kc.Ping(ctx).Err()
 		switch {

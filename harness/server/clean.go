@@ -26,7 +26,9 @@ import (
 //   - its marker "ratelab:<run id>:~alive", with a TTL of AliveTTL that the
 //     run refreshes every AliveEvery while it lives: `ratelab clean` never
 //     removes the keys of a run whose marker is there (unless the run's
-//     process is known to be gone, see RunRecord.Process);
+//     process is known to be gone, see RunRecord.Process), nor those of a
+//     run whose process on this machine is stopped, marker or not (a
+//     suspended run cannot refresh it);
 //   - its record "ratelab:<run id>:~run", with a TTL of RecordTTL: `ratelab
 //     clean` removes only the keys of runs that left a record (or that the
 //     user names with --run).
@@ -46,6 +48,16 @@ func MarkerKey(runID string) string { return RunPrefix(runID) + MarkerSuffix }
 // RecordKey: see MarkerKey.
 func RecordKey(runID string) string { return RunPrefix(runID) + RecordSuffix }
 
+// accessCheckOnly reports whether keys (under prefix) are all CheckAccess's.
+func accessCheckOnly(prefix string, keys []string) bool {
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix+AccessCheckInfix) {
+			return false
+		}
+	}
+	return len(keys) > 0
+}
+
 func isMetaKey(k string) bool {
 	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
 }
@@ -63,6 +75,10 @@ type Registration struct {
 	done     chan struct{}
 	once     sync.Once
 	vanished atomic.Bool
+	// runIDs are the servers' run_ids when the run registered (Check);
+	// addr names the server in messages.
+	runIDs map[string]string
+	addr   string
 }
 
 // Register writes run runID's marker (first) and record (MarkerKey,
@@ -83,7 +99,13 @@ func Register(ctx context.Context, c redis.UniversalClient, runID string) (*Regi
 	if err := c.Set(ctx, RecordKey(runID), value, RecordTTL).Err(); err != nil {
 		return nil, fmt.Errorf("register run %s: %w", runID, err)
 	}
-	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{})}
+	// read after the marker is written: a restart from here on is seen
+	ids, err := RunIDs(ctx, c)
+	if err != nil && !IsRedisError(err) { // a user refused INFO: no restart check, the marker's stays
+		return nil, fmt.Errorf("register run %s: INFO server: %w", runID, err)
+	}
+	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{}),
+		runIDs: ids, addr: addrOf(c)}
 	go r.heartbeat(ctx)
 	return r, nil
 }
@@ -100,7 +122,7 @@ func (r *Registration) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AliveEvery)
+		hctx, cancel := CleanupContext(ctx, AliveEvery)
 		ok, err := r.c.SetXX(hctx, r.marker, r.value, AliveTTL).Result()
 		if err == nil && !ok {
 			// someone removed it (and likely the run's keys): say so, and mark again
@@ -183,7 +205,9 @@ func FindLeftovers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig
 		if err := checkLeftover(ctx, c, &l); err != nil {
 			return nil, err
 		}
-		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run)
+		// an access check's probe keys have no record: a kill -9 during
+		// it left them, and they are ratelab's alone
+		l.Remove = !l.Live && (l.Record != nil || id == cfg.Run || accessCheckOnly(l.Prefix, ks))
 		out = append(out, l)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Prefix < out[b].Prefix })
@@ -208,10 +232,39 @@ func checkLeftover(ctx context.Context, c redis.UniversalClient, l *Leftover) er
 			l.Record = &rec
 		}
 	}
-	if marker.Err() == nil {
+	switch {
+	case marker.Err() == nil:
 		l.Live = l.Record == nil || processAlive(l.Record.PID, l.Record.Process)
+	case l.Record != nil:
+		// the marker expired, but the run's process on this machine is
+		// stopped (Ctrl-Z, SIGSTOP): it could not refresh its marker and
+		// goes on when resumed
+		l.Live = processStopped(l.Record.PID, l.Record.Process)
 	}
 	return nil
+}
+
+// processStopped reports whether identity names a process on this machine
+// (same boot, same pid namespace) that still exists and is stopped (state
+// T or t in /proc/<pid>/stat). A running process whose marker expired is
+// not one: its run stopped refreshing it.
+func processStopped(pid int, identity string) bool {
+	f := strings.Fields(identity)
+	mine := strings.Fields(procIdentity(os.Getpid()))
+	if len(f) != 4 || len(mine) != 4 || f[0] != mine[0] || f[1] != mine[1] || f[2] != strconv.Itoa(pid) ||
+		procIdentity(pid) != identity {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	state := strings.Fields(string(stat[i+1:]))
+	return len(state) > 0 && (state[0] == "T" || state[0] == "t")
 }
 
 // RemoveLeftovers removes the keys of the leftovers marked Remove, after
@@ -277,4 +330,80 @@ func procIdentity(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(string(boot)) + " " + ns + " " + strconv.Itoa(pid) + " " + f[19]
+}
+
+// GuardUserPrefix begins the name of every ACL user a Guard creates; the
+// run id follows ("ratelab-guard-<run id>"), so that a user left by a
+// killed run (kill -9 leaves it enabled, with its password) is found and
+// removed by `ratelab clean` (issue 24 item 4).
+const GuardUserPrefix = "ratelab-guard-"
+
+// GuardUser is an ACL user a run's Guard left on a server.
+type GuardUser struct {
+	// Name is the ACL user's; RunID the run's that created it.
+	Name, RunID string
+	// Live: the run still runs (its marker is there and its process is not
+	// known to be gone, or its process on this machine runs): the user is
+	// left alone.
+	Live bool
+}
+
+// FindGuardUsers lists the ACL users of ratelab's guards on c (ACL USERS),
+// only cfg.Run's when set, each with whether its run is live (as
+// FindLeftovers decides it from the run's marker and record). A server
+// that will not list its users (a user without ACL permission, a Redis
+// Cluster, a Redis before 6) has none to show: nil, nil.
+func FindGuardUsers(ctx context.Context, c redis.UniversalClient, cfg CleanConfig) ([]GuardUser, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	one, ok := c.(*redis.Client)
+	if !ok {
+		return nil, nil
+	}
+	names, err := one.Do(ctx, "ACL", "USERS").StringSlice()
+	if err != nil {
+		if IsRedisError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []GuardUser
+	for _, n := range names {
+		id, ok := strings.CutPrefix(n, GuardUserPrefix)
+		if !ok || !IsRunID(id) || cfg.Run != "" && id != cfg.Run {
+			continue
+		}
+		l := Leftover{RunID: id}
+		if err := checkLeftover(ctx, c, &l); err != nil {
+			return nil, err
+		}
+		out = append(out, GuardUser{Name: n, RunID: id, Live: l.Live})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// RemoveGuardUsers removes the users that are not Live (ACL DELUSER),
+// after checking each run once more, and returns how many it removed.
+func RemoveGuardUsers(ctx context.Context, c redis.UniversalClient, us []GuardUser) (int, error) {
+	n := 0
+	for i := range us {
+		u := &us[i]
+		if u.Live {
+			continue
+		}
+		l := Leftover{RunID: u.RunID}
+		if err := checkLeftover(ctx, c, &l); err != nil {
+			return n, err
+		}
+		if u.Live = l.Live; u.Live {
+			continue
+		}
+		if err := c.Do(ctx, "ACL", "DELUSER", u.Name).Err(); err != nil {
+			return n, fmt.Errorf("ACL DELUSER %s: %w", u.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -3,7 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,5 +124,47 @@ func TestKilledRunNotLive(t *testing.T) {
 	}
 	if left, _ := server.ScanKeys(ctx, r.Client, server.RunPrefix(rec.RunID)); len(left) != 0 {
 		t.Errorf("left %v", left)
+	}
+}
+
+// issue 24 item 5: a run suspended (Ctrl-Z) longer than server.AliveTTL
+// has lost its marker, but its process on this machine still runs: clean
+// leaves its keys (before, it removed them and the run said VIOLATED once
+// resumed). Once the process is gone, they are removed.
+func TestSuspendedRunLive(t *testing.T) {
+	r := openExec(t)
+	ctx := context.Background()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	// the signal is delivered asynchronously: wait until the process is stopped
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(b), ") T ") {
+			break
+		}
+	}
+	rec := server.RunRecord{RunID: server.NewRunID(), Started: time.Now().UTC(), PID: pid, Process: server.ProcIdentity(pid)}
+	b, _ := json.Marshal(rec)
+	// the record only: the marker expired while the process was stopped
+	r.Client.Set(ctx, server.RecordKey(rec.RunID), b, server.RecordTTL)
+	r.Client.Set(ctx, server.RunPrefix(rec.RunID)+"k", "v", time.Minute)
+	ls, err := server.FindLeftovers(ctx, r.Client, server.CleanConfig{})
+	if err != nil || len(ls) != 1 || !ls[0].Live || ls[0].Remove {
+		t.Fatalf("a stopped run's keys: %v, %+v; want live, kept", err, ls)
+	}
+	if n, err := server.RemoveLeftovers(ctx, r.Client, ls); n != 0 || err != nil {
+		t.Errorf("removed %d keys of a stopped run (%v)", n, err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	ls, err = server.FindLeftovers(ctx, r.Client, server.CleanConfig{})
+	if err != nil || len(ls) != 1 || ls[0].Live || !ls[0].Remove {
+		t.Fatalf("a dead run's keys: %v, %+v; want to remove", err, ls)
 	}
 }

@@ -49,7 +49,12 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
-	user, pass := "ratelab-guard-"+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	// named by the run, so that `ratelab clean` can tie a user left by a
+	// killed run to it (GuardUserPrefix)
+	user, pass := GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
+		user = GuardUserPrefix + id
+	}
 	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
 		"+@all", "-@dangerous", "-@admin", "+info"}
 	rules = append(rules, guardDenied...)
@@ -79,7 +84,9 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 			return cn.AuthACL(ctx, user, pass).Err()
 		}
 	}
-	return &Guard{Client: redis.NewClient(&opt), user: user, admin: admin}, nil
+	gc := redis.NewClient(&opt)
+	Track(gc)
+	return &Guard{Client: gc, user: user, admin: admin}, nil
 }
 
 // guardDenied are the commands a guarded script may not call besides
@@ -93,7 +100,7 @@ var guardDenied = []any{"-select", "-swapdb", "-move", "-migrate", "-flushdb", "
 // the removal's: the user may be left on the server.
 func (g *Guard) Close(ctx context.Context) error {
 	_ = g.Client.Close() // ratelab's own connection; what matters is the user's removal
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*1e9)
+	cctx, cancel := CleanupContext(ctx, 2*1e9)
 	defer cancel()
 	if err := g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err(); err != nil {
 		return fmt.Errorf("ACL DELUSER %s: %w", g.user, err)

@@ -109,6 +109,7 @@ func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error)
 		return nil, err
 	}
 	c := redis.NewClusterClient(opt)
+	Track(c)
 	version, err := ClusterReady(ctx, c, o.Timeout)
 	r := &Redis{Client: c, Info: measure.RedisInfo{Mode: "cluster-url", Addr: seeds, Version: version}}
 	if err != nil {
@@ -163,6 +164,7 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		return nil, fail(err)
 	}
 	c := redis.NewClient(opt)
+	Track(c)
 	version, err := WaitReady(ctx, c, o.Timeout)
 	if err != nil {
 		_ = c.Close() // a client that did not connect: the error returned is why
@@ -274,6 +276,9 @@ func connError(addr, user string, tls bool, err error) error {
 			hint = " (pass --redis-ca FILE with the CA that signed the server's certificate)"
 		}
 		return fmt.Errorf("TLS handshake with %s failed: %s%s", addr, oneLine(s), hint)
+	case strings.HasPrefix(s, "BUSY"):
+		// another client's script: never ratelab's to kill (issue 24 item 3)
+		return fmt.Errorf("the Redis at %s is busy running another client's script (it answers BUSY to everyone until the script ends): ratelab leaves it alone and writes nothing; try again when it is done", addr)
 	case !tls && (errors.Is(err, syscall.ECONNRESET) || strings.Contains(s, "EOF")):
 		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))
 	}

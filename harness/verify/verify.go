@@ -133,6 +133,12 @@ type Config struct {
 	// one). Zero means DefaultBudget (3 s); negative turns the search off;
 	// at most MaxBudget. NoDefaults does not apply to it.
 	Budget time.Duration
+	// AdaptTimeout ("adapt_timeout"), for the virtual-time trials, makes
+	// Timeout the floor of a bound that grows with the round trips seen
+	// (harness.Runner.AdaptTimeout): a loaded machine is waited for, a
+	// Redis that hangs still ends the verification (a *harness.StallError,
+	// never a verdict). Set it when the user did not choose the timeout.
+	AdaptTimeout bool
 	// NoDefaults refuses a zero Timeout, MaxOutage or Clients instead of
 	// taking the default: for a caller, such as a command line, whose
 	// values already carry their defaults, so that a zero is a mistake.
@@ -317,7 +323,11 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		threshold, _ = server.BusyThreshold(tctx, rd.Client)
 		tcancel()
 	}
-	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	probeBound := cfg.Timeout
+	if cfg.AdaptTimeout && st.caps.InjectsTime {
+		probeBound = max(probeBound, harness.StallFloor)
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeBound)
 	sent := time.Now()
 	_, err = lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()

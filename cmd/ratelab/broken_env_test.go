@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/measure"
+)
+
+// writeTraffic writes a CSV of n requests, one per ms over 2000 keys.
+func writeTraffic(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("timestamp,key\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d,k%d\n", i, i%2000)
+	}
+	path := filepath.Join(t.TempDir(), "traffic.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// issue 24 item 5: a Redis restart, a FLUSHALL and a SIGSTOP longer than
+// the call timeout during a verify and during a replay: exit 2 naming the
+// cause, no verdict, results marked incomplete. Before, the correct
+// sliding-log was called VIOLATED after a FLUSHALL (exit 1), a replay across
+// a restart exited 0 with complete: true and most decisions failed.
+func TestBrokenEnvironment(t *testing.T) {
+	traffic := writeTraffic(t, 400000)
+	faults := []struct {
+		name  string
+		do    func(t *testing.T, v *victim)
+		cause string // in stderr
+	}{
+		{"restart", func(t *testing.T, v *victim) {
+			v.signal(t, syscall.SIGKILL)
+			v.start(t) // same port, empty, a new run_id
+		}, "restarted while the command ran"},
+		{"FLUSHALL", func(t *testing.T, v *victim) {
+			c := redis.NewClient(&redis.Options{Addr: v.addr})
+			defer c.Close()
+			if err := c.FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, "keys were removed from Redis"},
+		{"SIGSTOP longer than --timeout", func(t *testing.T, v *victim) {
+			v.signal(t, syscall.SIGSTOP)
+			time.Sleep(3 * time.Second)
+			v.signal(t, syscall.SIGCONT)
+		}, "did not answer a call within "},
+	}
+	commands := []struct {
+		name  string
+		args  []string
+		ready string // a line of stderr once the command is at work
+	}{
+		{"verify", []string{"verify", "--algorithm", "sliding-log", "--limit", "2000", "--window", "1h"}, "virtual-time trials"},
+		{"replay", []string{"run", "--traffic", traffic, "--limit", "10", "--window", "1s", "--format", "json"}, "replaying"},
+	}
+	for _, cmd := range commands {
+		for _, f := range faults {
+			t.Run(cmd.name+"/"+f.name, func(t *testing.T) {
+				v := startVictim(t)
+				out := t.TempDir()
+				args := append(cmd.args, "--redis", "redis://"+v.addr, "--out", out, "--force")
+				if strings.HasPrefix(f.name, "SIGSTOP") {
+					args = append(args, "--timeout", "1s")
+				}
+				var stdout strings.Builder
+				var stderr syncBuffer
+				done := make(chan int, 1)
+				go func() { done <- Main(args, &stdout, &stderr) }()
+				for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), cmd.ready); {
+					if time.Now().After(deadline) {
+						t.Fatalf("not started within 30 s: %s", stderr.String())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				time.Sleep(200 * time.Millisecond) // into the work
+				select {
+				case code := <-done:
+					t.Fatalf("%s ended (exit %d) before the fault: make its work longer; stderr %s", cmd.name, code, stderr.String())
+				default:
+				}
+				f.do(t, v)
+				var code int
+				select {
+				case code = <-done:
+				case <-time.After(60 * time.Second):
+					t.Fatalf("%s hung after the fault: %s", cmd.name, stderr.String())
+				}
+				if code != exitUsage || !strings.Contains(stderr.String(), f.cause) {
+					t.Errorf("exit %d, want 2 naming %q; stderr:\n%s", code, f.cause, stderr.String())
+				}
+				for _, verdict := range []string{"HOLDS", "VIOLATED", "COUNTER-EXAMPLE"} {
+					if strings.Contains(stdout.String(), verdict) {
+						t.Errorf("a verdict from a broken environment: %s", stdout.String())
+					}
+				}
+				if cmd.name == "replay" {
+					res, err := measure.ReadResults(filepath.Join(out, "results.json"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Complete || !strings.Contains(res.Error, f.cause) {
+						t.Errorf("results.json: complete %v, error %q", res.Complete, res.Error)
+					}
+				} else {
+					rep, err := measure.ReadVerify(filepath.Join(out, "verify.json"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rep.Complete || !strings.Contains(rep.Error, f.cause) {
+						t.Errorf("verify.json: complete %v, error %q", rep.Complete, rep.Error)
+					}
+				}
+			})
+		}
+	}
+}
+
+// issue 24 item 5: a target given twice (both rows shared keys: 100 and 0
+// accepted) and a target the command would drop (run --traffic ran the
+// built-ins and left --script out) are refused before Redis is opened.
+func TestDuplicateAndDroppedTargets(t *testing.T) {
+	script := writeFile(t, "s.lua", "return 1\n")
+	traffic := writeFile(t, "t.csv", "timestamp,key\n1,a\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--algorithms", "fixed-window,fixed-window"}, "--algorithms: fixed-window given twice"},
+		{[]string{"capacity", "--algorithms", "sliding-log,gcra,sliding-log"}, "--algorithms: sliding-log given twice"},
+		{[]string{"bench", "--algorithms", "gcra,gcra"}, "--algorithms: gcra given twice"},
+		{[]string{"run", "--script", script, "--script", script}, "--script: " + script + " given twice"},
+		{[]string{"run", "--scenarios", "steady,steady"}, "--scenarios: steady given twice"},
+		{[]string{"run", "--traffic", traffic, "--limit", "10", "--window", "1s", "--script", script}, "--script: --traffic replays the built-in algorithms only"},
+	} {
+		// an address nothing listens on: refused before Redis is opened
+		code, _, stderr := ratelab(t, append(tc.args, "--redis", "redis://127.0.0.1:1")...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
