@@ -20,6 +20,8 @@ import (
 type Figure struct {
 	Name string
 	SVG  []byte
+	// Caption, when set, is shown under the figure instead of Name.
+	Caption string
 }
 
 // HTMLDoc is one self-contained HTML report: what WriteHTMLDoc renders.
@@ -128,7 +130,11 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 		if err != nil {
 			return fmt.Errorf("reports: figure %s: %w", f.Name, err)
 		}
-		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg})
+		caption := f.Caption
+		if caption == "" {
+			caption = f.Name
+		}
+		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg, Caption: caption})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, page); err != nil {
@@ -256,7 +262,8 @@ func readFigures(dir string, plots []string) ([]Figure, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reports: %w", err)
 		}
-		figs = append(figs, Figure{Name: filepath.Base(base), SVG: svg})
+		name := filepath.Base(base)
+		figs = append(figs, Figure{Name: name, SVG: svg, Caption: FigureCaption(name)})
 	}
 	return figs, nil
 }
@@ -267,8 +274,27 @@ type htmlPage struct {
 }
 
 type htmlFigure struct {
-	Name string
-	SVG  template.HTML
+	Name, Caption string
+	SVG           template.HTML
+}
+
+// FigureCaption says in a sentence what the plot named name (a file name
+// without extension, as WriteDir and WriteVerifyDir write them) shows; ""
+// for a name it does not know.
+func FigureCaption(name string) string {
+	switch {
+	case strings.HasPrefix(name, "trailing-"):
+		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most."
+	case strings.HasPrefix(name, "timeline-"):
+		return strings.TrimPrefix(name, "timeline-") + ": total accepted since the start (cumulative, not a window's count: compare the trailing-window plot with the limit)."
+	case name == "ratio":
+		return "The most accepted within any one window divided by the limit, per scenario and algorithm; above 1.0 the limit was exceeded."
+	case name == "families":
+		return "Each family's worst window against the limit (max in W / L); above 1.0 the family found a violation."
+	case name == "counterexample":
+		return "The counter-example: every decision of the breaking trial against time, accepted (cumulative) and denied, with the window that broke the limit shaded."
+	}
+	return ""
 }
 
 // configItems is the run's configuration and Redis as label/value pairs.
@@ -390,7 +416,7 @@ figcaption { color: #555; font-size: .85em; }
 {{with .Key}}<p class="key">{{.}}</p>{{end}}{{else}}<p>No results.</p>{{end}}
 {{end}}{{if .Notes}}<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Inline}}<h2>Plots</h2>
-{{range .Inline}}<figure>{{.SVG}}<figcaption>{{.Name}}</figcaption></figure>
+{{range .Inline}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}
 </body>
 </html>

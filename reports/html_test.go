@@ -59,8 +59,13 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("report.html contains %q: not self-contained", bad)
 		}
 	}
-	if n := bytes.Count(page, []byte("<svg")); n != 2 {
-		t.Errorf("%d inline SVGs, want 2 (timeline-boundary-burst, ratio)", n)
+	if n := bytes.Count(page, []byte("<svg")); n != 3 {
+		t.Errorf("%d inline SVGs, want 3 (trailing-boundary-burst, timeline-boundary-burst, ratio)", n)
+	}
+	// the window, drawn, comes first
+	tr, tl := bytes.Index(page, []byte(`<figure id="trailing-boundary-burst">`)), bytes.Index(page, []byte(`<figure id="timeline-boundary-burst">`))
+	if tr < 0 || tl < 0 || tr > tl {
+		t.Errorf("figure order: trailing at %d, timeline at %d; want the trailing-window plot first", tr, tl)
 	}
 	if bytes.Contains(page, []byte("<?xml")) {
 		t.Error("an SVG's XML prolog was left inside the HTML")
@@ -111,8 +116,8 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Errorf("the rendered DOM has no verdict for %s", alg)
 		}
 	}
-	if n := bytes.Count(dom, []byte("<svg")); n != 2 {
-		t.Errorf("the rendered DOM has %d SVGs, want 2", n)
+	if n := bytes.Count(dom, []byte("<svg")); n != 3 {
+		t.Errorf("the rendered DOM has %d SVGs, want 3", n)
 	}
 	if n := bytes.Count(dom, []byte("<tr class=")); n != len(r.Results) {
 		t.Errorf("the rendered DOM has %d result rows, want %d", n, len(r.Results))
