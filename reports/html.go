@@ -41,6 +41,9 @@ type HTMLDoc struct {
 	// Notes are sentences under the tables.
 	Notes   []string
 	Figures []Figure
+	// FiguresFirst shows the figures right after the verdicts (a
+	// verification's counter-example); otherwise they come last.
+	FiguresFirst bool
 }
 
 // HTMLVerdict is one verdict line: Name held the property or not, and why.
@@ -185,10 +188,16 @@ func WriteCapacityHTML(w io.Writer, r *measure.CapacityResults, figures []Figure
 // WriteVerifyHTML writes report.html for a verification: the verdict, the
 // families' table and the counter-example.
 func WriteVerifyHTML(w io.Writer, r *measure.VerifyReport) error {
+	return WriteVerifyHTMLFigures(w, r, nil)
+}
+
+// WriteVerifyHTMLFigures is WriteVerifyHTML with figures (SVG documents,
+// as WriteVerifyDir draws them) shown after the verdict, before the tables.
+func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no verification to write")
 	}
-	doc := HTMLDoc{Title: "ratelab verify report: " + r.Target}
+	doc := HTMLDoc{Title: "ratelab verify report: " + r.Target, Figures: figures, FiguresFirst: true}
 	doc.Config = [][2]string{
 		{"target", r.Target}, {"limit", r.LimitDesc}, {"clock", r.Clock},
 		{"decisions", fmt.Sprintf("%d (%d errors)", r.Decisions, r.Errors)},
@@ -292,7 +301,7 @@ func FigureCaption(name string) string {
 	case name == "families":
 		return "Each family's worst window against the limit (max in W / L); above 1.0 the family found a violation."
 	case name == "counterexample":
-		return "The counter-example: every decision of the breaking trial against time, accepted (cumulative) and denied, with the window that broke the limit shaded."
+		return "The counter-example: the accepted decisions of the trial that broke the property against time (cumulative, one dot each), the limit dashed, the excess in red, the window that broke shaded."
 	}
 	return ""
 }
@@ -405,6 +414,7 @@ figcaption { color: #555; font-size: .85em; }
 <dl class="config">{{range .Config}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 {{if .Verdicts}}<h2>Verdicts</h2>
 <ul class="verdicts">{{range .Verdicts}}<li class="{{if .Held}}held{{else}}over{{end}}" data-algorithm="{{.Name}}"><b>{{.Name}}</b> {{.Text}}</li>{{end}}</ul>{{end}}
+{{if .FiguresFirst}}{{template "figures" .}}{{end}}
 {{if .Explain}}<h2>What happened</h2>
 <ol class="explain">{{range .Explain}}<li>{{.}}</li>{{end}}</ol>{{end}}
 {{range .Tables}}{{$t := .}}<h2>{{.Title}}</h2>
@@ -415,9 +425,9 @@ figcaption { color: #555; font-size: .85em; }
 </table>
 {{with .Key}}<p class="key">{{.}}</p>{{end}}{{else}}<p>No results.</p>{{end}}
 {{end}}{{if .Notes}}<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{if .Inline}}<h2>Plots</h2>
-{{range .Inline}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
-{{end}}{{end}}
+{{if not .FiguresFirst}}{{template "figures" .}}{{end}}
 </body>
 </html>
-`))
+{{define "figures"}}{{if .Inline}}<h2>Plots</h2>
+{{range .Inline}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}{{end}}{{end}}`))
