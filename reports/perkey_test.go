@@ -55,7 +55,7 @@ func replayFixture() *measure.Results {
 }
 
 func TestPerKeyGolden(t *testing.T) {
-	for _, format := range []Format{Table, Markdown} {
+	for _, format := range []Format{Table, Wide, Markdown} {
 		var b bytes.Buffer
 		if err := Write(&b, format, replayFixture()); err != nil {
 			t.Fatal(err)

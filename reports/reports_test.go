@@ -199,6 +199,7 @@ func TestWriteGolden(t *testing.T) {
 		r              *measure.Results
 	}{
 		{"table", "table.golden", fixture()},
+		{"wide", "table-wide.golden", fixture()},
 		{"markdown", "markdown.golden", fixture()},
 		{"csv", "csv.golden", fixture()},
 		// An incomplete run says so first, then shows what it has.
