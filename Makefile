@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt lint redis nginx chromium tmux clean load fuzz bench redis-image replay-big
+.PHONY: all build run test vet fmt lint redis nginx chromium tmux clean load fuzz bench redis-image replay-big docs-check
 
 all: build
 
@@ -31,6 +31,11 @@ test: redis nginx chromium tmux
 	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./..."; \
 	  RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+
+# Every quoted output in README.md and docs/*.md after a <!-- docs-check --> line, against a fresh run
+# (make test runs it too); UPDATE=1 rewrites the quoted blocks from fresh output (review the diff).
+docs-check: redis
+	$(GO) test -count=1 -run '^TestDocs$$' ./cmd/ratelab/ $(if $(UPDATE),-update)
 
 # staticcheck, deadcode and errcheck (from PATH: go install honnef.co/go/tools/cmd/staticcheck@latest
 # golang.org/x/tools/cmd/deadcode@latest github.com/kisielk/errcheck@latest). Each exception is named
