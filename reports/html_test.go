@@ -119,6 +119,10 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte("<svg")); n != 3 {
 		t.Errorf("the rendered DOM has %d SVGs, want 3", n)
 	}
+	// the window, drawn, is the first plot
+	if i := bytes.Index(dom, []byte(`<figure id="`)); i < 0 || !bytes.HasPrefix(dom[i:], []byte(`<figure id="trailing-boundary-burst"`)) {
+		t.Error("the first figure of the rendered page is not trailing-boundary-burst")
+	}
 	if n := bytes.Count(dom, []byte("<tr class=")); n != len(r.Results) {
 		t.Errorf("the rendered DOM has %d result rows, want %d", n, len(r.Results))
 	}
@@ -151,6 +155,12 @@ func TestHTMLInChromium(t *testing.T) {
 	green := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return r>>8 == 0x00 && g>>8 == 0x9e && b>>8 == 0x73 })
 	if orange < 100 || green < 100 {
 		t.Errorf("screenshot: %d orange and %d green pixels: verdicts not drawn", orange, green)
+	}
+	// fixed-window's excess over the limit, filled red (overColor over white)
+	near := func(v uint32, want int) bool { d := int(v>>8) - want; return d >= -6 && d <= 6 }
+	red := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return near(r, 0xE1) && near(g, 0x69) && near(b, 0x69) })
+	if red < 300 {
+		t.Errorf("screenshot: %d pixels of the excess's red: the trailing-window plot's excess not drawn", red)
 	}
 }
 
