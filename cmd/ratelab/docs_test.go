@@ -15,11 +15,11 @@ import (
 // docsFiles are the Markdown files whose quoted outputs TestDocs checks.
 func docsFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	files, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{filepath.Join("..", "..", "README.md")}, files...)
+	return append([]string{"README.md"}, files...)
 }
 
 // docsBlock is one quoted output: a fenced block after a line
@@ -44,7 +44,12 @@ func findDocsBlocks(t *testing.T, file string, lines []string) []docsBlock {
 			t.Errorf("%s:%d: a docs-check marker must be followed by a fenced block starting with \"$ ratelab ...\"", file, i+1)
 			continue
 		}
-		b := docsBlock{file: file, line: i + 3, args: strings.Fields(strings.TrimPrefix(lines[i+2], "$ ratelab ")), first: i + 3}
+		args, err := shellWords(strings.TrimPrefix(lines[i+2], "$ ratelab "))
+		if err != nil {
+			t.Errorf("%s:%d: %v", file, i+3, err)
+			continue
+		}
+		b := docsBlock{file: file, line: i + 3, args: args, first: i + 3}
 		j := i + 3
 		for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
 			j++
@@ -82,6 +87,7 @@ func docsNormal(t *testing.T, s string) string {
 // latency columns, wall times, ports). -update rewrites the blocks from
 // fresh output (make docs-check runs this test).
 func TestDocs(t *testing.T) {
+	t.Chdir(filepath.Join("..", "..")) // the commands' paths are the repository's, as a reader types them
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	total := 0
@@ -142,4 +148,49 @@ func lineDiff(quoted, fresh string) string {
 		}
 	}
 	return b.String()
+}
+
+// shellWords splits a command line as a shell would for the docs' simple
+// commands: words apart at spaces, '...' quoting a word (no escapes).
+func shellWords(s string) ([]string, error) {
+	var out []string
+	var w strings.Builder
+	inWord, quoted := false, false
+	for _, r := range s {
+		switch {
+		case quoted && r == '\'':
+			quoted = false
+		case quoted:
+			w.WriteRune(r)
+		case r == '\'':
+			quoted, inWord = true, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				out = append(out, w.String())
+				w.Reset()
+				inWord = false
+			}
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quoted {
+		return nil, fmt.Errorf("unclosed quote in %q", s)
+	}
+	if inWord {
+		out = append(out, w.String())
+	}
+	return out, nil
+}
+
+func TestShellWords(t *testing.T) {
+	got, err := shellWords(`verify --arg '{now_ms}' --allowed 'reply in [1, 2]'  --limit 10`)
+	want := []string{"verify", "--arg", "{now_ms}", "--allowed", "reply in [1, 2]", "--limit", "10"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	if _, err := shellWords("--arg 'open"); err == nil {
+		t.Error("an unclosed quote: no error")
+	}
 }
