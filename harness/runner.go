@@ -133,6 +133,11 @@ type Runner struct {
 	// several goroutines at once.
 	Observe func(job int, o Outcome)
 
+	// Label names an Execute's decisions on Progress ("verify
+	// sliding-log"); empty means its scenario's name, or how many
+	// schedules it runs.
+	Label string
+
 	meter *progress.Meter // Execute's decisions, shown on Progress
 
 	cancel        context.CancelCauseFunc
@@ -300,6 +305,9 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	desc := fmt.Sprintf("%s, %s clock", jobs[0].Schedule.Scenario, cmp.Or(r.Clock, VirtualClock))
 	if len(jobs) > 1 && jobs[len(jobs)-1].Schedule.Scenario != jobs[0].Schedule.Scenario {
 		desc = fmt.Sprintf("%d schedules, %s clock", len(jobs), cmp.Or(r.Clock, VirtualClock))
+	}
+	if r.Label != "" {
+		desc = fmt.Sprintf("%s, %s clock", r.Label, cmp.Or(r.Clock, VirtualClock))
 	}
 	r.meter = progress.Start(r.Progress, desc, "decisions", total)
 	defer r.meter.Stop()
