@@ -86,7 +86,7 @@ func (l *Demo) Planned(p measure.DemoPlan) {
 	}
 	l.printed = make([]bool, len(l.segs))
 	if !l.tty {
-		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s; parked until the window boundary at %s (Redis clock)\nbursts: %s\n",
+		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s\nparked until the window boundary at %s (Redis clock)\nbursts: %s\n",
 			len(p.Algorithms), rate(&p), p.Boundary.Format("15:04:05.000"), l.burstsDesc())
 	}
 }
