@@ -20,7 +20,21 @@ var registry = map[string]Constructor{
 	"reservoir":       func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewTokenBucket(rdb, l) },
 	"gcra":            func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewGCRA(rdb, l) },
 	"sliding-counter": func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingCounter(rdb, l) },
+	// client-side: separate commands from the client, not one atomic script
+	"sliding-log-naive": func(rdb redis.Scripter, l limit.Limit) (Limiter, error) { return NewSlidingLogNaive(rdb, l) },
 }
+
+// clientSideOrder are the registered algorithms that run client-side
+// (ClientSider): named on request, never among the defaults of Names.
+var clientSideOrder = []string{"sliding-log-naive"}
+
+// ClientSideNames returns the registered algorithms that run client-side
+// (separate commands from the client): not in Names, so not compared,
+// measured or benchmarked unless asked for.
+func ClientSideNames() []string { return append([]string(nil), clientSideOrder...) }
+
+// Known returns every registered name: Names, then ClientSideNames.
+func Known() []string { return append(Names(), clientSideOrder...) }
 
 // order is the order algorithms are listed and compared in.
 var order = []string{"fixed-window", "sliding-log", "bucketed-hash", "reservoir", "gcra", "sliding-counter"}
@@ -33,7 +47,7 @@ func Names() []string { return append([]string(nil), order...) }
 func New(name string, rdb redis.Scripter, l limit.Limit) (Limiter, error) {
 	c, ok := registry[name]
 	if !ok {
-		known := Names()
+		known := Known()
 		sort.Strings(known)
 		return nil, fmt.Errorf("unknown algorithm %q (known: %s)", name, strings.Join(known, ", "))
 	}
@@ -47,7 +61,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func CheckNames(names []string) error {
 	for _, n := range names {
 		if _, ok := registry[n]; !ok {
-			return fmt.Errorf("unknown algorithm %q (known: %s)", n, strings.Join(Names(), ", "))
+			return fmt.Errorf("unknown algorithm %q (known: %s)", n, strings.Join(Known(), ", "))
 		}
 	}
 	return nil

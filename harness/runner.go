@@ -390,10 +390,13 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		for seq := n; seq < end; seq++ {
 			byClient[arr[seq].Client] = append(byClient[arr[seq].Client], seq)
 		}
+		cs, clientSide := j.Limiter.(algorithms.ClientSider)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
 				out[seq] = r.decide(ctx, job, j, seq, anchor, at)
 			}
+		} else if clientSide && r.Redis != nil { // clients in turn, round trip by round trip: deterministic
+			r.raceInstant(ctx, job, j, cs, byClient, anchor, at, out)
 		} else {
 			var wg sync.WaitGroup
 			for _, seqs := range byClient {

@@ -116,6 +116,12 @@ type CounterExample struct {
 	Decisions []Evidence `json:"decisions"`
 	// Explain is one sentence for people.
 	Explain string `json:"explain"`
+	// Schedule and Interleaving are set for a race (a client-side
+	// limiter): the scheduler's policy and seed ("reads-first",
+	// "pct(seed 7, depth 3)") and the round trips in the order they went,
+	// up to the last decision of the counter-example (at most 400).
+	Schedule     string `json:"schedule,omitempty"`
+	Interleaving []Step `json:"interleaving,omitempty"`
 }
 
 // Evidence is one accepted decision of a counter-example, as verify.json

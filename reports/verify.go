@@ -87,6 +87,7 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 				fmt.Fprintf(w, "    %s  %s  cost %d  client %d\n", at, d.Key, d.Cost, d.Client)
 			}
 		}
+		writeInterleaving(w, c)
 	}
 	_, err := io.WriteString(out, b.String())
 	return err

@@ -14,7 +14,7 @@ import (
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits"}
+var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits", "client_side"}
 
 // ReadFile reads and checks a target file (ratelab.yaml): one target,
 // its keys, arguments, reply predicate and limits. A script's path is
@@ -106,7 +106,7 @@ func ParseFile(data []byte, path string) (Spec, error) {
 		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
 	}
 	if script == "" {
-		for _, f := range []string{"keys", "args", "allowed", "allowed_when"} {
+		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "client_side"} {
 			if n := got[f]; n != nil {
 				return spec, bad(f, n.Line, "goes with script")
 			}
@@ -144,6 +144,12 @@ func ParseFile(data []byte, path string) (Spec, error) {
 			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
 		}
 		spec.Allowed = algorithms.ReplyIs(v)
+	}
+	if n := got["client_side"]; n != nil {
+		if n.Kind != yaml.ScalarNode || (n.Value != "true" && n.Value != "false") {
+			return spec, bad("client_side", n.Line, "must be true or false, got %q", n.Value)
+		}
+		spec.ClientSide = n.Value == "true"
 	}
 	if n := got["limits"]; n != nil {
 		if spec.Limits, err = parseLimits(n, bad); err != nil {

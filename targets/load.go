@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +44,9 @@ type Given struct {
 	// their names must stand apart (Check). Without it exactly one target
 	// is taken (Validate).
 	BesideBuiltins bool
+	// ClientSide runs the Scripts, and the target files' scripts,
+	// client-side (Spec.ClientSide). Only with Scripts or Files.
+	ClientSide bool
 }
 
 // Validate checks how g's fields combine, before any file is read: without
@@ -82,6 +86,9 @@ func (g Given) Validate() error {
 	if g.Allowed != "" && g.AllowedWhen != nil {
 		return field.Errorf("allowed", "give allowed or allowed_when, not both")
 	}
+	if g.ClientSide && len(g.Scripts) == 0 && len(g.Files) == 0 {
+		return field.Errorf("client_side", "goes only with a script (the built-in client-side algorithm is %s)", strings.Join(algorithms.ClientSideNames(), ", "))
+	}
 	return nil
 }
 
@@ -116,7 +123,7 @@ func Load(g Given) ([]Spec, error) {
 			return nil, &field.Error{Name: "scripts", Err: err}
 		}
 		specs = append(specs, Spec{Name: filepath.Base(path), Script: path, Source: string(b),
-			Keys: g.Keys, Args: g.Args, Allowed: allowed})
+			Keys: g.Keys, Args: g.Args, Allowed: allowed, ClientSide: g.ClientSide})
 	}
 	for _, path := range g.Files {
 		s, err := ReadFile(path)
@@ -125,6 +132,9 @@ func Load(g Given) ([]Spec, error) {
 		}
 		if g.BesideBuiltins && s.Script == "" {
 			return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+		}
+		if g.ClientSide && s.Script != "" {
+			s.ClientSide = true
 		}
 		specs = append(specs, s)
 	}

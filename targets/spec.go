@@ -31,6 +31,10 @@ type Spec struct {
 	Allowed algorithms.ReplyPredicate
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
+	// ClientSide runs the Script client-side (algorithms.ClientSide: every
+	// redis.call its own round trip from ratelab) instead of as one atomic
+	// script in Redis. Only with Script.
+	ClientSide bool
 }
 
 // LimitsOr returns the limits to build s for: given, the caller's, unless
@@ -84,6 +88,9 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 			return nil, &field.Error{Name: "http", Err: err}
 		}
 		return h, nil
+	case s.Script != "" && s.ClientSide:
+		return algorithms.NewClientSide(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
+			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
 	case s.Script != "":
 		return algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})

@@ -44,7 +44,7 @@ func Check(ts []Target) error {
 		switch {
 		case t.Name == "" || t.New == nil:
 			return field.Errorf("targets", "a target needs a name and a constructor")
-		case slices.Contains(algorithms.Names(), t.Name):
+		case slices.Contains(algorithms.Known(), t.Name):
 			return field.Errorf("targets", "%q is a built-in algorithm's name", t.Name)
 		case seen[t.Name]:
 			return field.Errorf("targets", "two targets are named %q (name them apart)", t.Name)

@@ -61,6 +61,9 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if err := f.target.load(c); err != nil {
 		return f.cfg, err
 	}
+	if err := f.target.atomicOnly("bench", f.cfg.Algorithms); err != nil {
+		return f.cfg, err
+	}
 	cfg := f.cfg
 	cfg.Targets = f.target.targets()
 	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {

@@ -44,6 +44,9 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := f.target.load(c); err != nil {
 		return err
 	}
+	if err := f.target.atomicOnly("capacity", f.cfg.Algorithms); err != nil {
+		return err
+	}
 	cfg := f.cfg
 	cfg.Limits = capacity.Limits(f.counts, f.window, f.precision)
 	cfg.Targets = f.target.targets()

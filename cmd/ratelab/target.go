@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,7 @@ type targetFlags struct {
 	configs     []string
 	specs       []targets.Spec // read by load
 	trust       bool           // --trust-script
+	clientSide  bool           // --client-side
 	guarded     redis.Scripter // the scripts' connection under guard (see guard); nil: the command's own
 }
 
@@ -41,7 +43,7 @@ const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {wi
 // add declares verify's target flags on c.
 func (t *targetFlags) add(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&t.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Names(), ", "))
+	fl.StringVar(&t.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Known(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.http, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
 	fl.StringArrayVar(&t.configs, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
@@ -63,6 +65,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl.StringArrayVar(&t.args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
 	fl.StringVar(&t.allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
 	fl.BoolVar(&t.trust, "trust-script", false, "on your own Redis, let the --script touch any key and run any command (default: it runs as a temporary ACL user limited to this run's keys)")
+	fl.BoolVar(&t.clientSide, "client-side", false, "run the --script (and --config scripts) client-side: every redis.call its own round trip from ratelab, as application code sends it, instead of one atomic script in Redis (redis.pipeline, redis.transaction and WATCH too; verify adds the race family)")
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
 }
 
@@ -71,7 +74,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}
@@ -139,4 +142,26 @@ func targetErr(err error) error {
 		err = se.Err
 	}
 	return flagError(nil, err)
+}
+
+// atomicOnly refuses client-side targets in command (capacity, bench),
+// which measure one atomic script call per decision, pipelined: the
+// --client-side flag, a target file's client_side, or a client-side
+// built-in among algs. Errors are usage errors naming the flag.
+func (t *targetFlags) atomicOnly(command string, algs []string) error {
+	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
+	if t.clientSide {
+		return usagef("--client-side: %s", reason)
+	}
+	for _, s := range t.specs {
+		if s.ClientSide {
+			return usagef("--config %s: client_side: %s", s.From, reason)
+		}
+	}
+	for _, a := range algs {
+		if slices.Contains(algorithms.ClientSideNames(), a) {
+			return usagef("--algorithms: %s runs client-side: %s", a, reason)
+		}
+	}
+	return nil
 }

@@ -255,7 +255,8 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 // clock (so their real duration does not matter).
 func (s *study) emulated() bool {
 	_, ok := s.lim.(algorithms.Scripted)
-	return ok && s.rdb != nil
+	_, clientSide := s.lim.(algorithms.ClientSider) // its own virtual TTLs
+	return (ok || clientSide) && s.rdb != nil
 }
 
 // isolationControl is the control of isolation trial t: its requests on

@@ -288,6 +288,9 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	rep := st.summarize(p, res)
+	if err := st.race(ctx, rep); err != nil { // a client-side target's interleavings (race.go)
+		return nil, harness.GuardErr(guard, err)
+	}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
 }

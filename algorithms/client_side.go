@@ -1,0 +1,179 @@
+package algorithms
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms/clientside"
+)
+
+// ClientSide runs a script target's logic in ratelab instead of in Redis,
+// as application code runs a limiter: the same file shape as a
+// ScriptLimiter (KEYS and ARGV from the same templates, the same reply
+// predicate), executed by a Lua VM in Go (package clientside), where every
+// redis.call and redis.pcall is its own round trip to the real Redis and
+// other clients' commands can come in between. Scripts may also use
+// redis.pipeline({...}) (one round trip, not atomic),
+// redis.transaction({...}) (MULTI/EXEC: atomic; false when a WATCHed key
+// changed) and WATCH/UNWATCH on their connection.
+//
+// Time: on an injected clock the templates get that time, a TIME call is
+// answered with it, and key TTLs run on it (clientside.Expiry: TTL
+// commands become deadlines kept here, and a key past its deadline is
+// deleted before the next command naming it). On Redis TIME everything
+// goes to Redis as written.
+//
+// Allow makes one decision on a connection of a pool of dedicated RESP2
+// connections (clientside.Pool); a race harness gives each simulated
+// client its own (Dial) and runs decisions on it (DecideOn), one round trip
+// at a time as its scheduler grants them. Safe for concurrent use.
+type ClientSide struct {
+	s      *ScriptLimiter
+	script *clientside.Script
+	rdb    any
+	pool   *clientside.Pool
+	expiry clientside.Expiry
+	name   string
+	desc   string
+	caps   *Capabilities
+	decode func(ScriptCall, any) (Decision, error)
+}
+
+// ClientSider is a limiter whose decisions are separate Redis commands sent
+// from the client (ClientSide, SlidingLogNaive): what the race family of
+// verification drives, one dedicated connection per simulated client.
+type ClientSider interface {
+	Limiter
+	// Dial opens a dedicated connection for one simulated client, to the
+	// node that holds key (clientside.Dial); close releases it.
+	Dial(ctx context.Context, key string) (conn *redis.Conn, close func() error, err error)
+	// DecideOn makes one decision with e (its connection, gate and log);
+	// e.Now and e.Expiry are set here from at.
+	DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error)
+}
+
+var _ ClientSider = (*ClientSide)(nil)
+
+// NewClientSide parses c as NewScript does and compiles its source for the
+// client-side VM. rdb is a *redis.Client or *redis.ClusterClient (on a
+// user's Redis, the guard's client: the connections inherit its user).
+// Errors: NewScript's field errors; "script" for Lua that does not
+// compile.
+func NewClientSide(rdb redis.Scripter, c ScriptConfig) (*ClientSide, error) {
+	s, err := NewScript(rdb, c)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := clientside.Compile(c.Name, c.Source)
+	if err != nil {
+		return nil, fmt.Errorf("script: %w", err)
+	}
+	return &ClientSide{s: s, script: sc, rdb: rdb, pool: clientside.NewPool(rdb), name: c.Name, decode: s.Decode}, nil
+}
+
+// Name returns the script's name.
+func (c *ClientSide) Name() string { return c.name }
+
+// Describe is the script's description (ScriptLimiter.Describe) marked
+// "client-side".
+func (c *ClientSide) Describe() string {
+	if c.desc != "" {
+		return c.desc
+	}
+	return c.s.Describe() + ", client-side"
+}
+
+// Capabilities are the script's (ScriptLimiter.Capabilities).
+func (c *ClientSide) Capabilities() Capabilities {
+	if c.caps != nil {
+		return *c.caps
+	}
+	return c.s.Capabilities()
+}
+
+// AbsoluteExpiries returns none: on an injected clock the client-side VM
+// runs EXPIREAT and its kin on that clock too.
+func (c *ClientSide) AbsoluteExpiries() []AbsoluteExpiry { return nil }
+
+// Dial implements ClientSider.
+func (c *ClientSide) Dial(ctx context.Context, key string) (*redis.Conn, func() error, error) {
+	return clientside.Dial(ctx, c.rdb, key)
+}
+
+// Allow implements Limiter: one decision on a pooled dedicated connection.
+func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+	conn, put, err := c.pool.Get(ctx, key)
+	if err != nil {
+		return Decision{}, err
+	}
+	d, err := c.DecideOn(ctx, &clientside.Exec{Conn: conn}, key, cost, at)
+	put(err != nil && ctx.Err() != nil) // a cancelled round trip may leave a reply behind
+	return d, err
+}
+
+// DecideOn implements ClientSider. Errors: cost outside 1..limit wraps
+// ErrCostExceedsLimit; a template that cannot be filled, or a reply the
+// predicate cannot judge, is a *ScriptError; the script's own errors and
+// failed round trips are returned wrapped with the name.
+func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error) {
+	call, err := c.call(key, cost, at)
+	if err != nil {
+		return Decision{}, err
+	}
+	e.Expiry, e.Now = nil, 0
+	if t, virtual := at.Injected(); virtual {
+		e.Expiry, e.Now = &c.expiry, t.UnixMicro()
+	}
+	args := make([]string, len(call.Args))
+	for i, a := range call.Args {
+		args[i] = fmt.Sprint(a)
+	}
+	reply, err := e.Run(ctx, c.script, call.Keys, args)
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+	}
+	d, err := c.decode(call, reply)
+	if err != nil {
+		return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return d, nil
+}
+
+// call fills the templates for one request, as ScriptLimiter.Call does but
+// for the script as written (no rewrite for virtual time: the VM answers
+// TIME itself).
+func (c *ClientSide) call(key string, cost int64, at Clock) (ScriptCall, error) {
+	s := c.s
+	if err := checkCost(c.name, cost, s.limit.Count); err != nil {
+		return ScriptCall{}, err
+	}
+	v := s.values(key, cost)
+	call := ScriptCall{Cost: cost}
+	if t, virtual := at.Injected(); virtual {
+		v.Now = t
+		call.DecidedAt = t.Truncate(time.Microsecond)
+	} else if s.usesClock() {
+		if ck := s.ClockKeys(); len(ck) > 0 {
+			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: key template %q is built from the clock: it needs an injected clock (virtual or client), not Redis TIME", c.name, ck[0])}
+		}
+		v.Now = time.Now()
+		call.DecidedAt = v.Now.Truncate(time.Microsecond)
+	}
+	var err error
+	if call.Keys, err = s.fillKeys(v); err != nil {
+		return ScriptCall{}, err
+	}
+	call.Args = make([]any, len(s.args))
+	for i, a := range s.args {
+		if call.Args[i], err = a.Render(v); err != nil {
+			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", c.name, i+1, err)}
+		}
+	}
+	return call, nil
+}
+
+// Close closes the pool's idle connections.
+func (c *ClientSide) Close() error { return c.pool.Close() }

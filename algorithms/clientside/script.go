@@ -1,0 +1,615 @@
+// Package clientside runs a rate limiter's Lua script in ratelab instead of
+// in Redis, the way application code runs a limiter: every redis.call and
+// redis.pcall is its own round trip to the real Redis, on the simulated
+// client's own connection, so that other clients' commands can come in
+// between. It adds what application code does besides single commands:
+// redis.pipeline({...}) (several commands in one round trip, not atomic),
+// redis.transaction({...}) (MULTI/EXEC: atomic, nil when a WATCHed key
+// changed) and WATCH/UNWATCH on the client's connection.
+//
+// The Lua is Lua 5.1, run by github.com/yuin/gopher-lua, with the libraries
+// a Redis script has (base, table, string, math; no cjson, struct,
+// cmsgpack or bit). Replies reach the script converted as Redis converts
+// them for scripts (RESP2): integers as numbers, bulk strings as strings,
+// arrays as tables, a nil reply as false, a status reply as {ok=...} and an
+// error as {err=...} (raised by redis.call, returned by redis.pcall). The
+// script's own reply comes back converted the other way, as EVAL returns
+// it: numbers truncated to integers, tables as arrays up to their first
+// nil, {ok=...} as a status string, {err=...} as an error, false as nil,
+// true as 1.
+//
+// Interleavings are decided by a Scheduler (Interleave): every round trip
+// of every client waits for the scheduler's grant, so the order of all the
+// clients' commands is the scheduler's, reproducible from its policy and
+// seed. Key TTLs can run on a virtual clock (Expiry).
+package clientside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Script is a compiled Lua script. It is immutable and safe for concurrent
+// use: each run has a Lua state of its own (pooled).
+type Script struct {
+	name  string
+	proto *lua.FunctionProto
+	pool  sync.Pool
+}
+
+// Compile parses and compiles src, a script as EVAL takes it; name labels
+// it in errors. Errors: a syntax error, with its line.
+func Compile(name, src string) (*Script, error) {
+	chunk, err := parse.Parse(strings.NewReader(src), name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	proto, err := lua.Compile(chunk, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &Script{name: name, proto: proto}, nil
+}
+
+// Conn is one client's connection to Redis. *redis.Conn is one: its
+// commands, pipelines and MULTI/EXEC all go on the same connection, so
+// WATCH works.
+type Conn interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// Round kinds.
+const (
+	KindCall        = "call"        // one command
+	KindPipeline    = "pipeline"    // several commands in one round trip, not atomic
+	KindTransaction = "transaction" // MULTI ... EXEC
+)
+
+// Round is one round trip of a client: its commands as the script sent them
+// and, once answered, their replies rendered for people ("1", "\"abc\"",
+// "nil", "[1 \"a\"]", "(error) ERR ...", "aborted" for an EXEC a WATCHed
+// key aborted).
+type Round struct {
+	Client   int
+	Kind     string
+	Commands [][]string
+	Replies  []string
+	// Read: every command is a read (GET, ZCARD, ...). ReadBefore: the
+	// client's decision under way already sent a read.
+	Read, ReadBefore bool
+}
+
+// Exec runs scripts for one client on its connection. Not safe for
+// concurrent use: one Exec per client.
+type Exec struct {
+	// Conn is the client's connection. Required.
+	Conn Conn
+	// Client numbers the client in Rounds.
+	Client int
+	// Gate, when set, is called before every round trip and must return
+	// when the round may go (a Scheduler's grant); an error stops the
+	// script with it. Nil: every round goes at once.
+	Gate func(ctx context.Context, r *Round) error
+	// Expiry, when set, runs key TTLs on the virtual clock Now (see
+	// Expiry); nil sends TTL commands to Redis as they are.
+	Expiry *Expiry
+	// Now is the virtual time of the decision under way, for Expiry.
+	Now int64 // µs since the Unix epoch
+	// Rounds, when not nil, collects every round trip.
+	Rounds *[]*Round
+
+	readBefore bool
+	watching   bool
+}
+
+// Run runs s with KEYS keys and ARGV args and returns its reply converted as
+// EVAL returns it (int64, string, []any, nil). The script's error, or one
+// it raised with a Redis error, is returned as an error; so is a round trip
+// that failed (a network error, a cancelled ctx). ctx also bounds the Lua
+// itself: a script that loops forever stops when ctx is done. A WATCH left
+// by the script is undone (UNWATCH) before Run returns.
+func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, error) {
+	e.readBefore = false
+	L, _ := s.pool.Get().(*lua.LState)
+	if L == nil {
+		L = newState()
+	}
+	L.SetContext(ctx) // a script that never returns stops with ctx
+	L.SetGlobal("KEYS", stringsTable(L, keys))
+	L.SetGlobal("ARGV", stringsTable(L, args))
+	L.SetGlobal("redis", e.redisTable(ctx, L))
+	L.Push(L.NewFunctionFromProto(s.proto))
+	err := L.PCall(0, 1, nil)
+	L.RemoveContext()
+	if err == nil {
+		defer s.pool.Put(L)
+	} else {
+		defer L.Close() // a state an error unwound is not reused
+	}
+	if e.watching {
+		e.watching = false
+		_ = e.Conn.Do(ctx, "UNWATCH").Err() // its own connection: no other client sees it
+	}
+	if err != nil {
+		L.SetTop(0)
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			if t, ok := ae.Object.(*lua.LTable); ok {
+				if msg, ok := t.RawGetString("err").(lua.LString); ok {
+					return nil, fmt.Errorf("%s: %s", s.name, string(msg))
+				}
+			}
+			return nil, fmt.Errorf("%s: %s", s.name, ae.Object.String())
+		}
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	ret := L.Get(-1)
+	L.SetTop(0)
+	return fromLua(ret)
+}
+
+// newState is a Lua state with the libraries of a Redis script.
+func newState() *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	for _, lib := range []struct {
+		name string
+		fn   lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.fn))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	return L
+}
+
+func stringsTable(L *lua.LState, ss []string) *lua.LTable {
+	t := L.CreateTable(len(ss), 0)
+	for _, s := range ss {
+		t.Append(lua.LString(s))
+	}
+	return t
+}
+
+// redisTable is the script's redis library, bound to e and ctx.
+func (e *Exec) redisTable(ctx context.Context, L *lua.LState) *lua.LTable {
+	t := L.NewTable()
+	call := func(protected bool) lua.LGFunction {
+		return func(L *lua.LState) int {
+			cmd, err := commandArgs(L, 1, L.GetTop())
+			if err != nil {
+				L.ArgError(1, err.Error())
+			}
+			replies, err := e.round(ctx, KindCall, [][]string{cmd})
+			if err != nil {
+				L.RaiseError("%s", err.Error())
+			}
+			v := toLua(L, replies[0])
+			if rt, ok := v.(*lua.LTable); ok && !protected && rt.RawGetString("err") != lua.LNil {
+				L.Error(rt, 0)
+			}
+			L.Push(v)
+			return 1
+		}
+	}
+	multi := func(kind string) lua.LGFunction {
+		return func(L *lua.LState) int {
+			list := L.CheckTable(1)
+			var cmds [][]string
+			var bad error
+			list.ForEach(func(_, v lua.LValue) {
+				c, ok := v.(*lua.LTable)
+				if !ok {
+					bad = fmt.Errorf("redis.%s: every element must be a table of a command and its arguments", kind)
+					return
+				}
+				cmd, err := tableArgs(c)
+				if err != nil && bad == nil {
+					bad = err
+				}
+				cmds = append(cmds, cmd)
+			})
+			if bad != nil {
+				L.ArgError(1, bad.Error())
+			}
+			replies, err := e.round(ctx, kind, cmds)
+			if err != nil {
+				L.RaiseError("%s", err.Error())
+			}
+			if replies == nil { // EXEC aborted
+				L.Push(lua.LFalse)
+				return 1
+			}
+			out := L.CreateTable(len(replies), 0)
+			for _, r := range replies {
+				out.Append(toLua(L, r))
+			}
+			L.Push(out)
+			return 1
+		}
+	}
+	reply := func(field string) lua.LGFunction {
+		return func(L *lua.LState) int {
+			r := L.NewTable()
+			r.RawSetString(field, lua.LString(L.CheckString(1)))
+			L.Push(r)
+			return 1
+		}
+	}
+	L.SetFuncs(t, map[string]lua.LGFunction{
+		"call": call(false), "pcall": call(true),
+		"pipeline": multi(KindPipeline), "transaction": multi(KindTransaction),
+		"error_reply": reply("err"), "status_reply": reply("ok"),
+		"log":                func(*lua.LState) int { return 0 },
+		"setresp":            func(*lua.LState) int { return 0 },
+		"set_repl":           func(*lua.LState) int { return 0 },
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+	})
+	for i, n := range []string{"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"} {
+		t.RawSetString(n, lua.LNumber(i))
+	}
+	return t
+}
+
+// commandArgs reads the arguments from..to of the stack as a command.
+func commandArgs(L *lua.LState, from, to int) ([]string, error) {
+	if to < from {
+		return nil, errors.New("please specify at least one argument for this redis lib call")
+	}
+	out := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		s, err := argString(L.Get(i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func tableArgs(t *lua.LTable) ([]string, error) {
+	n := t.Len()
+	if n == 0 {
+		return nil, errors.New("please specify at least one argument for this redis lib call")
+	}
+	out := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		s, err := argString(t.RawGetInt(i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// argString is a command argument as Redis makes it from a Lua value:
+// strings as they are, numbers in their shortest form.
+func argString(v lua.LValue) (string, error) {
+	switch x := v.(type) {
+	case lua.LString:
+		return string(x), nil
+	case lua.LNumber:
+		return formatNumber(float64(x)), nil
+	}
+	return "", errors.New("lua redis lib command arguments must be strings or integers")
+}
+
+// formatNumber renders f as Redis renders a Lua number argument: the
+// shortest form that reads back as f, without an exponent for whole numbers.
+func formatNumber(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// statusReply is the text of a status reply, told apart from a bulk string
+// (go-redis returns both as strings).
+type statusReply string
+
+// errorReply is a Redis error reply.
+type errorReply string
+
+// round sends cmds as one round trip of kind, after the gate, and returns
+// their replies (nil for an aborted transaction). An error is a failed
+// round trip; Redis error replies are errorReply values.
+func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
+	r := &Round{Client: e.Client, Kind: kind, Commands: cmds, Read: allReads(cmds), ReadBefore: e.readBefore}
+	if e.Gate != nil {
+		if err := e.Gate(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	if r.Read || anyRead(cmds) {
+		e.readBefore = true
+	}
+	if e.Rounds != nil {
+		*e.Rounds = append(*e.Rounds, r)
+	}
+	replies, err := e.send(ctx, kind, cmds)
+	if err != nil {
+		r.Replies = []string{"(failed) " + err.Error()}
+		return nil, err
+	}
+	if replies == nil {
+		r.Replies = []string{"aborted"}
+	} else {
+		for _, v := range replies {
+			r.Replies = append(r.Replies, Render(v))
+		}
+	}
+	return replies, nil
+}
+
+// send is one round trip, with TTL commands translated when e.Expiry is set.
+func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
+	var tr []translated
+	wire := cmds
+	if e.Expiry != nil {
+		if due := e.Expiry.due(e.Now, cmds); len(due) > 0 {
+			// the keys' TTLs ran out on the virtual clock: Redis would
+			// have expired them before the command, as it does lazily
+			args := []any{"DEL"}
+			for _, k := range due {
+				args = append(args, k)
+			}
+			if err := e.Conn.Do(ctx, args...).Err(); err != nil {
+				return nil, err
+			}
+		}
+		tr = make([]translated, len(cmds))
+		wire = make([][]string, len(cmds))
+		for i, c := range cmds {
+			tr[i] = e.Expiry.translate(e.Now, c)
+			wire[i] = tr[i].wire
+		}
+	}
+	for _, c := range wire {
+		switch strings.ToUpper(c[0]) {
+		case "WATCH":
+			e.watching = true
+		case "UNWATCH", "EXEC", "DISCARD":
+			e.watching = false
+		}
+	}
+	var replies []any
+	switch kind {
+	case KindCall:
+		v, err := e.Conn.Do(ctx, toAny(wire[0])...).Result()
+		rep, err := replyOf(wire[0], v, err)
+		if err != nil {
+			return nil, err
+		}
+		replies = []any{rep}
+	default:
+		fn := func(p redis.Pipeliner) error {
+			for _, c := range wire {
+				p.Do(ctx, toAny(c)...)
+			}
+			return nil
+		}
+		var cmders []redis.Cmder
+		var err error
+		if kind == KindTransaction {
+			e.watching = false // EXEC unwatches
+			cmders, err = e.Conn.TxPipelined(ctx, fn)
+			if errors.Is(err, redis.TxFailedErr) {
+				return nil, nil
+			}
+		} else {
+			cmders, err = e.Conn.Pipelined(ctx, fn)
+		}
+		if err != nil && len(cmders) != len(wire) {
+			return nil, err
+		}
+		for i, c := range cmders {
+			dc, _ := c.(*redis.Cmd)
+			if dc == nil {
+				return nil, fmt.Errorf("unexpected reply type %T", c)
+			}
+			v, cerr := dc.Result()
+			rep, rerr := replyOf(wire[i], v, cerr)
+			if rerr != nil {
+				return nil, rerr
+			}
+			replies = append(replies, rep)
+		}
+	}
+	if e.Expiry != nil {
+		for i := range replies {
+			replies[i] = e.Expiry.settle(e.Now, cmds[i], tr[i], replies[i])
+		}
+	}
+	return replies, nil
+}
+
+// replyOf sorts a go-redis result into a reply: Redis errors become
+// errorReply, redis.Nil nil, a status command's string a statusReply;
+// other errors (network, context) are returned.
+func replyOf(cmd []string, v any, err error) (any, error) {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		var re redis.Error
+		if errors.As(err, &re) {
+			return errorReply(re.Error()), nil
+		}
+		return nil, err
+	}
+	if s, ok := v.(string); ok && statusCommands[strings.ToUpper(cmd[0])] && !setWithGet(cmd) {
+		return statusReply(s), nil
+	}
+	return v, nil
+}
+
+func setWithGet(cmd []string) bool {
+	if !strings.EqualFold(cmd[0], "SET") {
+		return false
+	}
+	for _, a := range cmd[3:] {
+		if strings.EqualFold(a, "GET") {
+			return true
+		}
+	}
+	return false
+}
+
+// statusCommands answer with a status reply ("OK", "QUEUED", a type name).
+var statusCommands = map[string]bool{
+	"SET": true, "SETEX": true, "PSETEX": true, "MSET": true, "HMSET": true, "RENAME": true,
+	"TYPE": true, "PING": true, "WATCH": true, "UNWATCH": true, "MULTI": true, "DISCARD": true,
+	"LSET": true, "LTRIM": true, "FLUSHDB": true, "FLUSHALL": true, "SELECT": true, "RESTORE": true,
+	"PFMERGE": true, "XGROUP": true,
+}
+
+func toAny(c []string) []any {
+	out := make([]any, len(c))
+	for i, s := range c {
+		out[i] = s
+	}
+	return out
+}
+
+// toLua converts a reply for the script, as Redis does (RESP2).
+func toLua(L *lua.LState, v any) lua.LValue {
+	switch x := v.(type) {
+	case nil:
+		return lua.LFalse
+	case int64:
+		return lua.LNumber(x)
+	case string:
+		return lua.LString(x)
+	case statusReply:
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(string(x)))
+		return t
+	case errorReply:
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(string(x)))
+		return t
+	case []any:
+		t := L.CreateTable(len(x), 0)
+		for i, e := range x {
+			t.RawSetInt(i+1, toLua(L, e))
+		}
+		return t
+	case float64: // RESP3 double, should the connection speak it
+		return lua.LString(formatNumber(x))
+	case bool:
+		if x {
+			return lua.LNumber(1)
+		}
+		return lua.LFalse
+	case map[any]any: // RESP3 map: flattened as RESP2 sends it
+		t := L.NewTable()
+		for k, e := range x {
+			t.Append(toLua(L, k))
+			t.Append(toLua(L, e))
+		}
+		return t
+	}
+	return lua.LString(fmt.Sprint(v))
+}
+
+// fromLua converts the script's reply as EVAL returns it.
+func fromLua(v lua.LValue) (any, error) {
+	switch x := v.(type) {
+	case lua.LNumber:
+		return int64(x), nil
+	case lua.LString:
+		return string(x), nil
+	case lua.LBool:
+		if x {
+			return int64(1), nil
+		}
+		return nil, nil
+	case *lua.LTable:
+		if e, ok := x.RawGetString("err").(lua.LString); ok {
+			return nil, errors.New(string(e))
+		}
+		if s, ok := x.RawGetString("ok").(lua.LString); ok {
+			return string(s), nil
+		}
+		var out []any
+		for i := 1; ; i++ {
+			e := x.RawGetInt(i)
+			if e == lua.LNil {
+				break
+			}
+			c, err := fromLua(e)
+			if err != nil {
+				c = err.Error() // an error inside an array: its text, as a reply element
+			}
+			out = append(out, c)
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out, nil
+	}
+	return nil, nil
+}
+
+// Render shows a reply for people: 1, "abc", nil, [1 "a"], (error) ERR ...
+func Render(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nil"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case string:
+		return strconv.Quote(x)
+	case statusReply:
+		return string(x)
+	case errorReply:
+		return "(error) " + string(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Render(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return fmt.Sprint(v)
+}
+
+// readCommands are the commands that only read.
+var readCommands = map[string]bool{
+	"GET": true, "MGET": true, "EXISTS": true, "TTL": true, "PTTL": true, "TYPE": true, "STRLEN": true, "GETRANGE": true,
+	"ZCARD": true, "ZCOUNT": true, "ZRANGE": true, "ZRANGEBYSCORE": true, "ZREVRANGE": true, "ZREVRANGEBYSCORE": true,
+	"ZSCORE": true, "ZRANK": true, "ZREVRANK": true, "ZMSCORE": true, "ZLEXCOUNT": true,
+	"HGET": true, "HMGET": true, "HGETALL": true, "HLEN": true, "HEXISTS": true, "HKEYS": true, "HVALS": true,
+	"LLEN": true, "LRANGE": true, "LINDEX": true, "SCARD": true, "SMEMBERS": true, "SISMEMBER": true,
+	"TIME": true, "PFCOUNT": true, "XLEN": true, "XRANGE": true,
+	"WATCH": true, // reads in the sense that matters: it observes the key before the decision
+}
+
+func allReads(cmds [][]string) bool {
+	for _, c := range cmds {
+		if !readCommands[strings.ToUpper(c[0])] {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}
+
+func anyRead(cmds [][]string) bool {
+	for _, c := range cmds {
+		if readCommands[strings.ToUpper(c[0])] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// RaceCall is one decision of a client in Race: the arrival (Seq its index
+// in its schedule), the full key it is decided on and the clock it is
+// decided at.
+type RaceCall struct {
+	Seq     int
+	Arrival scenarios.Arrival
+	Key     string
+	At      algorithms.Clock
+}
+
+// Race decides the calls of several clients on a
+// client-side limiter (calls[c] in order, by client c, each on a dedicated
+// connection of its own), with every round trip of every client granted by
+// policy (clientside.Interleave): the interleaving is the policy's alone,
+// the same for the same policy and seed. Returns each client's outcomes in
+// call order (Sent and Recv bracket the decision on the local clock) and
+// the rounds in the order they went. A decision's error is its Outcome's;
+// the error returned is a connection that could not be opened, or ctx's.
+func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
+	out := make([][]Outcome, len(calls))
+	conns := make([]clientside.Conn, len(calls))
+	for c, cs := range calls {
+		if len(cs) == 0 {
+			continue
+		}
+		conn, closeConn, err := lim.Dial(ctx, cs[0].Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer func() { _ = closeConn() }()
+		conns[c] = conn
+	}
+	rounds, err := clientside.Interleave(ctx, len(calls), policy, func(ctx context.Context, c int, gate func(context.Context, *clientside.Round) error) error {
+		e := &clientside.Exec{Conn: conns[c], Client: c, Gate: gate}
+		for _, call := range calls[c] {
+			o := Outcome{Seq: call.Seq, Arrival: call.Arrival, Sent: time.Now()}
+			o.Decision, o.Err = lim.DecideOn(ctx, e, call.Key, call.Arrival.Cost, call.At)
+			o.Recv = time.Now()
+			if o.Err != nil {
+				o.Decision.DecidedAt, _ = call.At.Injected()
+			}
+			out[c] = append(out[c], o)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return out, rounds, fmt.Errorf("client-side race: %w", err)
+	}
+	return out, rounds, nil
+}
+
+// raceInstant decides the arrivals seqs of several clients at one instant
+// of a virtual run on a client-side limiter: through Race, clients in
+// turn (clientside.RoundRobin), so that a run's count is the same on every
+// run and every machine. The outcomes go to out[seq], and are recorded.
+func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim algorithms.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome) {
+	clients := make([]int, 0, len(byClient))
+	for c := range byClient {
+		clients = append(clients, c)
+	}
+	sort.Ints(clients)
+	calls := make([][]RaceCall, len(clients))
+	for i, c := range clients {
+		for _, seq := range byClient[c] {
+			a := j.Schedule.Arrivals[seq]
+			cat := at
+			if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
+				cat = algorithms.At(t.Add(j.ClockSkew(a.Client)))
+			}
+			calls[i] = append(calls[i], RaceCall{Seq: seq, Arrival: a, Key: j.Prefix + "{" + a.Key + "}", At: cat})
+		}
+	}
+	res, _, err := Race(ctx, lim, clientside.RoundRobin(), calls)
+	for i, c := range clients {
+		for k, seq := range byClient[c] {
+			var o Outcome
+			if i < len(res) && k < len(res[i]) {
+				o = res[i][k]
+			} else {
+				o = Outcome{Seq: seq, Arrival: j.Schedule.Arrivals[seq], Sent: time.Now(), Recv: time.Now(), Err: err}
+				if o.Err == nil {
+					o.Err = ctx.Err()
+				}
+				o.Decision.DecidedAt, _ = at.Injected()
+			}
+			r.settle(o.Err)
+			r.record(job, j, anchor, &o)
+			out[seq] = o
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package targets_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// TestClientSideSpec: client_side in a target file and Given.ClientSide
+// build a client-side limiter from a script, and are refused elsewhere.
+func TestClientSideSpec(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       string // error text; "" builds a ClientSide
+	}{
+		{"script", "script: /dev/null\nclient_side: true\n", ""},
+		{"not a bool", "script: /dev/null\nclient_side: yes please\n", "client_side: must be true or false"},
+		{"with an algorithm", "algorithm: sliding-log\nclient_side: true\n", "client_side: goes with script"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := targets.ParseFile([]byte(c.yaml), "ratelab.yaml")
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("got %v, want an error with %q", err, c.want)
+				}
+				return
+			}
+			if err != nil || !s.ClientSide {
+				t.Fatalf("got %+v, %v; want ClientSide", s, err)
+			}
+			lim, err := s.Build(nil, limit.Limit{Count: 1, Window: limit.MinWindow})
+			if _, ok := lim.(*algorithms.ClientSide); err != nil || !ok {
+				t.Fatalf("built %T, %v; want *algorithms.ClientSide", lim, err)
+			}
+		})
+	}
+	err := targets.Given{Algorithm: "sliding-log", ClientSide: true}.Validate()
+	if name, _ := field.Name(err); name != "client_side" || !errors.As(err, new(*field.Error)) {
+		t.Errorf("--client-side with an algorithm: %v, want a client_side field error", err)
+	}
+}
