@@ -131,7 +131,7 @@ limits:
 		t.Errorf("sliding-log with two limits: exit %d, stderr %q; want exit 2 and the reason", code, stderr)
 	}
 	bad := []struct{ name, text, want string }{
-		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, limits, client_side) (line 2)"},
+		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, setup, limits, client_side) (line 2)"},
 		{"no target", "args: ['{limit}']\n", "give exactly one of script, algorithm or http (line 1)"},
 		{"bad key", "script: " + abs + "\nkeys:\n  - '{key}'\n  - 'other:{key}'\n", "keys[2]: template \"other:{key}\" must start with {key}"},
 		{"bad template", "script: " + abs + "\nargs: ['{nwo_ms}']\n", "args[1]: template \"{nwo_ms}\", character 1: unknown placeholder {nwo_ms}"},
