@@ -83,19 +83,20 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 		}
 		writeInterleaving(w, c)
 		if t := c.Trace; t != nil {
-			fmt.Fprintf(w, "  trace: %d requests", len(t.Requests))
+			var tl strings.Builder
+			fmt.Fprintf(&tl, "  trace: %d requests", len(t.Requests))
 			if t.Shrunk {
-				fmt.Fprintf(w, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
+				fmt.Fprintf(&tl, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
 				if t.Minimal {
-					fmt.Fprint(w, " (minimal)")
+					fmt.Fprint(&tl, " (minimal)")
 				}
 			}
 			if t.CSV != "" { // written with --out, beside verify.json
-				fmt.Fprintf(w, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
+				fmt.Fprintf(&tl, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
 			} else {
-				fmt.Fprint(w, "; --out keeps it in verify.json for ratelab verify --replay")
+				fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
 		}
 	}
 	_, err := io.WriteString(out, b.String())

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/ratelab/ratelab/measure"
 	"gonum.org/v1/plot"
@@ -216,10 +217,14 @@ func PlotCounterExample(r *measure.VerifyReport, path string) error {
 		return err
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
-	sub := draw.Crop(inner, 0, 0, 2*legendHeight, 0)
-	p.Draw(sub)
-	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 10), XAlign: draw.XLeft, YAlign: draw.YCenter, Handler: p.Title.TextStyle.Handler}
-	fig.dc.FillText(ts, vg.Point{X: inner.Min.X, Y: inner.Min.Y + legendHeight*1.5}, c.Explain)
+	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 10), XAlign: draw.XLeft, YAlign: draw.YTop, Handler: p.Title.TextStyle.Handler}
+	lines := wrapWidth(c.Explain, func(s string) bool { return ts.Width(s) <= inner.Size().X })
+	lineH := ts.Height("Xg") * 1.25
+	textH := vg.Length(len(lines)) * lineH
+	p.Draw(draw.Crop(inner, 0, 0, legendHeight+textH+vg.Points(6), 0))
+	for i, l := range lines {
+		fig.dc.FillText(ts, vg.Point{X: inner.Min.X, Y: inner.Min.Y + legendHeight + textH - vg.Length(i)*lineH}, l)
+	}
 	drawLegendRow(draw.Crop(inner, 0, 0, 0, -(inner.Size().Y-legendHeight)), []legendEntry{
 		{line, "accepted decisions (cumulative)"},
 		{limitLine(0, 1, 0), fmt.Sprintf("limit L = %d", c.Limit)},
@@ -227,4 +232,26 @@ func PlotCounterExample(r *measure.VerifyReport, path string) error {
 		{swatch(bandColor), "the window that broke"},
 	})
 	return fig.save()
+}
+
+// wrapWidth breaks s at spaces into lines that fit (by fits), a word
+// longer than a line on its own.
+func wrapWidth(s string, fits func(string) bool) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = w
+		case fits(cur + " " + w):
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }

@@ -102,7 +102,14 @@ func TestDocs(t *testing.T) {
 		changed := false
 		for k := len(blocks) - 1; k >= 0; k-- { // from the end: rewriting keeps earlier line numbers
 			b := blocks[k]
-			args := append(slices.Clip(b.args), "--redis", "redis://"+srv.Info.Addr, "--out", t.TempDir())
+			// the command's own --out (or results/<run id>) goes to a temporary directory
+			args := slices.Clone(b.args)
+			if i := slices.Index(args, "--out"); i >= 0 && i+1 < len(args) {
+				args[i+1] = filepath.Join(t.TempDir(), filepath.Base(args[i+1]))
+			} else {
+				args = append(args, "--out", t.TempDir())
+			}
+			args = append(args, "--redis", "redis://"+srv.Info.Addr)
 			code, stdout, stderr := ratelab(t, args...)
 			if code != exitOK && code != exitFail {
 				t.Errorf("%s:%d: ratelab %s: exit %d\n%s", b.file, b.line, strings.Join(b.args, " "), code, stderr)
