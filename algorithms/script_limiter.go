@@ -34,8 +34,9 @@ import (
 // with an injected Clock runs the rewritten script with that time appended
 // to ARGV, so its TIME answers the injected time (RedisTime runs the
 // original). A script with neither reads no clock (it may still rely on key
-// TTLs, which only run in real time): Allow then ignores the Clock and
-// DecidedAt is zero. Safe for concurrent use.
+// TTLs: a runner that emulates key expiry, harness.Runner.Expiry through
+// ExpiryCall, puts those on the virtual clock too): Allow then ignores the
+// Clock and DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
 	script *redis.Script
@@ -209,8 +210,9 @@ func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 // AbsoluteExpiries returns the absolute-expiry commands and options the
 // script holds (EXPIREAT, PEXPIREAT, SET ... EXAT/PXAT, ...; see
 // FindAbsoluteExpiries), in source order; nil when none. On an injected
-// clock each compares that clock with Redis's real one: keys vanish early
-// or late, which a report should say.
+// clock each compares that clock with Redis's real one (keys vanish early
+// or late, which a report should say) unless the call goes through
+// ExpiryCall, which maps them between the clocks.
 func (s *ScriptLimiter) AbsoluteExpiries() []AbsoluteExpiry { return s.expiries }
 
 // VirtualTimeErr says why a script that may read TIME could not be

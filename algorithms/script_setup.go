@@ -30,9 +30,11 @@ type setupScript struct {
 // newSetupScript combines setup with main (withSetup).
 func newSetupScript(main, setup string) *setupScript {
 	src := withSetup(main, setup)
-	s := &setupScript{script: redis.NewScript(src)}
+	s := &setupScript{script: newScript(src)}
 	if vt, err := WithVirtualTime(src); err == nil && vt.TimeCalls > 0 {
-		s.vt, s.vtScript = &vt, redis.NewScript(vt.Source)
+		// registered with its source, as the limiter's own (ExpiryCall
+		// rewrites it for key expiry on the virtual clock)
+		s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
 	}
 	return s
 }

@@ -36,10 +36,14 @@ import (
 //     tracked key gets its virtual remainder plus a shift S (the safety TTL,
 //     which the companion gets too) as real TTL; a tracked key with no
 //     deadline is made persistent again.
-//   - In the body: every redis.call / redis.pcall notes the string
-//     arguments that start with the tracked prefix (the first always, all
-//     of them for calls of at most 17 arguments): those are the keys the
-//     call touched, no SCAN. On those keys every expiry is translated: a
+//   - In the body: every redis.call / redis.pcall notes its arguments
+//     that start with the tracked prefix: those are the keys the call
+//     touched, no SCAN. A literal call site notes its first argument (its
+//     key) through a one-argument function wrapped around it; the expiry
+//     commands below, those that may give another key a TTL (RENAME,
+//     RENAMENX, COPY, MOVE, BITOP, SORT, ...STORE) and calls whose command
+//     is not a literal note every argument of a call of up to 17. On those
+//     keys every expiry is translated: a
 //     relative one (EXPIRE, PEXPIRE, SETEX, PSETEX, SET and GETEX ... EX
 //     and PX, RESTORE) gets S added (sent in ms); an absolute one (EXPIREAT,
 //     PEXPIREAT, SET and GETEX ... EXAT and PXAT, RESTORE ... ABSTTL) is
@@ -93,7 +97,11 @@ const (
 	xPcal = "__ratelab_tpcall"
 	xNote = "__ratelab_xn" // notes keys, passes the arguments through
 	xSet  = "__ratelab_xt" // the same, for a command that may set a TTL
-	xAbs  = "__ratelab_xa" // notes keys, translates absolute expiries
+	// xKey notes its one argument (a call's first), xKeySet also marks it
+	// as given or cleared a TTL; both return it
+	xKey    = "__ratelab_k"
+	xKeySet = "__ratelab_ks"
+	xAbs    = "__ratelab_xa" // notes keys, translates absolute expiries
 )
 
 // shiftCommands are the commands whose expiry arguments are translated
@@ -103,11 +111,11 @@ var (
 	shiftCommands = map[string]bool{"EXPIRE": true, "PEXPIRE": true, "EXPIREAT": true, "PEXPIREAT": true,
 		"SET": true, "SETEX": true, "PSETEX": true, "GETEX": true, "RESTORE": true}
 	replyCommands = map[string]bool{"TTL": true, "PTTL": true, "EXPIRETIME": true, "PEXPIRETIME": true}
-	// ttlCommands may give a key the TTL of another, or remove its TTL
-	// (so may every command whose name ends in STORE: its destination is
-	// replaced)
-	ttlCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "PERSIST": true,
-		"GETSET": true, "DEL": true, "UNLINK": true, "GETDEL": true, "MOVE": true, "BITOP": true, "SORT": true}
+	// ttlCommands may remove their first key's TTL; destCommands may give
+	// another key than the first a TTL or remove it (so may every command
+	// whose name ends in STORE: its destination is replaced)
+	ttlCommands  = map[string]bool{"PERSIST": true, "GETSET": true, "DEL": true, "UNLINK": true, "GETDEL": true}
+	destCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "MOVE": true, "BITOP": true, "SORT": true}
 )
 
 // expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
@@ -161,8 +169,11 @@ func expiryPrefix(withTime bool) string {
 		"local function __ratelab_xr(v) local p = __ratelab_pend; __ratelab_pend = nil; if p == nil or type(v) ~= 'number' or v < 0 then return v end;",
 		"if p == 'PTTL' then return math.max(v - __ratelab_m, 0) elseif p == 'ttl' then return math.floor((math.max(v - __ratelab_m, 0) + 500) / 1000)",
 		"elseif p == 'PEXPIRETIME' then return v - __ratelab_off - __ratelab_m end; return math.floor((v - __ratelab_off - __ratelab_m + 500) / 1000) end;",
-		"local __ratelab_x = {"+luaSet(shiftCommands)+", "+luaSet(replyCommands)+"}; local __ratelab_t = {"+luaSet(ttlCommands)+"};",
+		"local __ratelab_x, __ratelab_t;",
+		"local function "+xKey+"(a) if type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp then __ratelab_n[a] = true end; return a end;",
+		"local function "+xKeySet+"(a) if type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp then __ratelab_n[a] = true; __ratelab_set[a] = true end; return a end;",
 		"local function __ratelab_xd(cmd, ...) __ratelab_pend = nil; if type(cmd) ~= 'string' then return "+xNote+"(cmd, ...) end; local u = string.upper(cmd);",
+		"if not __ratelab_x then __ratelab_x, __ratelab_t = {"+luaSet(shiftCommands)+", "+luaSet(replyCommands)+"}, {"+luaSet(ttlCommands)+", "+luaSet(destCommands)+"} end;",
 		"if __ratelab_x[u] then return "+xAbs+"(cmd, ...) elseif __ratelab_t[u] or string.sub(u, -5) == 'STORE' then return "+xSet+"(cmd, ...) end; return "+xNote+"(cmd, ...) end;",
 		"local function "+xCall+"(...) return __ratelab_xr("+vtCall+"(__ratelab_xd(...))) end;",
 		"local function "+xPcal+"(...) return __ratelab_xr("+vtPcall+"(__ratelab_xd(...))) end;",
@@ -231,14 +242,63 @@ func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 	switch {
 	case shiftCommands[cmd]:
 		fn = xAbs
-	case ttlCommands[cmd] || strings.HasSuffix(cmd, "STORE"):
+	case destCommands[cmd] || strings.HasSuffix(cmd, "STORE"):
 		fn = xSet
+	default:
+		// the common case: only the first argument (the key) is noted, by
+		// a one-argument function around it, the rest passed as written
+		if first, last, ok := firstArg(toks, c); ok {
+			k := xKey
+			if ttlCommands[cmd] {
+				k = xKeySet
+			}
+			return []edit{
+				{pos: c.start, del: c.end - c.start, text: real},
+				{pos: toks[first].pos, text: k + "("},
+				{pos: toks[last+1].pos, text: ")"},
+			}
+		}
+		if ttlCommands[cmd] {
+			fn = xSet
+		}
 	}
 	return []edit{
 		{pos: c.start, del: c.end - c.start, text: real},
 		{pos: toks[open].pos + 1, text: fn + "("},
 		{pos: toks[c.endTok].pos, text: ")"},
 	}
+}
+
+// firstArg returns the token range [first, last] of the first argument
+// after the command of literal call site c, when there is one that stays a
+// single value inside a function call: followed by another argument, or
+// the last one but not ending in a call or "..." (which may give several
+// values). ok is false otherwise.
+func firstArg(toks []luaToken, c callSite) (first, last int, ok bool) {
+	first = c.argTok + 2
+	if first >= c.endTok || !toks[c.argTok+1].is(",") {
+		return 0, 0, false
+	}
+	depth := 0
+	for j := first; j <= c.endTok; j++ {
+		t := toks[j]
+		switch {
+		case t.is("(") || t.is("{") || t.is("["):
+			depth++
+		case (t.is(")") || t.is("}") || t.is("]")) && j < c.endTok:
+			depth--
+		case t.is(",") && depth == 0:
+			return first, j - 1, j > first
+		}
+		if j == c.endTok {
+			end := toks[j-1]
+			if j == first || end.is(")") || end.is(".") {
+				return 0, 0, false
+			}
+			return first, j - 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 // WithVirtualExpiry rewrites src for key expiry on the virtual clock (see

@@ -65,8 +65,9 @@ type VirtualTimeScript struct {
 	// the source, not an execution.
 	Resolution time.Duration
 	// AbsoluteExpiries are the absolute-expiry commands and options found
-	// (see FindAbsoluteExpiries). In virtual time each of them compares the
-	// virtual clock with Redis's real one: keys vanish early or late.
+	// (see FindAbsoluteExpiries). Under WithVirtualTime alone each of them
+	// compares the virtual clock with Redis's real one (keys vanish early or
+	// late); WithVirtualExpiry maps them between the clocks.
 	AbsoluteExpiries []AbsoluteExpiry
 }
 
@@ -258,9 +259,10 @@ func (a AbsoluteExpiry) String() string {
 // FindAbsoluteExpiries scans src for absolute expiries: the commands
 // EXPIREAT and PEXPIREAT, and the options EXAT and PXAT (SET, GETEX) and
 // ABSTTL (RESTORE), as string literals outside comments, in source order.
-// Under virtual time these compare the virtual clock with Redis's real one.
-// Relative expiries (EXPIRE, PEXPIRE, SET EX/PX) are not listed, but note
-// they still run on the real clock. An unlexable script gives the error.
+// Under WithVirtualTime alone these compare the virtual clock with Redis's
+// real one (WithVirtualExpiry maps them between the clocks). Relative
+// expiries (EXPIRE, PEXPIRE, SET EX/PX) are not listed. An unlexable script
+// gives the error.
 func FindAbsoluteExpiries(src string) ([]AbsoluteExpiry, error) {
 	bodyAt := shebangEnd(src)
 	toks, err := luaLex(src[bodyAt:], 1+strings.Count(src[:bodyAt], "\n"))

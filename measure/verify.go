@@ -31,6 +31,8 @@ func (r *VerifyReport) Reason() string {
 	switch {
 	case r.Verdict != Inconclusive:
 		return ""
+	case r.Unreproduced:
+		return "the counter-example did not fail again when replayed on fresh keys in virtual time"
 	case r.Errors > 0:
 		first := "(no sample kept)"
 		if len(r.ErrorSamples) > 0 {
@@ -83,6 +85,11 @@ type VerifyReport struct {
 	Decisions       int64    `json:"decisions"`
 	Errors          int64    `json:"errors"`
 	ErrorSamples    []string `json:"error_samples,omitempty"`
+	// Unreproduced: a violation was found but did not fail again when its
+	// requests were replayed on fresh keys at the same virtual instants:
+	// it depended on more than the limiter and its input (a loaded
+	// machine), so the verdict is Inconclusive, never a false alarm.
+	Unreproduced bool `json:"unreproduced,omitempty"`
 }
 
 // FamilyResult summarizes one adversarial family.

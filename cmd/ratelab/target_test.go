@@ -26,7 +26,7 @@ func TestVerifyPublishedShapes(t *testing.T) {
 		code int
 		want string // in stdout
 	}{
-		// nil denial: a fixed window from the first hit (real time: it reads no clock)
+		// nil denial: a fixed window from the first hit (it reads no clock: virtual time through its key's TTL)
 		{"nil denial", []string{"--script", "first-hit-window.lua", "--arg", "{window_ms}", "--arg", "{limit}",
 			"--allowed", "reply != nil"}, exitFail, "VIOLATED"},
 		// a count compared with the limit: a true sliding log

@@ -37,7 +37,7 @@ func TestVerifyReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	args := []string{"--script", script, "--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}", "--limit", "10", "--window", "300ms", "--redis", redisURL}
+	args := []string{"--script", script, "--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}", "--limit", "10", "--window", "300ms", "--redis", redisURL, "--timeout", "5s"}
 	code, stdout, stderr := ratelab(t, append([]string{"verify", "--out", out}, args...)...)
 	if code != exitFail {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
@@ -76,7 +76,7 @@ func TestVerifyReplay(t *testing.T) {
 		{"limits given", []string{"--limit", "5"}, exitUsage, "--replay takes the limits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := ratelab(t, append([]string{"verify", "--replay", verifyJSON, "--redis", redisURL}, c.args...)...)
+			code, stdout, stderr := ratelab(t, append([]string{"verify", "--replay", verifyJSON, "--redis", redisURL, "--timeout", "5s"}, c.args...)...)
 			if code != c.code || !strings.Contains(stderr, c.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q\n%s", code, stderr, c.code, c.want, stdout)
 			}
@@ -84,7 +84,7 @@ func TestVerifyReplay(t *testing.T) {
 	}
 	// the traffic file replays with run --traffic: L+1 in one window
 	code, stdout, stderr = ratelab(t, "run", "--traffic", filepath.Join(out, "counter-example.csv"), "--algorithms", "fixed-window",
-		"--limit", "10", "--window", "300ms", "--redis", redisURL, "--out", filepath.Join(dir, "run"))
+		"--limit", "10", "--window", "300ms", "--redis", redisURL, "--timeout", "5s", "--out", filepath.Join(dir, "run"))
 	if code != exitOK || !strings.Contains(stdout, "11 accepted within one 300ms window") {
 		t.Errorf("run --traffic: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -98,7 +98,7 @@ func TestVerifyReplay(t *testing.T) {
 	}
 	// a verify.json that holds: nothing to replay
 	held := filepath.Join(dir, "held")
-	if code, _, stderr := ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms", "--redis", redisURL, "--out", held); code != exitOK {
+	if code, _, stderr := ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms", "--redis", redisURL, "--timeout", "5s", "--out", held); code != exitOK {
 		t.Fatalf("sliding-log: exit %d %s", code, stderr)
 	}
 	code, _, stderr = ratelab(t, "verify", "--replay", filepath.Join(held, "verify.json"), "--redis", redisURL)
@@ -114,7 +114,8 @@ func TestVerifyStarvedByDefault(t *testing.T) {
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
-	window := []string{"--limit", "20", "--window", "500ms", "--redis", redisURL}
+	// --timeout 5s: under load a call past the default 500ms is an error (exit 2), not what these pin
+	window := []string{"--limit", "20", "--window", "500ms", "--redis", redisURL, "--timeout", "5s"}
 	gcraArgs := []string{"--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}"}
 	for _, c := range []struct {
 		file  string
@@ -156,7 +157,7 @@ func TestVerifySetupFlag(t *testing.T) {
 	}
 	keys := []string{"--key", "{key}", "--key", "{key}:cfg"}
 	base := append(append([]string{"verify", "--script", testdataScript("rate-from-hash.lua")}, keys...), slidingArgs...)
-	base = append(base, "--limit", "20", "--window", "500ms", "--redis", redisURL)
+	base = append(base, "--limit", "20", "--window", "500ms", "--redis", redisURL, "--timeout", "5s")
 	yaml := filepath.Join(dir, "ratelab.yaml")
 	if err := os.WriteFile(yaml, []byte("script: "+abs("rate-from-hash.lua")+"\nsetup: "+abs("set-rate.lua")+
 		"\nkeys: ['{key}', '{key}:cfg']\nargs: ['{now_us}', '{window_us}', '{limit}', '{request_id}']\nlimits: [{limit: 20, window: 500ms}]\n"), 0o644); err != nil {
@@ -170,7 +171,7 @@ func TestVerifySetupFlag(t *testing.T) {
 	}{
 		{"without set-up", base, exitFail},
 		{"--setup", append(slicesClone(base), "--setup", testdataScript("set-rate.lua"), "--out", out), exitOK},
-		{"setup: in ratelab.yaml", []string{"verify", "--config", yaml, "--redis", redisURL}, exitOK},
+		{"setup: in ratelab.yaml", []string{"verify", "--config", yaml, "--redis", redisURL, "--timeout", "5s"}, exitOK},
 		{"--setup without a script", []string{"verify", "--algorithm", "sliding-log", "--setup", testdataScript("set-rate.lua"), "--limit", "5", "--window", "1s"}, exitUsage},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -92,3 +92,32 @@ func TestVerifySetup(t *testing.T) {
 		}
 	}
 }
+
+// A violation that does not fail again when its requests are replayed on
+// fresh keys at the same virtual instants is no verdict (Inconclusive,
+// Unreproduced): what broke the limit was not the limiter's answer to its
+// input. warm-up-free.lua lets its first 60 calls through, whatever their
+// key; the same script without its warm-up spent is the correct log.
+func TestVerifyUnreproducedIsInconclusive(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: time.Second}
+	src, err := os.ReadFile(filepath.Join("testdata", "warm-up-free.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client().Del(ctx, "warm-up-free:calls").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Client().Del(ctx, "warm-up-free:calls") })
+	lim, err := algorithms.NewScriptLimiter(srv.Client(), "warm-up-free.lua", string(src), nowWinLimID, 1, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != measure.Inconclusive || !rep.Unreproduced || rep.Reason() == "" {
+		t.Fatalf("verdict %s (unreproduced %v, reason %q), want inconclusive: the violation does not replay; counter-example %+v",
+			rep.Verdict, rep.Unreproduced, rep.Reason(), rep.CounterExample)
+	}
+}
