@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big hostile
+.PHONY: all build run test vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big hostile docs-check
 
 all: build
 
@@ -40,6 +40,11 @@ test: redis nginx chromium tmux xmllint
 RATELAB_BIN ?= $(CURDIR)/$(BIN)
 hostile: redis build
 	RATELAB_BIN=$(RATELAB_BIN) $(GO) test -tags hostile -count=1 -run TestHostile -timeout 20m -v ./cmd/ratelab
+
+# Every quoted output in README.md and docs/*.md after a <!-- docs-check --> line, against a fresh run
+# (make test runs it too); UPDATE=1 rewrites the quoted blocks from fresh output (review the diff).
+docs-check: redis
+	$(GO) test -count=1 -run '^TestDocs$$' ./cmd/ratelab/ $(if $(UPDATE),-update)
 
 # staticcheck, deadcode and errcheck (from PATH: go install honnef.co/go/tools/cmd/staticcheck@latest
 # golang.org/x/tools/cmd/deadcode@latest github.com/kisielk/errcheck@latest). Each exception is named

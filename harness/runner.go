@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -78,6 +80,9 @@ type Runner struct {
 	// Log receives every decision as it is made; nil discards them.
 	Log *measure.DecisionLog
 	// Progress receives one-line progress messages; nil discards them.
+	// Each Execute also shows its decisions there as they are made
+	// (internal/progress: a bar on a terminal, a line every few seconds
+	// elsewhere, with the time left).
 	Progress io.Writer
 	// Lead is how far ahead of the first arrival a real-time run schedules
 	// its anchor; zero means 300 ms.
@@ -140,6 +145,13 @@ type Runner struct {
 	// the index of its job in the jobs given to Execute. It is called from
 	// several goroutines at once.
 	Observe func(job int, o Outcome)
+
+	// Label names an Execute's decisions on Progress ("verify
+	// sliding-log"); empty means its scenario's name, or how many
+	// schedules it runs.
+	Label string
+
+	meter *progress.Meter // Execute's decisions, shown on Progress
 
 	cancel        context.CancelCauseFunc
 	expiryOnce    sync.Once
@@ -424,9 +436,20 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		tcancel()
 	}
 	res := make([]JobResult, len(jobs))
+	var total int64
 	for i := range jobs {
 		res[i] = JobResult{Job: jobs[i], Latency: NewHist()}
+		total += int64(len(jobs[i].Schedule.Arrivals))
 	}
+	desc := fmt.Sprintf("%s, %s clock", jobs[0].Schedule.Scenario, cmp.Or(r.Clock, VirtualClock))
+	if len(jobs) > 1 && jobs[len(jobs)-1].Schedule.Scenario != jobs[0].Schedule.Scenario {
+		desc = fmt.Sprintf("%d schedules, %s clock", len(jobs), cmp.Or(r.Clock, VirtualClock))
+	}
+	if r.Label != "" {
+		desc = fmt.Sprintf("%s, %s clock", r.Label, cmp.Or(r.Clock, VirtualClock))
+	}
+	r.meter = progress.Start(r.Progress, desc, "decisions", total)
+	defer r.meter.Stop()
 	switch r.Clock {
 	case VirtualClock, "":
 		sem := make(chan struct{}, max(r.Parallel, 1))
@@ -666,6 +689,7 @@ func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
 		rec := o.Record(j.Limiter.Name(), j.Schedule.Scenario)
 		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
+	r.meter.Add(1)
 	if r.Observe != nil {
 		r.Observe(job, *o)
 	}

@@ -81,6 +81,7 @@ func summarize(jr JobResult, clock ClockMode) measure.Row {
 		tl = append(tl, measure.Point{TMS: float64(s.at.Microseconds()) / 1000, Accepted: acc, Denied: den})
 	}
 	row.Timeline = thin(tl, 400)
+	row.Trailing = measure.WindowSeries(accepted, l.Window, 0, 400)
 	return row
 }
 

@@ -94,10 +94,13 @@ type Row struct {
 	// Timeline is the cumulative count of accepted and denied cost over
 	// time, at most a few hundred points, for plots.
 	Timeline []Point `json:"timeline,omitempty"`
-	// PerKey and Trailing are set by traffic replays only (one limit per
-	// client key): per-key figures, and the trailing-window series. In
-	// such a row MaxInWindow, MaxWindowEndMS and Ratio are the worst
-	// key's, and Ideal sums the exact log's acceptance per key.
+	// Trailing is the trailing-window series: the cost accepted within
+	// (t-W, t] against t (WindowSeries for a run's scenario, one limit;
+	// the worst key's per stretch of time for a traffic replay), at most
+	// MaxTrailingPoints points, for plots.
+	// PerKey is set by traffic replays only (one limit per client key):
+	// per-key figures. In such a row MaxInWindow, MaxWindowEndMS and Ratio
+	// are the worst key's, and Ideal sums the exact log's acceptance per key.
 	PerKey   *PerKey       `json:"per_key,omitempty"`
 	Trailing []WindowPoint `json:"trailing,omitempty"`
 }

@@ -30,8 +30,13 @@ func WriteBench(w io.Writer, format Format, r *measure.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("reports: no bench results to write")
 	}
-	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeBenchText(w, r, markdown) }, r, r.Results)
+	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeBenchText(w, r, markdown, format == Wide) }, r, r.Results)
 }
+
+// benchDrop is when each bench column is left out to fit TableWidth (see
+// column.drop), by header.
+var benchDrop = map[string]int{"clients": 3, "pipeline": 4, "p99.9 µs": 9, "max µs": 8, "server µs/call": 5,
+	"server CPU": 7, "client CPU": 6, "allowed": 2, "its client CPU": 10}
 
 func benchCompared(r *measure.BenchResults) bool {
 	for _, row := range r.Results {
@@ -42,7 +47,7 @@ func benchCompared(r *measure.BenchResults) bool {
 	return false
 }
 
-func writeBenchText(w io.Writer, r *measure.BenchResults, markdown bool) error {
+func writeBenchText(w io.Writer, r *measure.BenchResults, markdown, wide bool) error {
 	var b strings.Builder
 	escape, bullet := noEscape, ""
 	if markdown {
@@ -70,17 +75,35 @@ func writeBenchText(w io.Writer, r *measure.BenchResults, markdown bool) error {
 	for range len(header) - 2 {
 		align = append(align, tw.AlignRight)
 	}
-	var rend tw.Renderer = renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
-	if markdown {
-		rend = renderer.NewMarkdown()
-	}
-	if err := renderAny(&b, rend, header, align, rows); err != nil {
-		return err
-	}
-	if markdown {
+	notes := benchNotes(r, compared)
+	switch {
+	case markdown:
+		if err := renderAny(&b, renderer.NewMarkdown(), header, align, rows); err != nil {
+			return err
+		}
 		b.WriteByte('\n')
+	case wide:
+		if err := renderAny(&b, renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)}), header, align, rows); err != nil {
+			return err
+		}
+	default:
+		cols := make([]column, len(header))
+		for i, h := range header {
+			cols[i] = column{head: fmt.Sprint(h), right: align[i] == tw.AlignRight, drop: benchDrop[fmt.Sprint(h)]}
+		}
+		t, dropped, err := fitTable(cols, rows, TableWidth)
+		if err != nil {
+			return err
+		}
+		b.WriteString(t)
+		if n := droppedNote(dropped); n != "" {
+			notes = append(notes, n)
+		}
 	}
-	for _, n := range benchNotes(r, compared) {
+	for _, n := range notes {
+		if !markdown && !wide {
+			n = wrapText(n, TableWidth, 2)
+		}
 		fmt.Fprintf(&b, "%s%s\n", bullet, escape(n))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -93,7 +116,7 @@ func writeBenchText(w io.Writer, r *measure.BenchResults, markdown bool) error {
 func writeIn[T any](w io.Writer, format Format, text func(w io.Writer, markdown bool) error, v any, rows []T) error {
 	var err error
 	switch format {
-	case Table, Markdown:
+	case Table, Wide, Markdown:
 		err = text(w, format == Markdown)
 	case JSON:
 		err = writeIndentedJSON(w, v)
@@ -274,7 +297,7 @@ func WriteBenchDir(dir string, r *measure.BenchResults) error {
 		items = append(items, "key prefix: "+orNone(code(c.Prefix)))
 		writeRunHeader(&b, r.Header, items)
 		b.WriteString("\n## Throughput and latency\n\n")
-		if err := writeBenchText(&b, r, true); err != nil {
+		if err := writeBenchText(&b, r, true, false); err != nil {
 			return err
 		}
 		if len(r.Results) > 0 {

@@ -64,6 +64,7 @@ func TestBenchGolden(t *testing.T) {
 	}{
 		// deny is below 0.9x: a note says so
 		{"table", "bench-table.golden", benchFixture()},
+		{"wide", "bench-table-wide.golden", benchFixture()},
 		{"markdown", "bench-markdown.golden", benchFixture()},
 		{"csv", "bench-csv.golden", benchFixture()},
 		// without redis-benchmark there are no comparison columns; a paced run says so

@@ -40,8 +40,12 @@ func WriteCapacity(w io.Writer, format Format, r *measure.CapacityResults) error
 	if r == nil {
 		return fmt.Errorf("reports: no capacity results to write")
 	}
-	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeCapacityText(w, r, markdown) }, r, r.Results)
+	return writeIn(w, format, func(w io.Writer, markdown bool) error { return writeCapacityText(w, r, markdown, format == Wide) }, r, r.Results)
 }
+
+// capacityDrop is when each capacity column is left out to fit TableWidth
+// (see column.drop), by index in capacityHeader.
+var capacityDrop = []int{0, 0, 3, 0, 4, 0, 6, 5, 0, 7, 0}
 
 func capacityHeader(r *measure.CapacityResults) []any {
 	return []any{"algorithm", "limit", "keys (N)", "encoding", "entries", "MU B/key", "B/entry",
@@ -68,7 +72,7 @@ func capacityRows(r *measure.CapacityResults, escape func(string) string) [][]st
 	return out
 }
 
-func writeCapacityText(w io.Writer, r *measure.CapacityResults, markdown bool) error {
+func writeCapacityText(w io.Writer, r *measure.CapacityResults, markdown, wide bool) error {
 	var b strings.Builder
 	escape, bullet := noEscape, ""
 	if markdown {
@@ -92,17 +96,35 @@ func writeCapacityText(w io.Writer, r *measure.CapacityResults, markdown bool) e
 	}
 	align := []tw.Align{tw.AlignLeft, tw.AlignRight, tw.AlignRight, tw.AlignLeft, tw.AlignRight, tw.AlignRight,
 		tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight, tw.AlignRight}
-	var rend tw.Renderer = renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
-	if markdown {
-		rend = renderer.NewMarkdown()
-	}
-	if err := renderAny(&b, rend, capacityHeader(r), align, capacityRows(r, escape)); err != nil {
-		return err
-	}
-	if markdown {
+	notes := capacityNotes(r)
+	switch {
+	case markdown:
+		if err := renderAny(&b, renderer.NewMarkdown(), capacityHeader(r), align, capacityRows(r, escape)); err != nil {
+			return err
+		}
 		b.WriteByte('\n')
+	case wide:
+		if err := renderAny(&b, renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)}), capacityHeader(r), align, capacityRows(r, escape)); err != nil {
+			return err
+		}
+	default:
+		var cols []column
+		for i, h := range capacityHeader(r) {
+			cols = append(cols, column{head: fmt.Sprint(h), right: align[i] == tw.AlignRight, drop: capacityDrop[i]})
+		}
+		t, dropped, err := fitTable(cols, capacityRows(r, escape), TableWidth)
+		if err != nil {
+			return err
+		}
+		b.WriteString(t)
+		if n := droppedNote(dropped); n != "" {
+			notes = append(notes, n)
+		}
 	}
-	for _, n := range capacityNotes(r) {
+	for _, n := range notes {
+		if !markdown && !wide {
+			n = wrapText(n, TableWidth, 2)
+		}
 		fmt.Fprintf(&b, "%s%s\n", bullet, escape(n))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -340,7 +362,7 @@ func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 			"key prefix: " + orNone(code(r.Config.Prefix)),
 		})
 		b.WriteString("\n## Memory per key\n\n")
-		if err := writeCapacityText(&b, r, true); err != nil {
+		if err := writeCapacityText(&b, r, true, false); err != nil {
 			return err
 		}
 		writePlotLinks(&b, plots)

@@ -59,6 +59,7 @@ func TestCapacityGolden(t *testing.T) {
 		r              *measure.CapacityResults
 	}{
 		{"table", "capacity-table.golden", capacityFixture()},
+		{"wide", "capacity-table-wide.golden", capacityFixture()},
 		{"markdown", "capacity-markdown.golden", capacityFixture()},
 		{"csv", "capacity-csv.golden", capacityFixture()},
 		// an incomplete run says so first, then shows what it has, and its warnings

@@ -50,7 +50,7 @@ func (f Format) Validate(allowed ...Format) error {
 	if len(allowed) == 0 {
 		allowed = Formats
 	}
-	if slices.Contains(allowed, f) {
+	if slices.Contains(allowed, f) || (f == Wide && slices.Contains(allowed, Table)) {
 		return nil
 	}
 	return field.Errorf("format", "unknown format %q (want %s)", string(f), FormatList(allowed))

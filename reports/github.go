@@ -109,7 +109,7 @@ func WriteStepSummary(w io.Writer, vs []Verified) error {
 			continue
 		}
 		var text strings.Builder
-		_ = writeVerifyTable(&text, r) // a strings.Builder does not fail
+		_ = writeVerifyTable(&text, r, true) // a strings.Builder does not fail
 		fmt.Fprintf(&b, "\n<details><summary>%s: %s</summary>\n\n```text\n%s```\n\n</details>\n",
 			htmlEscaper.Replace(v.target()), strOr(string(r.Verdict), "incomplete"), strings.ReplaceAll(text.String(), "```", "'''"))
 	}

@@ -20,6 +20,8 @@ import (
 type Figure struct {
 	Name string
 	SVG  []byte
+	// Caption, when set, is shown under the figure instead of Name.
+	Caption string
 }
 
 // HTMLDoc is one self-contained HTML report: what WriteHTMLDoc renders.
@@ -39,6 +41,9 @@ type HTMLDoc struct {
 	// Notes are sentences under the tables.
 	Notes   []string
 	Figures []Figure
+	// FiguresFirst shows the figures right after the verdicts (a
+	// verification's counter-example); otherwise they come last.
+	FiguresFirst bool
 }
 
 // HTMLVerdict is one verdict line: Name held the property or not, and why.
@@ -128,7 +133,11 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 		if err != nil {
 			return fmt.Errorf("reports: figure %s: %w", f.Name, err)
 		}
-		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg})
+		caption := f.Caption
+		if caption == "" {
+			caption = f.Name
+		}
+		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg, Caption: caption})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, page); err != nil {
@@ -179,10 +188,16 @@ func WriteCapacityHTML(w io.Writer, r *measure.CapacityResults, figures []Figure
 // WriteVerifyHTML writes report.html for a verification: the verdict, the
 // families' table and the counter-example.
 func WriteVerifyHTML(w io.Writer, r *measure.VerifyReport) error {
+	return WriteVerifyHTMLFigures(w, r, nil)
+}
+
+// WriteVerifyHTMLFigures is WriteVerifyHTML with figures (SVG documents,
+// as WriteVerifyDir draws them) shown after the verdict, before the tables.
+func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no verification to write")
 	}
-	doc := HTMLDoc{Title: "ratelab verify report: " + r.Target}
+	doc := HTMLDoc{Title: "ratelab verify report: " + r.Target, Figures: figures, FiguresFirst: true}
 	doc.Config = [][2]string{
 		{"target", r.Target}, {"limit", r.LimitDesc}, {"clock", r.Clock},
 		{"decisions", fmt.Sprintf("%d (%d errors)", r.Decisions, r.Errors)},
@@ -256,7 +271,8 @@ func readFigures(dir string, plots []string) ([]Figure, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reports: %w", err)
 		}
-		figs = append(figs, Figure{Name: filepath.Base(base), SVG: svg})
+		name := filepath.Base(base)
+		figs = append(figs, Figure{Name: name, SVG: svg, Caption: FigureCaption(name)})
 	}
 	return figs, nil
 }
@@ -267,8 +283,27 @@ type htmlPage struct {
 }
 
 type htmlFigure struct {
-	Name string
-	SVG  template.HTML
+	Name, Caption string
+	SVG           template.HTML
+}
+
+// FigureCaption says in a sentence what the plot named name (a file name
+// without extension, as WriteDir and WriteVerifyDir write them) shows; ""
+// for a name it does not know.
+func FigureCaption(name string) string {
+	switch {
+	case strings.HasPrefix(name, "trailing-"):
+		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most."
+	case strings.HasPrefix(name, "timeline-"):
+		return strings.TrimPrefix(name, "timeline-") + ": total accepted since the start (cumulative, not a window's count: compare the trailing-window plot with the limit)."
+	case name == "ratio":
+		return "The most accepted within any one window divided by the limit, per scenario and algorithm; above 1.0 the limit was exceeded."
+	case name == "families":
+		return "Each family's worst window against the limit (max in W / L); above 1.0 the family found a violation."
+	case name == "counterexample":
+		return "The counter-example: the accepted decisions of the trial that broke the property against time (cumulative, one dot each), the limit dashed, the excess in red, the window that broke shaded."
+	}
+	return ""
 }
 
 // configItems is the run's configuration and Redis as label/value pairs.
@@ -379,6 +414,7 @@ figcaption { color: #555; font-size: .85em; }
 <dl class="config">{{range .Config}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 {{if .Verdicts}}<h2>Verdicts</h2>
 <ul class="verdicts">{{range .Verdicts}}<li class="{{if .Held}}held{{else}}over{{end}}" data-algorithm="{{.Name}}"><b>{{.Name}}</b> {{.Text}}</li>{{end}}</ul>{{end}}
+{{if .FiguresFirst}}{{template "figures" .}}{{end}}
 {{if .Explain}}<h2>What happened</h2>
 <ol class="explain">{{range .Explain}}<li>{{.}}</li>{{end}}</ol>{{end}}
 {{range .Tables}}{{$t := .}}<h2>{{.Title}}</h2>
@@ -389,9 +425,9 @@ figcaption { color: #555; font-size: .85em; }
 </table>
 {{with .Key}}<p class="key">{{.}}</p>{{end}}{{else}}<p>No results.</p>{{end}}
 {{end}}{{if .Notes}}<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{if .Inline}}<h2>Plots</h2>
-{{range .Inline}}<figure>{{.SVG}}<figcaption>{{.Name}}</figcaption></figure>
-{{end}}{{end}}
+{{if not .FiguresFirst}}{{template "figures" .}}{{end}}
 </body>
 </html>
-`))
+{{define "figures"}}{{if .Inline}}<h2>Plots</h2>
+{{range .Inline}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{end}}{{end}}{{end}}`))

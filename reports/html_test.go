@@ -59,8 +59,13 @@ func TestWriteHTML(t *testing.T) {
 			t.Errorf("report.html contains %q: not self-contained", bad)
 		}
 	}
-	if n := bytes.Count(page, []byte("<svg")); n != 2 {
-		t.Errorf("%d inline SVGs, want 2 (timeline-boundary-burst, ratio)", n)
+	if n := bytes.Count(page, []byte("<svg")); n != 3 {
+		t.Errorf("%d inline SVGs, want 3 (trailing-boundary-burst, timeline-boundary-burst, ratio)", n)
+	}
+	// the window, drawn, comes first
+	tr, tl := bytes.Index(page, []byte(`<figure id="trailing-boundary-burst">`)), bytes.Index(page, []byte(`<figure id="timeline-boundary-burst">`))
+	if tr < 0 || tl < 0 || tr > tl {
+		t.Errorf("figure order: trailing at %d, timeline at %d; want the trailing-window plot first", tr, tl)
 	}
 	if bytes.Contains(page, []byte("<?xml")) {
 		t.Error("an SVG's XML prolog was left inside the HTML")
@@ -111,8 +116,12 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Errorf("the rendered DOM has no verdict for %s", alg)
 		}
 	}
-	if n := bytes.Count(dom, []byte("<svg")); n != 2 {
-		t.Errorf("the rendered DOM has %d SVGs, want 2", n)
+	if n := bytes.Count(dom, []byte("<svg")); n != 3 {
+		t.Errorf("the rendered DOM has %d SVGs, want 3", n)
+	}
+	// the window, drawn, is the first plot
+	if i := bytes.Index(dom, []byte(`<figure id="`)); i < 0 || !bytes.HasPrefix(dom[i:], []byte(`<figure id="trailing-boundary-burst"`)) {
+		t.Error("the first figure of the rendered page is not trailing-boundary-burst")
 	}
 	if n := bytes.Count(dom, []byte("<tr class=")); n != len(r.Results) {
 		t.Errorf("the rendered DOM has %d result rows, want %d", n, len(r.Results))
@@ -146,6 +155,12 @@ func TestHTMLInChromium(t *testing.T) {
 	green := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return r>>8 == 0x00 && g>>8 == 0x9e && b>>8 == 0x73 })
 	if orange < 100 || green < 100 {
 		t.Errorf("screenshot: %d orange and %d green pixels: verdicts not drawn", orange, green)
+	}
+	// fixed-window's excess over the limit, filled red (overColor over white)
+	near := func(v uint32, want int) bool { d := int(v>>8) - want; return d >= -6 && d <= 6 }
+	red := countPixels(img, img.Bounds(), func(r, g, b uint32) bool { return near(r, 0xE1) && near(g, 0x69) && near(b, 0x69) })
+	if red < 300 {
+		t.Errorf("screenshot: %d pixels of the excess's red: the trailing-window plot's excess not drawn", red)
 	}
 }
 

@@ -69,7 +69,7 @@ func WriteJUnit(w io.Writer, vs []Verified) error {
 func testcases(v Verified) []junit.Testcase {
 	r := v.Report
 	var text strings.Builder
-	_ = writeVerifyTable(&text, r) // a strings.Builder does not fail
+	_ = writeVerifyTable(&text, r, true) // a strings.Builder does not fail
 	body := xmlText(text.String())
 	limits := r.LimitDesc
 	if len(r.Limits) > 0 {

@@ -295,13 +295,47 @@ func ReleaseOuts() {
 }
 
 // WriteVerifyDir writes a verify's results to dir (which exists):
-// verify.json (r in JSON) and report.html (WriteVerifyHTML). Errors as
-// WriteFile's.
+// verify.json (r in JSON), counterexample.png and .svg when r has a
+// counter-example with decisions (PlotCounterExample), families.png and
+// .svg when a family has a ratio (PlotFamilies), and report.html
+// (WriteVerifyHTMLFigures, the SVGs inlined, the counter-example first).
+// Errors as WriteFile's, or the plots'.
 func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
 	if err := WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, r) }); err != nil {
 		return err
 	}
-	return WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, r) })
+	var plots []string
+	if r != nil && r.CounterExample != nil && len(r.CounterExample.Decisions) > 0 {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotCounterExample(r, filepath.Join(dir, "counterexample"+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, "counterexample.png")
+	}
+	if r != nil && hasFamilyRatio(r) {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := PlotFamilies(r, filepath.Join(dir, "families"+ext)); err != nil {
+				return err
+			}
+		}
+		plots = append(plots, "families.png")
+	}
+	figs, err := readFigures(dir, plots)
+	if err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTMLFigures(w, r, figs) })
+}
+
+// hasFamilyRatio says whether PlotFamilies has a bar to draw.
+func hasFamilyRatio(r *measure.VerifyReport) bool {
+	for _, f := range r.Families {
+		if f.Trials > 0 && f.Family != "isolation" && finite(f.MaxRatio) {
+			return true
+		}
+	}
+	return false
 }
 
 // FinishVerify writes what a verification leaves in dir once it has

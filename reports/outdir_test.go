@@ -98,7 +98,7 @@ func TestFinishVerify(t *testing.T) {
 		runErr error
 		files  string // the files of dir, sorted
 	}{
-		{"verdict", true, nil, "decisions.jsonl report.html verify.json"},
+		{"verdict", true, nil, "decisions.jsonl families.png families.svg report.html verify.json"},
 		{"stopped", true, stopped, "decisions.jsonl verify.json"},
 		{"no dir", false, stopped, ""},
 	} {

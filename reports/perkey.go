@@ -185,3 +185,33 @@ func rowsWithPerKey(r *measure.Results) []measure.Row {
 	}
 	return out
 }
+
+// perKeyDrop is when each per-key column is left out to fit TableWidth
+// (see column.drop), by index in perKeyHeader.
+var perKeyDrop = []int{0, 9, 0, 0, 0, 5, 0, 0, 6, 4, 7, 8}
+
+// writePerKeyFitted is writePerKeyText for the table that fits
+// TableWidth (writeTable): the per-key table fitted, its lines wrapped.
+func writePerKeyFitted(b *strings.Builder, r *measure.Results) error {
+	if !hasPerKey(r) {
+		return nil
+	}
+	cols := make([]column, len(perKeyHeader))
+	for i, h := range perKeyHeader {
+		cols[i] = column{head: h, right: perKeyRight[i], drop: perKeyDrop[i]}
+	}
+	b.WriteString("\nper key:\n")
+	t, dropped, err := fitTable(cols, perKeyRows(r.Results, noEscape), TableWidth)
+	if err != nil {
+		return fmt.Errorf("per-key table: %w", err)
+	}
+	b.WriteString(t)
+	lines := trafficLines(r)
+	if n := droppedNote(dropped); n != "" {
+		lines = append(lines, n)
+	}
+	for _, l := range lines {
+		b.WriteString(wrapText(l, TableWidth, 2) + "\n")
+	}
+	return nil
+}

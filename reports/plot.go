@@ -66,8 +66,10 @@ var (
 
 // PlotTimeline draws, for one scenario, the cumulative accepted cost of
 // each algorithm over time (Row.Timeline) as step lines, against time from
-// the aligned window boundary in seconds, with reference lines at the
-// limit L and at 2L and a dashed vertical line at the boundary (t = 0).
+// the aligned window boundary in ms, s, min or h (as the span needs), with
+// a dashed vertical line at the boundary (t = 0). It is the secondary plot:
+// a cumulative count is not a window's count, so no limit line is drawn
+// (PlotTrailing draws the window against the limit).
 // The legend sits in a column right of the data. path's extension picks
 // the format: ".png" (150 dpi) or ".svg"; the figure is 8 x 4.5 inches.
 // Non-finite points are skipped. It is an error when no row of scenario has
@@ -86,12 +88,22 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 		return fmt.Errorf("reports: %s: no row of scenario %q has a timeline", path, scenario)
 	}
 
-	// Steps in seconds; all series start from 0 at the earliest decision.
+	// Steps in the unit the span needs; all series start from 0 at the
+	// earliest decision.
+	lo0, hi0 := math.Inf(1), math.Inf(-1)
+	for _, row := range rows {
+		for _, pt := range row.Timeline {
+			if finite(pt.TMS) {
+				lo0, hi0 = math.Min(lo0, pt.TMS), math.Max(hi0, pt.TMS)
+			}
+		}
+	}
+	unit, div := timeUnit(math.Max(hi0, 0) - math.Min(lo0, 0))
 	series := make([]plotter.XYs, len(rows))
 	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 0.0
 	for i, row := range rows {
 		for _, pt := range row.Timeline {
-			x, y := pt.TMS/1000, float64(pt.Accepted)
+			x, y := pt.TMS/div, float64(pt.Accepted)
 			if !finite(x) {
 				continue
 			}
@@ -111,20 +123,20 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 			break
 		}
 	}
-	title := fmt.Sprintf("%s: accepted over time (limit %d per %s)", scenario, limit, formatWindow(windowMS))
+	title := fmt.Sprintf("%s: total accepted since the start (limit %d per %s)", scenario, limit, formatWindow(windowMS))
 	if limit <= 0 {
-		title = fmt.Sprintf("%s: accepted over time", scenario)
+		title = fmt.Sprintf("%s: total accepted since the start", scenario)
 	}
-	p := newPlot(title, "time from window boundary (s)", "accepted (cost units, cumulative)")
+	p := newPlot(title, fmt.Sprintf("time from window boundary (%s)", unit), "accepted (cost units, cumulative)")
 	legend := newLegend()
 
-	// Ranges: the boundary and 2L always in view, with a little air.
+	// Ranges: the boundary always in view, with a little air.
 	lo, hi := math.Min(xmin, 0), math.Max(xmax, 0)
 	pad := 0.03 * (hi - lo)
 	if pad == 0 {
 		pad = 0.5
 	}
-	top := math.Max(ymax, 2*float64(limit)) * 1.08
+	top := ymax * 1.08
 	if top <= 0 {
 		top = 1
 	}
@@ -137,12 +149,6 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 
 	var refs []*plotter.Line
 	var refNames []string
-	if limit > 0 {
-		l := refLine(p.X.Min, float64(limit), p.X.Max, float64(limit), nil)
-		l2 := refLine(p.X.Min, 2*float64(limit), p.X.Max, 2*float64(limit), []vg.Length{vg.Points(6), vg.Points(3)})
-		refs = append(refs, l, l2)
-		refNames = append(refNames, fmt.Sprintf("limit L = %d", limit), fmt.Sprintf("2L = %d", 2*limit))
-	}
 	boundary := refLine(0, 0, 0, top, []vg.Length{vg.Points(3), vg.Points(3)})
 	refs = append(refs, boundary)
 	refNames = append(refNames, "window boundary")

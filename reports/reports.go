@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,8 @@ func Write(w io.Writer, format Format, r *measure.Results) error {
 	switch format {
 	case Table:
 		write = writeTable
+	case Wide:
+		write = writeTableWide
 	case Markdown:
 		write = writeMarkdown
 	case JSON:
@@ -118,7 +121,93 @@ func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
 	return nil
 }
 
+// writeTable writes the table that fits TableWidth: one block per
+// scenario, its limit on a line above its table, the columns a person
+// needs first (algorithm, accepted, max in W, ratio, fidelity), the rest
+// while they fit (errors only when a call failed); then the verdicts and
+// the per-key figures.
 func writeTable(w io.Writer, r *measure.Results) error {
+	var b strings.Builder
+	if !r.Complete {
+		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))
+	}
+	if len(r.Results) == 0 {
+		b.WriteString("no results\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	errs := false
+	for _, row := range r.Results {
+		errs = errs || row.Errors > 0
+	}
+	cols := []column{{"algorithm", false, 0}, {"offered", true, 7}, {"accepted", true, 0}, {"max in W", true, 0},
+		{"ratio", true, 0}, {"ideal", true, 8}, {"fidelity", true, 0}, {"memory", true, 6}, {"p50 µs", true, 9},
+		{"p99 µs", true, 5}}
+	if errs {
+		cols = append(cols, column{"errors", true, 0})
+	}
+	var dropped []string
+	for bi, sc := range scenarioBlocks(r.Results) {
+		first := sc[0]
+		if bi > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s\n", wrapText(fmt.Sprintf("%s: limit %d per %s, %d requests offered (%d cost units), %s clock",
+			first.Scenario, first.Limit, formatWindow(first.WindowMS), first.Requests, first.Offered, first.Clock), TableWidth, 2))
+		var rows [][]string
+		for _, row := range sc {
+			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
+				strconv.FormatInt(row.MaxInWindow, 10), formatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10),
+				formatFixed(row.Fidelity, 2), formatBytes(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
+				strconv.FormatInt(row.P99US, 10)}
+			if errs {
+				cells = append(cells, strconv.FormatInt(row.Errors, 10))
+			}
+			rows = append(rows, cells)
+		}
+		t, d, err := fitTable(cols, rows, TableWidth)
+		if err != nil {
+			return err
+		}
+		b.WriteString(t)
+		for _, h := range d {
+			if !slices.Contains(dropped, h) {
+				dropped = append(dropped, h)
+			}
+		}
+	}
+	if n := droppedNote(append(dropped, "each algorithm's own limit description")); n != "" {
+		b.WriteString(wrapText(n, TableWidth, 2) + "\n")
+	}
+	for _, v := range verdicts(r) {
+		b.WriteString(wrapText(v, TableWidth, 2))
+		b.WriteByte('\n')
+	}
+	if err := writePerKeyFitted(&b, r); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// scenarioBlocks groups rows by scenario, in first-appearance order.
+func scenarioBlocks(rows []measure.Row) [][]measure.Row {
+	var out [][]measure.Row
+	idx := map[string]int{}
+	for _, row := range rows {
+		i, ok := idx[row.Scenario]
+		if !ok {
+			i = len(out)
+			idx[row.Scenario] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], row)
+	}
+	return out
+}
+
+// writeTableWide writes every column of every row in one table (Wide).
+func writeTableWide(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
 	if !r.Complete {
 		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))

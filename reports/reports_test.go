@@ -106,7 +106,24 @@ func fixture() *measure.Results {
 		r.Results = append(r.Results, row(alg, "steady", 120, n, 40, 120, 14750,
 			timeline(steadyTimes, steadyOffered, acc), mem[alg][1]))
 	}
+	for i := range r.Results {
+		r.Results[i].Trailing = trailingOf(r.Results[i])
+	}
 	return r
+}
+
+// trailingOf is the trailing-window series of a fixture row, from the
+// accepted steps of its timeline.
+func trailingOf(row measure.Row) []measure.WindowPoint {
+	var ev []measure.Event
+	var prev int64
+	for _, p := range row.Timeline {
+		if p.Accepted > prev {
+			ev = append(ev, measure.Event{At: time.Duration(p.TMS * float64(time.Millisecond)), Cost: p.Accepted - prev})
+		}
+		prev = p.Accepted
+	}
+	return measure.WindowSeries(ev, time.Duration(row.WindowMS)*time.Millisecond, 0, 0)
 }
 
 // incompleteFixture is a run that stopped during its second scenario.
@@ -182,6 +199,7 @@ func TestWriteGolden(t *testing.T) {
 		r              *measure.Results
 	}{
 		{"table", "table.golden", fixture()},
+		{"wide", "table-wide.golden", fixture()},
 		{"markdown", "markdown.golden", fixture()},
 		{"csv", "csv.golden", fixture()},
 		// An incomplete run says so first, then shows what it has.

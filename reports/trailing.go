@@ -13,25 +13,53 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// overColor marks the points of a trailing-window series above the limit.
-var overColor = color.RGBA{0xC0, 0x00, 0x00, 0xFF}
+// Colours of the trailing-window panels: the excess over the limit is
+// filled red; the window that holds the most is a grey band.
+var (
+	overColor = color.NRGBA{0xD0, 0x10, 0x10, 0xA0}
+	bandColor = color.NRGBA{0x80, 0x80, 0x80, 0x38}
+	peakColor = color.RGBA{0x00, 0x00, 0x00, 0xFF}
+)
 
-// PlotTrailing draws, for one scenario, one panel per algorithm (stacked,
-// sharing the time axis) of its trailing-window series (Row.Trailing: the
-// accepted cost one key held inside its window (t-W, t], the most over the
-// keys and over each stretch of time) against time from the anchor, with
-// the limit L as a reference line; points above it are marked in red:
-// there the algorithm admitted more than the limit within one window. Time
-// is in seconds, minutes or hours, as the span needs. path's extension
-// picks ".png" (150 dpi) or ".svg"; the figure is 8 inches wide and 1.5
-// inches tall per panel (plus 0.7). It is an error when no row of scenario
-// has a trailing-window series, or when the file cannot be written.
+// Trailing-window figure geometry.
+const (
+	panelHeight  = 1.3 * vg.Inch
+	titleHeight  = 0.45 * vg.Inch
+	legendHeight = 0.35 * vg.Inch
+)
+
+// timeUnit picks the unit a person reads for a span of ms: "ms" under 2 s,
+// "s" under 3 min, "min" under 3 h, "h" above; div converts ms to it.
+func timeUnit(spanMS float64) (unit string, div float64) {
+	switch {
+	case spanMS < 2e3:
+		return "ms", 1
+	case spanMS < 3*60e3:
+		return "s", 1e3
+	case spanMS < 3*3600e3:
+		return "min", 60e3
+	}
+	return "h", 3600e3
+}
+
+// PlotTrailing draws, for one scenario, the picture of the window: one
+// panel per algorithm (stacked, sharing both axes) of its trailing-window
+// series (Row.Trailing: the accepted cost within (t-W, t] against t, from
+// the scenario's anchor, as steps), with the limit L as a dashed line, the
+// excess above L filled red, and the window that holds the most (the
+// window ending at Row.MaxWindowEndMS) as a grey band with a marker at its
+// peak. Time is in ms, s, min or h, as the span needs. The figure's title
+// names the scenario, W and L; a legend row under the panels names the
+// marks. path's extension picks ".png" (150 dpi) or ".svg"; the figure is
+// 8 inches wide and 1.3 inches tall per panel (plus 0.8). It is an error
+// when no row of scenario has a trailing-window series, or when the file
+// cannot be written.
 func PlotTrailing(r *measure.Results, scenario string, path string) error {
 	if r == nil {
 		return fmt.Errorf("reports: %s: no results", path)
 	}
 	var rows []measure.Row
-	xmax, ymax := 0.0, 0.0
+	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 0.0
 	for _, row := range r.Results {
 		if row.Scenario != scenario || len(row.Trailing) == 0 {
 			continue
@@ -39,91 +67,221 @@ func PlotTrailing(r *measure.Results, scenario string, path string) error {
 		rows = append(rows, row)
 		for _, pt := range row.Trailing {
 			if finite(pt.TMS) {
-				xmax, ymax = math.Max(xmax, pt.TMS), math.Max(ymax, float64(pt.Accepted))
+				xmin, xmax = math.Min(xmin, pt.TMS), math.Max(xmax, pt.TMS)
+				ymax = math.Max(ymax, float64(pt.Accepted))
 			}
 		}
 	}
 	if len(rows) == 0 {
 		return fmt.Errorf("reports: %s: no row of scenario %q has a trailing-window series", path, scenario)
 	}
-	unit, div := "s", 1000.0
-	switch {
-	case xmax >= 3*3600e3:
-		unit, div = "h", 3600e3
-	case xmax >= 3*60e3:
-		unit, div = "min", 60e3
+	if math.IsInf(xmin, 1) {
+		return fmt.Errorf("reports: %s: scenario %q has no finite trailing-window point", path, scenario)
 	}
 	limit, windowMS := rows[0].Limit, rows[0].WindowMS
-	top := math.Max(ymax, 1.25*float64(limit)) * 1.1
+	xmin = math.Min(xmin, 0)
+	unit, div := timeUnit(xmax - xmin)
+	left, right := xmin/div, xmax/div
+	if pad := 0.02 * (right - left); pad > 0 {
+		left, right = left-pad, right+pad
+	} else {
+		left, right = left-1, right+1
+	}
+	top := math.Max(ymax, float64(limit)) * 1.18
 	if top <= 0 {
 		top = 1
 	}
-	right := math.Max(xmax/div, 1e-3)
 	order := algorithmOrder(r)
 
 	panels := make([][]*plot.Plot, len(rows))
 	for i, row := range rows {
-		title := fmt.Sprintf("%s — in (t-W, t], worst key, W = %s, L = %d", row.Algorithm, formatWindow(windowMS), limit)
-		if row.PerKey != nil {
-			title = fmt.Sprintf("%s — %d of %d keys over the limit, worst %sx (%s)", row.Algorithm,
-				row.PerKey.KeysOver, row.PerKey.Keys, formatFixed(row.PerKey.WorstRatio, 2), row.PerKey.WorstKey)
-		}
-		xl := ""
-		if i == len(rows)-1 {
-			xl = fmt.Sprintf("time from the anchor (%s); trailing window W = %s, limit L = %d per key", unit, formatWindow(windowMS), limit)
-		}
-		p := newPlot(title, xl, "accepted")
-		p.Title.TextStyle.Font = font.From(sans, 10)
-		p.Title.Padding = vg.Points(3)
-		p.Y.Tick.Marker = niceTicks{n: 3}
-		grid := plotter.NewGrid()
-		grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
-		p.Add(grid)
-		var xys, over plotter.XYs
-		for _, pt := range row.Trailing {
-			if !finite(pt.TMS) {
-				continue
-			}
-			xy := plotter.XY{X: pt.TMS / div, Y: float64(pt.Accepted)}
-			xys = append(xys, xy)
-			if pt.Accepted > limit {
-				over = append(over, xy)
-			}
-		}
-		line, err := plotter.NewLine(xys)
+		p, err := trailingPanel(row, limit, windowMS, div, left, right, top, order[row.Algorithm])
 		if err != nil {
 			return fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
 		}
-		line.Color = palette[order[row.Algorithm]%len(palette)]
-		line.Width = vg.Points(1)
-		p.Add(line)
-		l := refLine(0, float64(limit), right, float64(limit), []vg.Length{vg.Points(5), vg.Points(3)})
-		p.Add(l)
-		if len(over) > 0 {
-			sc, err := plotter.NewScatter(over)
-			if err != nil {
-				return fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
-			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: overColor, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
-			p.Add(sc)
+		if i == len(rows)-1 {
+			p.X.Label.Text = fmt.Sprintf("time t from the scenario's anchor (%s)", unit)
+		} else {
+			p.X.Tick.Marker = unlabelled{niceTicks{n: 8}} // one set of labels, under the last panel
 		}
-		p.X.Min, p.X.Max = 0, right
-		p.Y.Min, p.Y.Max = 0, top
 		panels[i] = []*plot.Plot{p}
 	}
 
-	height := vg.Length(len(rows))*1.5*vg.Inch + 0.7*vg.Inch
+	height := vg.Length(len(rows))*panelHeight + titleHeight + legendHeight
 	fig, err := newFigureSized(path, figWidth, height)
 	if err != nil {
 		return err
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
-	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadY: vg.Points(4)}
-	canvases := plot.Align(panels, tiles, inner)
+
+	title := fmt.Sprintf("%s: accepted within the trailing window (t-W, t], W = %s, limit L = %d", scenario, formatWindow(windowMS), limit)
+	if rows[0].PerKey != nil {
+		title = fmt.Sprintf("%s: worst key's accepted within (t-W, t], W = %s, limit L = %d per key", scenario, formatWindow(windowMS), limit)
+	}
+	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.New().Title.TextStyle.Handler}
+	fig.dc.FillText(ts, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: inner.Max.Y}, title)
+
+	body := draw.Crop(inner, 0, 0, legendHeight, -titleHeight)
+	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadY: vg.Points(6)}
+	canvases := plot.Align(panels, tiles, body)
 	for i := range panels {
 		panels[i][0].Draw(canvases[i][0])
 	}
+	dataLeft := panels[0][0].DataCanvas(canvases[0][0]).Min.X
+	drawLegendRow(draw.Crop(inner, dataLeft-inner.Min.X, 0, 0, -(inner.Size().Y-legendHeight)), trailingLegend(limit))
 	return fig.save()
+}
+
+// trailingPanel is one algorithm's panel of PlotTrailing.
+func trailingPanel(row measure.Row, limit, windowMS int64, div, left, right, top float64, k int) (*plot.Plot, error) {
+	title := fmt.Sprintf("%s: at most %d in one window, %sx L", row.Algorithm, row.MaxInWindow, formatFixed(row.Ratio, 2))
+	if row.PerKey != nil {
+		title = fmt.Sprintf("%s: %d of %d keys over the limit, worst %sx (%s)", row.Algorithm,
+			row.PerKey.KeysOver, row.PerKey.Keys, formatFixed(row.PerKey.WorstRatio, 2), row.PerKey.WorstKey)
+	}
+	p := newPlot(title, "", "in (t-W, t]")
+	p.Title.TextStyle.Font = font.From(sans, 10)
+	p.Title.Padding = vg.Points(3)
+	p.Y.Label.TextStyle.Font = font.From(sans, 9)
+	p.Y.Tick.Marker = niceTicks{n: 3}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
+	p.Add(grid)
+
+	var xys plotter.XYs
+	for _, pt := range row.Trailing {
+		if finite(pt.TMS) {
+			xys = append(xys, plotter.XY{X: pt.TMS / div, Y: float64(pt.Accepted)})
+		}
+	}
+	if len(xys) > 0 && xys[0].X > left {
+		xys = append(plotter.XYs{{X: left, Y: 0}}, xys...)
+	}
+
+	// the window that holds the most: (end-W, end]
+	if row.MaxInWindow > 0 && finite(row.MaxWindowEndMS) {
+		end := row.MaxWindowEndMS / div
+		start := (row.MaxWindowEndMS - float64(windowMS)) / div
+		band, err := plotter.NewPolygon(plotter.XYs{{X: start, Y: 0}, {X: end, Y: 0}, {X: end, Y: top}, {X: start, Y: top}})
+		if err != nil {
+			return nil, err
+		}
+		band.Color, band.LineStyle.Width = bandColor, 0
+		p.Add(band)
+	}
+	for _, ring := range excessRings(xys, float64(limit)) {
+		poly, err := plotter.NewPolygon(ring)
+		if err != nil {
+			return nil, err
+		}
+		poly.Color, poly.LineStyle.Width = overColor, 0
+		p.Add(poly)
+	}
+	line, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, err
+	}
+	line.StepStyle = plotter.PostStep    // the sum holds until the next change
+	line.Color = palette[k%len(palette)] // solid: each panel holds one algorithm
+	line.Width = vg.Points(1.6)
+	p.Add(line)
+	if limit > 0 {
+		p.Add(limitLine(left, right, float64(limit)))
+	}
+	if row.MaxInWindow > 0 && finite(row.MaxWindowEndMS) {
+		peak, err := plotter.NewScatter(plotter.XYs{{X: row.MaxWindowEndMS / div, Y: float64(row.MaxInWindow)}})
+		if err != nil {
+			return nil, err
+		}
+		peak.GlyphStyle = draw.GlyphStyle{Color: peakColor, Radius: vg.Points(3), Shape: draw.PyramidGlyph{}}
+		p.Add(peak)
+	}
+	p.X.Min, p.X.Max = left, right
+	p.Y.Min, p.Y.Max = 0, top
+	return p, nil
+}
+
+// unlabelled is a Ticker's ticks without their labels.
+type unlabelled struct{ plot.Ticker }
+
+// Ticks implements plot.Ticker.
+func (u unlabelled) Ticks(lo, hi float64) []plot.Tick {
+	ts := u.Ticker.Ticks(lo, hi)
+	for i := range ts {
+		ts[i].Label = ""
+	}
+	return ts
+}
+
+// limitLine is the dashed horizontal line at the limit.
+func limitLine(x0, x1, y float64) *plotter.Line {
+	l := refLine(x0, y, x1, y, []vg.Length{vg.Points(5), vg.Points(3)})
+	l.Width = vg.Points(1.2)
+	l.Color = color.Black
+	return l
+}
+
+// excessRings returns, for a step series (each y holds until the next x),
+// one outline per stretch above y = limit, closed along the limit line.
+func excessRings(xys plotter.XYs, limit float64) []plotter.XYs {
+	var rings []plotter.XYs
+	var cur plotter.XYs
+	for i := 0; i+1 < len(xys); i++ {
+		a, b := xys[i], xys[i+1]
+		if a.Y > limit {
+			if cur == nil {
+				cur = plotter.XYs{{X: a.X, Y: limit}}
+			}
+			cur = append(cur, plotter.XY{X: a.X, Y: a.Y}, plotter.XY{X: b.X, Y: a.Y})
+			continue
+		}
+		if cur != nil {
+			rings = append(rings, append(cur, plotter.XY{X: a.X, Y: limit}))
+			cur = nil
+		}
+	}
+	if cur != nil {
+		rings = append(rings, append(cur, plotter.XY{X: cur[len(cur)-1].X, Y: limit}))
+	}
+	return rings
+}
+
+// legendEntry is one mark of a legend row: a thumbnail and its text.
+type legendEntry struct {
+	thumb plot.Thumbnailer
+	text  string
+}
+
+// trailingLegend names PlotTrailing's marks.
+func trailingLegend(limit int64) []legendEntry {
+	over, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}})
+	over.Color, over.LineStyle.Width = overColor, 0
+	band, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}})
+	band.Color, band.LineStyle.Width = bandColor, 0
+	peak, _ := plotter.NewScatter(plotter.XYs{{X: 0, Y: 0}})
+	peak.GlyphStyle = draw.GlyphStyle{Color: peakColor, Radius: vg.Points(3), Shape: draw.PyramidGlyph{}}
+	return []legendEntry{
+		{limitLine(0, 1, 0), fmt.Sprintf("limit L = %d", limit)},
+		{over, "accepted above L"},
+		{band, "the window with the most"},
+		{peak, "its peak"},
+	}
+}
+
+// drawLegendRow draws entries left to right in c, one line high.
+func drawLegendRow(c draw.Canvas, entries []legendEntry) {
+	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 10), YAlign: draw.YCenter, Handler: plot.New().Title.TextStyle.Handler}
+	thumbW, gap := vg.Points(24), vg.Points(14)
+	x := c.Min.X
+	midY := c.Min.Y + c.Size().Y/2
+	h := vg.Points(9)
+	for _, e := range entries {
+		tc := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: x, Y: midY - h/2}, Max: vg.Point{X: x + thumbW, Y: midY + h/2}}}
+		e.thumb.Thumbnail(&tc)
+		x += thumbW + vg.Points(4)
+		c.FillText(ts, vg.Point{X: x, Y: midY}, e.text)
+		x += ts.Width(e.text) + gap
+	}
 }
 
 // scenariosWithTrailing lists, in first-appearance order, the scenarios

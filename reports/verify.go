@@ -25,56 +25,49 @@ func WriteVerify(w io.Writer, format Format, r *measure.VerifyReport) error {
 		}
 		_, err = w.Write(append(b, '\n'))
 		return err
-	case Table:
-		return writeVerifyTable(w, r)
+	case Table, Wide:
+		return writeVerifyTable(w, r, format == Wide)
 	}
 	return format.Validate(VerifyFormats...)
 }
 
 // writeVerifyTable renders r into memory and writes it to out in one write,
-// whose error it returns.
-func writeVerifyTable(out io.Writer, r *measure.VerifyReport) error {
+// whose error it returns. Unless wide, lines fit TableWidth: the families'
+// notes go under the table and sentences are wrapped.
+func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 	var b strings.Builder
 	w := &b
-	fmt.Fprintf(w, "ratelab verify: %s — %s: %s\n", r.Target, r.LimitDesc, strings.ToUpper(string(r.Verdict)))
+	width := TableWidth
+	if wide {
+		width = 0
+	}
+	line := func(format string, a ...any) { fmt.Fprintln(w, wrapText(fmt.Sprintf(format, a...), width, 2)) }
+	line("ratelab verify: %s — %s: %s", r.Target, r.LimitDesc, strings.ToUpper(string(r.Verdict)))
 	if len(r.Limits) > 0 {
-		fmt.Fprintf(w, "every limit at once: %s\n", strings.Join(r.Limits, ", "))
+		line("every limit at once: %s", strings.Join(r.Limits, ", "))
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		line("note: %s", n)
 	}
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithRowAlignment(tw.AlignLeft))
-	t.Header("family", "trials", "clock", "max in W / limit", "min fidelity", "verdict", "note")
-	var rows [][]string
-	for _, f := range r.Families {
-		ratio, fid := "", ""
-		if f.Trials > 0 && f.Family != "isolation" {
-			ratio = fmt.Sprintf("%.2f", f.MaxRatio)
+	if !wide {
+		if err := writeVerifyFamiliesFitted(w, r); err != nil {
+			return err
 		}
-		if f.MinFidelity > 0 {
-			fid = fmt.Sprintf("%.2f", f.MinFidelity)
-		}
-		rows = append(rows, []string{f.Family, fmt.Sprint(f.Trials), f.Mode, ratio, fid, string(f.Verdict), f.Note})
-	}
-	if err := t.Bulk(rows); err != nil {
+	} else if err := writeVerifyFamiliesWide(w, r); err != nil {
 		return err
 	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%d decisions, %d errors, %.1fs", r.Decisions, r.Errors, float64(r.DurationMS)/1000)
+	var tail strings.Builder
+	fmt.Fprintf(&tail, "%d decisions, %d errors, %.1fs", r.Decisions, r.Errors, float64(r.DurationMS)/1000)
 	if r.SkewSensitivity > 0 {
-		fmt.Fprintf(w, "; skew sensitivity: client clocks off by ±%gms let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity)
+		fmt.Fprintf(&tail, "; skew sensitivity: client clocks off by ±%gms let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity)
 	}
-	fmt.Fprintln(w)
+	line("%s", tail.String())
 	for _, e := range r.ErrorSamples {
-		fmt.Fprintf(w, "error: %s\n", e)
+		line("error: %s", e)
 	}
 	if c := r.CounterExample; c != nil {
-		fmt.Fprintf(w, "\nCOUNTER-EXAMPLE (%s) — family %s, trial %q:\n  %s\n", strings.ToUpper(string(c.Kind)), c.Family, c.Trial, c.Explain)
+		fmt.Fprintf(w, "\n%s\n  %s\n", wrapText(fmt.Sprintf("COUNTER-EXAMPLE (%s) — family %s, trial %q:", strings.ToUpper(string(c.Kind)), c.Family, c.Trial), width, 2),
+			wrapText(c.Explain, width-2, 2))
 		if c.Kind == measure.Violated {
 			fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
 		}
@@ -90,23 +83,78 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport) error {
 		}
 		writeInterleaving(w, c)
 		if t := c.Trace; t != nil {
-			fmt.Fprintf(w, "  trace: %d requests", len(t.Requests))
+			var tl strings.Builder
+			fmt.Fprintf(&tl, "  trace: %d requests", len(t.Requests))
 			if t.Shrunk {
-				fmt.Fprintf(w, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
+				fmt.Fprintf(&tl, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
 				if t.Minimal {
-					fmt.Fprint(w, " (minimal)")
+					fmt.Fprint(&tl, " (minimal)")
 				}
 			}
 			if t.CSV != "" { // written with --out, beside verify.json
-				fmt.Fprintf(w, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
+				fmt.Fprintf(&tl, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
 			} else {
-				fmt.Fprint(w, "; --out keeps it in verify.json for ratelab verify --replay")
+				fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
 		}
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// verifyFamilyCells is a family's row: family, trials, clock, max in W /
+// limit, min fidelity, verdict (and its note apart).
+func verifyFamilyCells(f measure.FamilyResult) []string {
+	ratio, fid := "", ""
+	if f.Trials > 0 && f.Family != "isolation" {
+		ratio = fmt.Sprintf("%.2f", f.MaxRatio)
+	}
+	if f.MinFidelity > 0 {
+		fid = fmt.Sprintf("%.2f", f.MinFidelity)
+	}
+	return []string{f.Family, fmt.Sprint(f.Trials), f.Mode, ratio, fid, string(f.Verdict)}
+}
+
+// writeVerifyFamiliesFitted writes the families' table without the note
+// column, then each family's note as a line under it.
+func writeVerifyFamiliesFitted(w io.Writer, r *measure.VerifyReport) error {
+	cols := []column{{"family", false, 0}, {"trials", true, 0}, {"clock", false, 0}, {"max in W / L", true, 0},
+		{"min fidelity", true, 0}, {"verdict", false, 0}}
+	var rows [][]string
+	var notes []string
+	for _, f := range r.Families {
+		rows = append(rows, verifyFamilyCells(f))
+		if f.Note != "" {
+			notes = append(notes, wrapText(f.Family+": "+f.Note, TableWidth, 2))
+		}
+	}
+	t, _, err := fitTable(cols, rows, TableWidth)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, t)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	return err
+}
+
+// writeVerifyFamiliesWide writes the families' table with every column.
+func writeVerifyFamiliesWide(w io.Writer, r *measure.VerifyReport) error {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithRowAlignment(tw.AlignLeft))
+	t.Header("family", "trials", "clock", "max in W / limit", "min fidelity", "verdict", "note")
+	var rows [][]string
+	for _, f := range r.Families {
+		rows = append(rows, append(verifyFamilyCells(f), f.Note))
+	}
+	if err := t.Bulk(rows); err != nil {
+		return err
+	}
+	return t.Render()
 }
 
 // us renders µs as a signed duration.

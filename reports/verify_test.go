@@ -41,11 +41,12 @@ func verifyFixture(violated bool) *measure.VerifyReport {
 func TestWriteVerifyGolden(t *testing.T) {
 	for _, c := range []struct {
 		name     string
+		format   Format
 		violated bool
-	}{{"verify-holds", false}, {"verify-violated", true}} {
+	}{{"verify-holds", Table, false}, {"verify-violated", Table, true}, {"verify-violated-wide", Wide, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteVerify(&b, "table", verifyFixture(c.violated)); err != nil {
+			if err := WriteVerify(&b, c.format, verifyFixture(c.violated)); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, c.name+".golden", b.Bytes())

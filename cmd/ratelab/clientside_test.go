@@ -65,7 +65,7 @@ func TestClientSide(t *testing.T) {
 	}
 
 	// run: the script 1.00, the naive log over
-	code, out, stderr = ratelab(t, "run", "--algorithms", "sliding-log,sliding-log-naive", "--scenarios", "concurrent-burst", "--redis", url, "--out", t.TempDir())
+	code, out, stderr = ratelab(t, "run", "--wide", "--algorithms", "sliding-log,sliding-log-naive", "--scenarios", "concurrent-burst", "--redis", url, "--out", t.TempDir())
 	row := regexp.MustCompile(`\| (sliding-log(?:-naive)?) +\| concurrent-burst .*?\| +(\d+\.\d\d) \|`)
 	ratios := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(out, -1) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ type demoFlags struct {
 	commonFlags
 	cfg     demo.Config
 	explain bool
+	pace    string
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -34,6 +36,7 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
 	fl.DurationVar(&f.cfg.Lead, "lead", demo.DefaultLead, "shortest countdown before the first burst")
 	fl.BoolVar(&f.explain, "explain", false, "tell what happened and why, per algorithm, from the measured numbers")
+	fl.StringVar(&f.pace, "pace", "1x", "slow each burst down for a class to watch: 20x sends its requests 20 times further apart (50 over 1s instead of 50ms); the window and the bursts' times do not change")
 	return c
 }
 
@@ -41,6 +44,11 @@ func (f *demoFlags) check(c *cobra.Command) error {
 	if f.cfg.Limit == (limit.Limit{}) { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}
+	pace, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f.pace), "x"), 64)
+	if err != nil {
+		return usagef("--pace: want a factor such as 20x, got %q", f.pace)
+	}
+	f.cfg.Pace = pace
 	return flagError(c.Flags(), f.cfg.Validate())
 }
 

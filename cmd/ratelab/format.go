@@ -15,6 +15,7 @@ import (
 type formatFlag struct {
 	value   string
 	allowed []reports.Format
+	wide    bool // --wide: tables with every column (reports.Wide)
 }
 
 // add declares --format on c (default table), taking allowed (every
@@ -25,6 +26,7 @@ func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
 	}
 	f.allowed = allowed
 	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.Flags().BoolVar(&f.wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
 	c.PreRunE = func(*cobra.Command, []string) error {
 		_, err := f.get()
 		return err
@@ -40,5 +42,9 @@ func (f *formatFlag) get() (reports.Format, error) {
 
 // render returns the writer of results in --format, for publish.
 func (f *formatFlag) render(results any) func(io.Writer) error {
-	return func(w io.Writer) error { return reports.Render(w, reports.Format(f.value), results) }
+	format := reports.Format(f.value)
+	if f.wide && format == reports.Table {
+		format = reports.Wide
+	}
+	return func(w io.Writer) error { return reports.Render(w, format, results) }
 }

@@ -49,6 +49,7 @@ func TestGolden(t *testing.T) {
 		// format; its keys live about 10s, past a run of a second or so
 		{"run-default", []string{"run", "--scenarios", "boundary-burst", "--timeout", "5s"}, maskPipeTable},
 		{"run-table", append(slices.Clip(runArgs), "--format", "table"), maskPipeTable},
+		{"run-wide", append(slices.Clip(runArgs), "--wide"), maskPipeTable},
 		{"run-markdown", append(slices.Clip(runArgs), "--format", "markdown"), maskPipeTable},
 		{"run-json", append(slices.Clip(runArgs), "--format", "json"), maskRunJSON},
 		{"run-csv", append(slices.Clip(runArgs), "--format", "csv"), maskRunCSV},

@@ -161,7 +161,7 @@ func TestScriptBesideBuiltins(t *testing.T) {
 	logArgs := []string{"--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}", "--arg", "{request_id}", "--arg", "{cost}", "--allowed", "reply <= limit"}
 
 	out := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := ratelab(t, append([]string{"run", "--scenarios", "boundary-burst", "--script", log, "--redis", redisURL, "--out", out}, logArgs...)...)
+	code, stdout, stderr := ratelab(t, append([]string{"run", "--wide", "--scenarios", "boundary-burst", "--script", log, "--redis", redisURL, "--out", out}, logArgs...)...)
 	if code != exitOK || strings.Count(stdout, "| boundary-burst |") != 7 || !strings.Contains(stdout, "| sliding-log-count.lua | boundary-burst |") {
 		t.Errorf("run: exit %d, want six built-ins and the script\n%s\n%s", code, stdout, stderr)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
@@ -352,9 +353,13 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		client := workerClient(rd.Client, cfg.Clients)
 		defer func() { _ = client.Close() }() // ratelab's own worker pool: nothing to tell the user
 		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
-		for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
+		algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
+		pm := prog.Start(progress, "bench", "rows", int64(len(algs)*len(cfg.Paths)))
+		defer pm.Stop()
+		for _, alg := range algs {
 			for _, path := range cfg.Paths {
 				row, err := b.measure(ctx, alg, path)
+				pm.Add(1)
 				if err != nil {
 					if _, ok := field.Name(err); ok {
 						return err // says which algorithm and path itself

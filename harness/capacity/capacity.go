@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
+	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
@@ -110,7 +111,10 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	}
 	calib := map[int]float64{}
 	cell := 0
-	for _, alg := range append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...) {
+	algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
+	pm := prog.Start(progress, "capacity", "fills", int64(len(algs)*len(cfg.Limits)))
+	defer pm.Stop()
+	for _, alg := range algs {
 		for _, l := range cfg.Limits {
 			limit := l.Count
 			cell++
@@ -119,6 +123,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
 			}
 			res.Results = append(res.Results, row)
+			pm.Add(1)
 			if progress != nil {
 				fmt.Fprintf(progress, "capacity: %s limit %d: %d keys, %s %d B/key, used_memory +%.0f B/key (%d ms)\n",
 					alg, limit, row.Keys, row.Encoding, row.MemoryBytes, row.UsedMemoryDeltaBytes, row.FillMS)

@@ -6,6 +6,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -44,12 +45,67 @@ type Config struct {
 	Lead time.Duration
 	// RunID names the key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
+	// Pace slows each burst down for a class to watch: its requests come
+	// Pace times further apart (20: 50 requests over about 1 s instead of
+	// 50 ms), each burst still starting at its time; the bursts' times and
+	// so the window they straddle do not change. Zero means 1 (live
+	// speed); at most MaxPace(Limit): the burst before the boundary must
+	// end before it.
+	Pace float64
+}
+
+// MaxPace is the largest Config.Pace for l (the zero Limit means
+// DefaultLimit): the burst before the boundary, stretched, still ends
+// before it. It is 1 when the schedule has no burst before the boundary to
+// stretch.
+func MaxPace(l limit.Limit) float64 {
+	if l == (limit.Limit{}) {
+		l = DefaultLimit
+	}
+	sc, err := scenarios.Get(Scenario)
+	if err != nil {
+		return 1
+	}
+	arr := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window}).Arrivals
+	if len(arr) < 2 || arr[0].At >= 0 {
+		return 1
+	}
+	last := 0
+	for last+1 < len(arr) && arr[last+1].At < 0 {
+		last++
+	}
+	span := arr[last].At - arr[0].At
+	if span <= 0 {
+		return 1000
+	}
+	// -first burst start + span*pace < 0, with 1% to spare
+	return min(1000, math.Floor(0.99*float64(-arr[0].At)/float64(span)*10)/10)
+}
+
+// Paced returns arrivals with each burst (a run of arrivals on one side of
+// the boundary) stretched pace times from its first arrival; pace <= 1
+// returns arrivals as they are. arrivals are sorted by At.
+func Paced(arrivals []scenarios.Arrival, pace float64) []scenarios.Arrival {
+	if pace <= 1 || len(arrivals) == 0 {
+		return arrivals
+	}
+	out := make([]scenarios.Arrival, len(arrivals))
+	start := arrivals[0].At
+	for i, a := range arrivals {
+		if i > 0 && (arrivals[i-1].At < 0) != (a.At < 0) {
+			start = a.At
+		}
+		a.At = start + time.Duration(float64(a.At-start)*pace)
+		out[i] = a
+	}
+	return out
 }
 
 // Validate checks cfg and returns an error naming the field: algorithms
 // registered; Limit zero (the default) or valid (limit.Limit.Validate)
 // with Count <= 1000 (two bursts of Count requests are sent live) and
-// Window in 100ms..10m (a live show); Lead >= 0.
+// Window in 100ms..10m (a live show); Lead >= 0; Pace zero or in
+// 1..MaxPace(Limit).
 func (cfg Config) Validate() error {
 	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
@@ -67,6 +123,11 @@ func (cfg Config) Validate() error {
 		return field.Errorf("window", "at most 10m for a live demo, got %s", limit.FormatWindow(l.Window))
 	case cfg.Lead < 0:
 		return field.Errorf("lead", "must be >= 0, got %s", cfg.Lead)
+	case cfg.Pace < 0 || (cfg.Pace > 0 && cfg.Pace < 1) || math.IsNaN(cfg.Pace):
+		return field.Errorf("pace", "must be >= 1 (1: live speed), got %g", cfg.Pace)
+	case cfg.Pace > MaxPace(l):
+		return field.Errorf("pace", "at most %gx for %d per %s: the burst before the boundary, slowed %gx, would reach it",
+			MaxPace(l), l.Count, limit.FormatWindow(l.Window), cfg.Pace)
 	}
 	return nil
 }
@@ -99,9 +160,9 @@ type Observer interface {
 // Run runs seed 001's boundary burst in real time on the Redis server's
 // clock against every algorithm at once (each on its own key): it parks
 // until a window boundary, sends L requests just before it and L just after
-// it (boundary-burst: at -W/10 and +W/10, 1 ms apart at most), telling obs
-// about the plan and every decision, then measures memory and removes its
-// keys. The Results hold one boundary-burst row per algorithm (clock
+// it (boundary-burst: at -W/10 and +W/10, 1 ms apart at most, times
+// Config.Pace), telling obs about the plan and every decision, then
+// measures memory and removes its keys. The Results hold one boundary-burst row per algorithm (clock
 // "redis"), like `ratelab run --clock redis --scenarios boundary-burst`.
 // A cancelled ctx stops it; the Results then hold what was measured.
 func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *measure.DecisionLog) (*measure.Results, error) {
@@ -133,6 +194,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 			return err
 		}
 		sched := sc.Build(scenarios.Params{Limit: cfg.Limit.Count, Window: cfg.Limit.Window})
+		sched.Arrivals = Paced(sched.Arrivals, cfg.Pace)
 		lim := cfg.Limit
 		plan := measure.DemoPlan{Algorithms: cfg.Algorithms, Limit: lim.Count, Window: lim.Window,
 			Arrivals: make([]measure.Event, len(sched.Arrivals))}
@@ -165,6 +227,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 					obs.Decided(job, o.Record(jobs[job].Limiter.Name(), sched.Scenario))
 				}
 			}}
+		if cfg.Pace > 1 {
+			res.Notes = append(res.Notes, fmt.Sprintf("paced %gx: each burst's requests %gx further apart than live (the bursts' times and the window unchanged)", cfg.Pace, cfg.Pace))
+		}
 		rows, err := r.Run(ctx, jobs)
 		res.Results = append(res.Results, rows...)
 		if err != nil {

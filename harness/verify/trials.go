@@ -250,7 +250,8 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 	// a target on an injected clock met the boundaries in virtual time:
 	// its real-time trials need not wait for one
 	r := &harness.Runner{Redis: s.rdb, Clock: clock, Log: s.cfg.Log, Progress: s.cfg.Progress, Parallel: 8,
-		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, AdaptTimeout: s.cfg.AdaptTimeout, MaxOutage: s.cfg.MaxOutage}
+		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, AdaptTimeout: s.cfg.AdaptTimeout, MaxOutage: s.cfg.MaxOutage,
+		Label: "verify " + s.lim.Name()}
 	if clock == harness.VirtualClock && s.rdb != nil {
 		r.Pipeline, r.Expiry, r.Parallel = virtualPipeline, true, virtualParallel
 	}

@@ -86,12 +86,8 @@ func (l *Demo) Planned(p measure.DemoPlan) {
 	}
 	l.printed = make([]bool, len(l.segs))
 	if !l.tty {
-		bursts := make([]string, len(l.segs))
-		for i, s := range l.segs {
-			bursts[i] = signed(p.Arrivals[s[0]].At)
-		}
-		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s; parked until the window boundary at %s (Redis clock); bursts of %d at %s from it\n",
-			len(p.Algorithms), rate(&p), p.Boundary.Format("15:04:05.000"), l.segs[0][1]-l.segs[0][0], strings.Join(bursts, " and "))
+		fmt.Fprintf(l.w, "ratelab demo: %d algorithms, limit %s\nparked until the window boundary at %s (Redis clock)\nbursts: %s\n",
+			len(p.Algorithms), rate(&p), p.Boundary.Format("15:04:05.000"), l.burstsDesc())
 	}
 }
 
@@ -246,8 +242,9 @@ func (l *Demo) labelWidth() int {
 func (l *Demo) drawFrame(final bool) {
 	p := l.plan
 	var lines []string
-	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · window boundary at %s on the Redis clock",
-		len(p.Algorithms), rate(p), p.Boundary.Format("15:04:05.000")))
+	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · boundary %s (Redis clock)",
+		len(p.Algorithms), rate(p), p.Boundary.Format("15:04:05.000")),
+		"bursts: "+l.burstsDesc())
 	wait := time.Until(p.FirstLocal)
 	switch {
 	case wait > 0 && !final:
@@ -266,7 +263,9 @@ func (l *Demo) drawFrame(final bool) {
 	}
 	for _, line := range lines {
 		b.WriteString("\r\x1b[2K")
-		b.WriteString(line)
+		// one screen line each, whatever the width, so moving up l.lines
+		// lands on the frame's first line (a wrapped line would scroll)
+		b.WriteString(truncate(line, l.width-1))
 		b.WriteByte('\n')
 	}
 	l.lines = len(lines)
@@ -357,9 +356,47 @@ func (l *Demo) timeline(tty bool) []string {
 	if per > 1 {
 		unit = fmt.Sprintf("%d requests", per)
 	}
-	out = append(out, "", fmt.Sprintf("%s accepted  %s denied  %s mixed  %s window boundary; one mark = %s, in arrival order",
+	out = append(out, "", fmt.Sprintf("%s accepted  %s denied  %s mixed  %s window boundary · one mark = %s",
 		colour("32", acc), colour("31", den), colour("33", mix), bound, unit))
 	return out
+}
+
+// burstsDesc says when each burst starts, how many requests it holds and
+// how long it lasts: "50 at -1s over 49ms · 50 at +1s over 49ms".
+func (l *Demo) burstsDesc() string {
+	arr := l.plan.Arrivals
+	var parts []string
+	for _, s := range l.segs {
+		parts = append(parts, fmt.Sprintf("%d at %s over %s", s[1]-s[0], signed(arr[s[0]].At), arr[s[1]-1].At-arr[s[0]].At))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// truncate cuts line to at most width visible columns (escape sequences
+// take none; every rune takes one), resetting attributes where it cuts.
+func truncate(line string, width int) string {
+	if width <= 0 {
+		return line
+	}
+	col := 0
+	inEsc := false
+	for i, r := range line {
+		switch {
+		case inEsc:
+			if r >= '@' && r <= '~' && r != '[' {
+				inEsc = false
+			}
+			continue
+		case r == '\x1b':
+			inEsc = true
+			continue
+		}
+		if col == width {
+			return line[:i] + "\x1b[0m"
+		}
+		col++
+	}
+	return line
 }
 
 // bar is a progress bar of width cells, f in [0, 1].
