@@ -18,10 +18,16 @@ import (
 )
 
 // Memory readings during a replay: after firstMemorySample decisions, then
-// at each doubling up to memorySampleEvery, then every memorySampleEvery.
+// at each doubling up to memorySampleEvery (seven readings at most), then
+// every memorySampleEvery but never sooner than memorySampleSpacing
+// decisions per key the last reading read: past the first readings, the
+// readings (two commands per live key: PTTL and MEMORY USAGE) stay within
+// 2/memorySampleSpacing (5 %) of the commands the decisions send, however
+// many keys are live.
 const (
-	firstMemorySample = 1024
-	memorySampleEvery = 65536
+	firstMemorySample   = 1024
+	memorySampleEvery   = 65536
+	memorySampleSpacing = 40
 )
 
 // replayWorker sends one algorithm's decisions, one pipeline per batch,
@@ -202,7 +208,11 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 	} else {
 		w.nextSample += memorySampleEvery
 	}
+	read := int64(len(w.rkeys))
 	m, err := w.liveMemory(ctx, rd)
+	if w.nextSample > memorySampleEvery {
+		w.nextSample = max(w.nextSample, w.decisions.Load()+memorySampleSpacing*read)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
