@@ -36,7 +36,8 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // bind declares run's flags on c, stored in f.
 func (f *runFlags) bind(c *cobra.Command) {
 	fl, cfg := c.Flags(), &f.cfg
-	f.addCommon(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
+	f.addCommon(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
+	f.out.addDecisions(c)
 	f.target.addMany(c)
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
@@ -90,7 +91,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	defer unguard()
 	var res *measure.Results
-	runErr := logDecisions(out, func(log *measure.DecisionLog) (err error) {
+	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})

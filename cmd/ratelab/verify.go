@@ -30,7 +30,8 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		func(c *cobra.Command) error { return runVerify(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
+	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
+	f.out.addDecisions(c)
 	f.target.add(c)
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
@@ -106,8 +107,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if f.out.dir != "" {
-		if cfg.Log, err = reports.CreateDecisionLog(f.out.dir); err != nil {
+	if f.out.decisions != "" {
+		if cfg.Log, err = reports.CreateDecisionFile(f.out.decisions); err != nil {
 			return flagError(nil, err)
 		}
 	}
