@@ -59,6 +59,22 @@ type replayWorker struct {
 	expired      int64 // keys removed as expired in virtual time
 	dur          time.Duration
 	failingSince time.Time
+
+	// batch's buffers (reuse)
+	calls, send []algorithms.ScriptCall
+	cmds        []*redis.Cmd
+	callErrs    []error
+}
+
+// reuse returns (*buf)[:n] with every element zero, growing *buf when it
+// is shorter: a batch's buffer, allocated once per worker.
+func reuse[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	s := (*buf)[:n]
+	clear(s)
+	return s
 }
 
 func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
@@ -108,10 +124,9 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		cctx, cancel = context.WithTimeout(ctx, w.cfg.Timeout*time.Duration((w.cfg.Pipeline+63)/64))
 	}
 	defer cancel()
-	calls := make([]algorithms.ScriptCall, len(b))
-	cmds := make([]*redis.Cmd, len(b))
-	errs := make([]error, len(b))
-	send := make([]algorithms.ScriptCall, 0, len(b))
+	// the worker's buffers, reused from batch to batch
+	calls, cmds, errs := reuse(&w.calls, len(b)), reuse(&w.cmds, len(b)), reuse(&w.callErrs, len(b))
+	send := reuse(&w.send, len(b))[:0]
 	for i, it := range b {
 		c, err := w.lim.Call(w.prefix+"{"+it.a.Key+"}", it.a.Cost, algorithms.At(base.Add(it.a.At)))
 		if err != nil {
