@@ -46,7 +46,7 @@ func (o *outFlags) add(c *cobra.Command, usage, what string) {
 // anywhere (reports.CreateDecisionFile).
 func (o *outFlags) addDecisions(c *cobra.Command) {
 	c.Flags().StringVar(&o.decisions, "decisions", "", "also write every decision to this file (none by default): JSON lines if its name ends .jsonl, "+
-		"else ratelab's compact text; a name ending .gz or .zst compresses it (compact .zst: ~10-30 B per decision)")
+		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
 // openOut gets a command its results directory and its Redis, in the
