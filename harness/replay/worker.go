@@ -18,16 +18,15 @@ import (
 )
 
 // Memory readings during a replay: after firstMemorySample decisions, then
-// at each doubling up to memorySampleEvery (seven readings at most), then
-// every memorySampleEvery but never sooner than memorySampleSpacing
-// decisions per key the last reading read: past the first readings, the
-// readings (two commands per live key: PTTL and MEMORY USAGE) stay within
-// 2/memorySampleSpacing (5 %) of the commands the decisions send, however
-// many keys are live.
+// at each doubling up to memorySampleEvery, then every memorySampleEvery;
+// and never sooner than memorySampleSpacing decisions per key the last
+// reading read: past the first reading, the readings (two commands per
+// live key: PTTL and MEMORY USAGE) stay within 2/memorySampleSpacing
+// (12.5 %) of the commands the decisions send, however many keys are live.
 const (
 	firstMemorySample   = 1024
 	memorySampleEvery   = 65536
-	memorySampleSpacing = 40
+	memorySampleSpacing = 16
 )
 
 // replayWorker sends one algorithm's decisions, one pipeline per batch,
@@ -225,9 +224,7 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 	}
 	read := int64(len(w.rkeys))
 	m, err := w.liveMemory(ctx, rd)
-	if w.nextSample > memorySampleEvery {
-		w.nextSample = max(w.nextSample, w.decisions.Load()+memorySampleSpacing*read)
-	}
+	w.nextSample = max(w.nextSample, w.decisions.Load()+memorySampleSpacing*read)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
