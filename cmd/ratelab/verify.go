@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
@@ -106,6 +108,12 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	lim, err := f.target.limiter(rd, cfg.Limits...)
 	if err != nil {
 		return err
+	}
+	if f.out.dir != "" {
+		// created before the run, as the decision log used to create it
+		if err := os.MkdirAll(f.out.dir, 0o755); err != nil {
+			return flagError(nil, field.Errorf("out", "%w", err))
+		}
 	}
 	if f.out.decisions != "" {
 		if cfg.Log, err = reports.CreateDecisionFile(f.out.decisions); err != nil {
