@@ -380,21 +380,29 @@ var LatencyNote = fmt.Sprintf("latency (p50, p99 µs) is from a sample of its ow
 // sampleLatency replaces the latency figures of rows (one per job, in the
 // order of jobs) with those of jobs' first LatencySample arrivals sent one
 // call at a time, one job after another, on keys under prefix (not
-// logged, not in the rows' other figures). r's Redis, timeout and error
-// policy are used.
+// logged, not in the rows' other figures). Jobs whose limiter is not
+// algorithms.Scripted (an HTTP endpoint) went one call at a time already:
+// their rows keep their own figures. r's Redis, timeout and error policy
+// are used.
 func sampleLatency(ctx context.Context, r *harness.Runner, jobs []harness.Job, prefix string, rows []measure.Row) error {
-	sample := make([]harness.Job, len(jobs))
+	var sample []harness.Job
+	var at []int // the row of each sampled job
 	for i, j := range jobs {
+		if _, ok := j.Limiter.(algorithms.Scripted); !ok {
+			continue
+		}
 		j.Schedule.Arrivals = j.Schedule.Arrivals[:min(len(j.Schedule.Arrivals), LatencySample)]
 		j.Prefix = prefix + j.Prefix
-		sample[i] = j
+		sample = append(sample, j)
+		at = append(at, i)
 	}
 	sr := &harness.Runner{Redis: r.Redis, Clock: harness.VirtualClock, Timeout: r.Timeout, OnError: r.OnError, MaxOutage: r.MaxOutage}
 	results, err := sr.Execute(ctx, sample)
 	if err != nil {
 		return fmt.Errorf("latency sample: %w", err)
 	}
-	for i, jr := range results {
+	for k, jr := range results {
+		i := at[k]
 		if i >= len(rows) || jr.Latency.TotalCount() == 0 {
 			continue
 		}
