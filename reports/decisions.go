@@ -78,7 +78,7 @@ func CreateDecisionFile(path string) (*measure.DecisionLog, error) {
 	case "gzip":
 		w = &compressed{w: gzip.NewWriter(f), file: f}
 	case "zstd":
-		z, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+		z, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
 		if err != nil {
 			_ = f.Close() // the encoder's error is the one to report
 			return nil, field.Errorf("decisions", "%w", err)
