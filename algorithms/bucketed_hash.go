@@ -16,7 +16,7 @@ import (
 //go:embed bucketed_hash.lua
 var bucketedHashSrc string
 
-var bucketedHashScript = redis.NewScript(bucketedHashSrc)
+var bucketedHashScript = newScript(bucketedHashSrc)
 
 // BucketedHash is Josiah Carlson's bucketed sliding window: one HASH per key
 // holding, for each of several limits, a counter per sub-window block of

@@ -11,7 +11,7 @@ import (
 //go:embed fixed_window.lua
 var fixedWindowSrc string
 
-var fixedWindowScript = redis.NewScript(fixedWindowSrc)
+var fixedWindowScript = newScript(fixedWindowSrc)
 
 // FixedWindow counts accepted cost units in a counter per window number
 // floor(now/W), windows aligned to the Unix epoch. It is cheap (one small

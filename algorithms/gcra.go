@@ -248,13 +248,13 @@ func (r rateScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
 // before pipelines). Its source is taken from the library at init by one
 // AllowN on a Scripter that answers NOSCRIPT, so redis_rate falls back to
 // EVAL with the source: the same script and SHA the library runs.
-var gcraScript = redis.NewScript(redisRateSource())
+var gcraScript = newScript(redisRateSource())
 
 // gcraVirtual is redis_rate's script rewritten so that its TIME answers an
 // appended argument (WithVirtualTime); gcraVirtualScript runs it.
 var (
 	gcraVirtual       = mustVirtualTime(redisRateSource())
-	gcraVirtualScript = redis.NewScript(gcraVirtual.Source)
+	gcraVirtualScript = registerScript(redis.NewScript(gcraVirtual.Source), redisRateSource(), true)
 )
 
 func mustVirtualTime(src string) VirtualTimeScript {

@@ -15,7 +15,7 @@ import (
 //go:embed reservoir.lua
 var reservoirSrc string
 
-var reservoirScript = redis.NewScript(reservoirSrc)
+var reservoirScript = newScript(reservoirSrc)
 
 // TokenBucket is the token bucket, registered as "reservoir" (seed 003's
 // "reservoir model"): a bucket of capacity Limit units refilled continuously

@@ -34,8 +34,9 @@ import (
 // with an injected Clock runs the rewritten script with that time appended
 // to ARGV, so its TIME answers the injected time (RedisTime runs the
 // original). A script with neither reads no clock (it may still rely on key
-// TTLs, which only run in real time): Allow then ignores the Clock and
-// DecidedAt is zero. Safe for concurrent use.
+// TTLs: a runner that emulates key expiry, harness.Runner.Expiry through
+// ExpiryCall, puts those on the virtual clock too): Allow then ignores the
+// Clock and DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
 	script *redis.Script
@@ -53,6 +54,7 @@ type ScriptLimiter struct {
 	name     string
 	seq      atomic.Uint64
 	salt     string
+	setup    *setupScript // nil: no set-up script
 }
 
 var _ Scripted = (*ScriptLimiter)(nil)
@@ -99,6 +101,10 @@ type ScriptConfig struct {
 	Allowed ReplyPredicate
 	// Limit is what the templates' {limit} and {window_*} stand for.
 	Limit limit.Limit
+	// Setup, when not "", is a set-up script (Lua, as for EVAL) run once
+	// per request key before its first call, with the same KEYS and ARGV
+	// (script_setup.go). Its reply is ignored; its error is the call's.
+	Setup string
 }
 
 // NewScript parses the templates of c and returns the limiter. Errors name
@@ -109,11 +115,14 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if err := c.Limit.Validate(); err != nil {
 		return nil, err // a field error: "limit", "window" or "precision"
 	}
-	s := &ScriptLimiter{rdb: rdb, script: redis.NewScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
+	s := &ScriptLimiter{rdb: rdb, script: newScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
 	if s.allowed.isZero() {
 		s.allowed = ReplyIs(1)
 	}
 	s.readClock(c.Source)
+	if c.Setup != "" {
+		s.setup = newSetupScript(c.Source, c.Setup)
+	}
 	keys := c.Keys
 	if len(keys) == 0 {
 		keys = []string{"{key}"}
@@ -189,7 +198,7 @@ func (s *ScriptLimiter) readClock(src string) {
 	if vt.TimeCalls == 0 {
 		return
 	}
-	s.vt, s.vtScript = &vt, redis.NewScript(vt.Source)
+	s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
 }
 
 // ReadsRedisTime reports whether the script calls Redis TIME itself (and
@@ -201,8 +210,9 @@ func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 // AbsoluteExpiries returns the absolute-expiry commands and options the
 // script holds (EXPIREAT, PEXPIREAT, SET ... EXAT/PXAT, ...; see
 // FindAbsoluteExpiries), in source order; nil when none. On an injected
-// clock each compares that clock with Redis's real one: keys vanish early
-// or late, which a report should say.
+// clock each compares that clock with Redis's real one (keys vanish early
+// or late, which a report should say) unless the call goes through
+// ExpiryCall, which maps them between the clocks.
 func (s *ScriptLimiter) AbsoluteExpiries() []AbsoluteExpiry { return s.expiries }
 
 // VirtualTimeErr says why a script that may read TIME could not be
@@ -338,7 +348,8 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	v := s.values(key, cost)
 	c := ScriptCall{Script: s.script, Cost: cost}
 	injected, virtual := at.Injected()
-	if s.usesClock() || s.vt != nil && virtual {
+	first := s.setup != nil && s.setup.first(key)
+	if s.usesClock() || (s.vt != nil || first && s.setup.vt != nil) && virtual {
 		v.Now = injected
 		if !virtual {
 			if ck := s.ClockKeys(); len(ck) > 0 {
@@ -358,7 +369,12 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", s.name, i+1, err)}
 		}
 	}
-	if s.vt != nil && virtual {
+	switch {
+	case first && s.setup.vt != nil && virtual:
+		c.Script, c.Args = s.setup.vtScript, s.setup.vt.Args(v.Now, c.Args...)
+	case first:
+		c.Script = s.setup.script
+	case s.vt != nil && virtual:
 		c.Script, c.Args = s.vtScript, s.vt.Args(v.Now, c.Args...)
 	}
 	return c, nil

@@ -11,7 +11,7 @@ import (
 //go:embed sliding_counter.lua
 var slidingCounterSrc string
 
-var slidingCounterScript = redis.NewScript(slidingCounterSrc)
+var slidingCounterScript = newScript(slidingCounterSrc)
 
 // SlidingCounter is Cloudflare's sliding-window counter: one counter per key
 // and fixed window (floor(now/W)); the count of the trailing window is

@@ -13,7 +13,7 @@ import (
 //go:embed sliding_log.lua
 var slidingLogSrc string
 
-var slidingLogScript = redis.NewScript(slidingLogSrc)
+var slidingLogScript = newScript(slidingLogSrc)
 
 // SlidingLog is the sliding-window log: a sorted set per key holding one
 // member per accepted cost unit, scored by its acceptance time in µs. A

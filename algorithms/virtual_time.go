@@ -3,6 +3,7 @@ package algorithms
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +65,9 @@ type VirtualTimeScript struct {
 	// the source, not an execution.
 	Resolution time.Duration
 	// AbsoluteExpiries are the absolute-expiry commands and options found
-	// (see FindAbsoluteExpiries). In virtual time each of them compares the
-	// virtual clock with Redis's real one: keys vanish early or late.
+	// (see FindAbsoluteExpiries). Under WithVirtualTime alone each of them
+	// compares the virtual clock with Redis's real one (keys vanish early or
+	// late); WithVirtualExpiry maps them between the clocks.
 	AbsoluteExpiries []AbsoluteExpiry
 }
 
@@ -90,18 +92,22 @@ const (
 // and pass everything else to the real functions. Inside the wrapper
 // functions `redis` is still the global: the local is in scope only after
 // its own statement.
-var virtualTimePrefix = strings.Join([]string{
+var virtualTimePrefix = strings.Join(append(append([]string{}, vtPop...),
+	"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
+	"local function "+vtTime+"(cmd) return type(cmd) == 'string' and string.upper(cmd) == 'TIME' end;",
+	"local redis = setmetatable({",
+	"call = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtCall+"(cmd, ...) end,",
+	"pcall = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtPcall+"(cmd, ...) end",
+	"}, {__index = redis}); ",
+), " ")
+
+// vtPop pops the virtual time off ARGV into the two strings TIME answers.
+var vtPop = []string{
 	"local " + vtNow + " = ARGV[#ARGV]; ARGV[#ARGV] = nil;",
 	"local " + vtSec + ", " + vtUsec + " = string.match(tostring(" + vtNow + "), '^(%d+)(%d%d%d%d%d%d)$');",
 	"if not " + vtSec + " then return redis.error_reply('ERR ratelab virtual time: the last ARGV must be the time in integer microseconds (7 digits or more), got ' .. tostring(" + vtNow + ")) end;",
 	vtSec + " = (string.gsub(" + vtSec + ", '^0+(%d)', '%1')); " + vtUsec + " = (string.gsub(" + vtUsec + ", '^0+(%d)', '%1'));",
-	"local " + vtCall + ", " + vtPcall + " = redis.call, redis.pcall;",
-	"local function " + vtTime + "(cmd) return type(cmd) == 'string' and string.upper(cmd) == 'TIME' end;",
-	"local redis = setmetatable({",
-	"call = function(cmd, ...) if " + vtTime + "(cmd) then return {" + vtSec + ", " + vtUsec + "} end return " + vtCall + "(cmd, ...) end,",
-	"pcall = function(cmd, ...) if " + vtTime + "(cmd) then return {" + vtSec + ", " + vtUsec + "} end return " + vtPcall + "(cmd, ...) end",
-	"}, {__index = redis}); ",
-}, " ")
+}
 
 // VirtualTimeArg formats t as the trailing ARGV of a rewritten script:
 // integer microseconds since the Unix epoch (t truncated to the µs),
@@ -133,6 +139,14 @@ func (s VirtualTimeScript) Args(now time.Time, args ...any) []any {
 // It fails on a function library shebang (ErrFunctionLibrary) and on an
 // unterminated string or long comment (the script would not compile).
 func WithVirtualTime(src string) (VirtualTimeScript, error) {
+	return rewrite(src, true, false)
+}
+
+// rewrite is WithVirtualTime (withTime) and WithVirtualExpiry (expiry,
+// with or without time): one prefix on the body's first line, the literal
+// call sites rewritten in place, and with expiry the body wrapped in a
+// function whose end and the emulation's suffix go on a new last line.
+func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
 	if isFunctionLibrary(src) {
 		return VirtualTimeScript{}, ErrFunctionLibrary
 	}
@@ -150,8 +164,13 @@ func WithVirtualTime(src string) (VirtualTimeScript, error) {
 	if bodyAt == len(src) && bodyAt > 0 && !strings.HasSuffix(src, "\n") {
 		b.WriteString("\n") // a shebang and nothing else
 	}
-	b.WriteString(virtualTimePrefix)
-	last := 0
+	switch {
+	case expiry:
+		b.WriteString(expiryPrefix(withTime))
+	default:
+		b.WriteString(virtualTimePrefix)
+	}
+	var edits []edit
 	for _, c := range sites {
 		switch {
 		case c.dynamic:
@@ -165,12 +184,26 @@ func WithVirtualTime(src string) (VirtualTimeScript, error) {
 			if c.pcall {
 				real = vtPcall
 			}
-			b.WriteString(body[last:c.start])
-			b.WriteString(real)
-			last = c.end
+			if expiry {
+				edits = append(edits, expiryEdits(toks, c, real)...)
+				continue
+			}
+			edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 		}
 	}
+	// in source order (a site's closing edit comes after its nested sites'
+	// edits; literal sites' edits never share a position)
+	slices.SortStableFunc(edits, func(x, y edit) int { return x.pos - y.pos })
+	last := 0
+	for _, e := range edits {
+		b.WriteString(body[last:e.pos])
+		b.WriteString(e.text)
+		last = e.pos + e.del
+	}
 	b.WriteString(body[last:])
+	if expiry {
+		b.WriteString(expirySuffix)
+	}
 	out.Source = b.String()
 	out.Resolution = timeResolution(toks, sites, out.DynamicCalls)
 	return out, nil
@@ -226,9 +259,10 @@ func (a AbsoluteExpiry) String() string {
 // FindAbsoluteExpiries scans src for absolute expiries: the commands
 // EXPIREAT and PEXPIREAT, and the options EXAT and PXAT (SET, GETEX) and
 // ABSTTL (RESTORE), as string literals outside comments, in source order.
-// Under virtual time these compare the virtual clock with Redis's real one.
-// Relative expiries (EXPIRE, PEXPIRE, SET EX/PX) are not listed, but note
-// they still run on the real clock. An unlexable script gives the error.
+// Under WithVirtualTime alone these compare the virtual clock with Redis's
+// real one (WithVirtualExpiry maps them between the clocks). Relative
+// expiries (EXPIRE, PEXPIRE, SET EX/PX) are not listed. An unlexable script
+// gives the error.
 func FindAbsoluteExpiries(src string) ([]AbsoluteExpiry, error) {
 	bodyAt := shebangEnd(src)
 	toks, err := luaLex(src[bodyAt:], 1+strings.Count(src[:bodyAt], "\n"))

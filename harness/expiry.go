@@ -1,12 +1,7 @@
 package harness
 
 import (
-	_ "embed"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 )
@@ -14,70 +9,56 @@ import (
 // Key expiry on the virtual clock (Runner.Expiry).
 //
 // A virtual-time run decides a day of traffic in a second of real time, so
-// the TTLs the limiter gives its keys cannot run on the wall clock. Around
-// each call, in the same MULTI (nothing else runs between them), the runner
-// sends two small scripts of its own on the arrival key's companion hash
-// "<Prefix>~vt{<key>}" (same hash tag, so same cluster slot):
+// the TTLs the limiter gives its keys cannot run on the wall clock. Each
+// decision stays one script call: the limiter's script rewritten by
+// algorithms.ExpiryCall (see algorithms.WithVirtualExpiry), which in the
+// same call, before the limiter's code, removes the tracked keys of the
+// call's hash tag whose virtual deadline has passed (exactly as Redis
+// removes a key: gone once now_ms > its expiry time in ms) and gives the
+// others their virtual remainder as real TTL, so TTL/PTTL read virtual
+// time; translates absolute expiries (EXPIREAT, PXAT, EXPIRETIME...)
+// between the clocks; and after the limiter's code records, for every key
+// the call touched (noted by the call itself, no SCAN) or tracked, its
+// virtual deadline in the tag's companion hash "<Prefix>~vt{<key>}" (same
+// hash tag, so same cluster slot); every real TTL is the virtual one plus
+// a safety TTL, which keeps any stall of Redis from expiring a key early.
+// No MULTI: nothing runs between the emulation and the limiter because
+// they are one script.
 //
-//   - before (expiry_before.lua): every tracked key of the tag whose virtual
-//     deadline has passed is removed (UNLINK), exactly as Redis removes a
-//     key: gone once now_ms > its expiry time in ms;
-//   - after (expiry_after.lua): every key the call may have touched (its
-//     Keys, and on request the keys of the tag found by SCAN) that now has
-//     a TTL got it from the call (tracked keys are kept persistent between
-//     calls): its virtual deadline is the call's virtual time plus that TTL
-//     (never less than the TTL the call set), and it is made persistent
-//     again. Keys without a TTL never expire.
+// Soundness: a key never vanishes earlier than Redis would remove it at
+// the virtual time (a TTL set by the script counts from Redis's live
+// clock, so it may end a millisecond late, never early).
 //
-// So during a call its tracked keys have no TTL: a script that reads TTL
-// sees -1 (and one that sets a TTL only when there is none sets it again:
-// its key lives longer, never shorter), and a script that clears a TTL
-// (SET without KEEPTTL, PERSIST) keeps the deadline the key had. Both err
-// on the late side: a key never vanishes earlier than Redis would remove it.
-//
-// Keys a limiter writes besides its call's Keys (fixed-window's per-window
-// counters "<key>:<n>") are found by a SCAN of "<Prefix>{<key>}*" after the
-// job's first decision; when there are any, every later call scans its tag
-// (a SCAN of the keyspace per call: cheap on verify's own Redis). Keys a
-// script names otherwise, or writes only later, keep their real TTL.
-//
-// Absolute expiries (EXPIREAT, PXAT...) in a script on virtual time compare
-// the virtual clock with the real one: not emulated (see
-// algorithms.FindAbsoluteExpiries).
+// The safety TTL (safetyTTL) also keeps ratelab's keys from outliving a
+// killed command: every tracked key and companion always has a real TTL,
+// of at most expirySafetyBase + twice the command's elapsed run + the
+// window, plus the key's virtual remainder (the TTL the limiter gave it),
+// refreshed at each call of its tag; never a key without one (no PERSIST
+// between calls).
 
-var (
-	//go:embed expiry_before.lua
-	expiryBeforeSrc string
-	//go:embed expiry_after.lua
-	expiryAfterSrc string
-
-	expiryBeforeScript = redis.NewScript(expiryBeforeSrc)
-	expiryAfterScript  = redis.NewScript(expiryAfterSrc)
-)
+// expirySafetyBase is the least real TTL a tracked key keeps between calls.
+const expirySafetyBase = 10 * time.Minute
 
 // companionKey is the hash that holds the virtual deadlines of the keys of
 // tag key under prefix.
 func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}" }
 
-// expiryBefore is the call that expires tag key's keys at virtual time vnow.
-func expiryBefore(prefix, key string, vnow time.Time) algorithms.ScriptCall {
-	return algorithms.ScriptCall{Script: expiryBeforeScript, Keys: []string{companionKey(prefix, key)},
-		Args: []any{strconv.FormatInt(vnow.UnixMicro(), 10)}}
+// safetyTTL is the real TTL the keys of job j keep after each call:
+// expirySafetyBase, plus twice the time the runner's virtual jobs have run
+// (a command still running keeps its keys however long it lasts), plus the
+// job's window.
+func (r *Runner) safetyTTL(j Job) time.Duration {
+	return expirySafetyBase + 2*time.Since(r.expiryStart) + j.Schedule.Params.Window
 }
 
-// expiryAfter is the call that reads the TTLs the call at vnow left on keys
-// (and, with scan, on every key of the tag); its reply counts the keys the
-// scan found besides keys.
-func expiryAfter(prefix, key string, keys []string, vnow time.Time, scan bool) algorithms.ScriptCall {
-	pattern := ""
-	if scan {
-		pattern = globEscape(prefix) + "{" + globEscape(key) + "}*"
+// expiryCall is c, job j's call for arrival key at virtual time vnow,
+// rewritten to emulate key expiry (algorithms.ExpiryCall) on the keys of
+// the call's tag. An error (a script whose source ratelab does not know)
+// is a *algorithms.ScriptError: every call would fail alike.
+func expiryCall(c algorithms.ScriptCall, j Job, key string, vnow time.Time, safety time.Duration) (algorithms.ScriptCall, error) {
+	x, err := algorithms.ExpiryCall(c, j.Prefix+"{"+key+"}", companionKey(j.Prefix, key), vnow, safety)
+	if err != nil {
+		return algorithms.ScriptCall{}, &algorithms.ScriptError{Err: err}
 	}
-	return algorithms.ScriptCall{Script: expiryAfterScript, Keys: append([]string{companionKey(prefix, key)}, keys...),
-		Args: []any{strconv.FormatInt(vnow.UnixMicro(), 10), pattern}}
-}
-
-// globEscape escapes the glob characters of Redis MATCH patterns.
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+	return x, nil
 }

@@ -38,32 +38,25 @@ func (r *Runner) pipelined(j Job) bool {
 	return ok && r.Redis != nil && (r.Pipeline > 0 || r.Expiry)
 }
 
-// vtJob is the state of one job's pipelined run: its scripted limiter and
-// what key expiry emulation learned.
+// vtJob is the state of one job's pipelined run: its scripted limiter, its
+// pipe and its anchor.
 type vtJob struct {
 	s      algorithms.Scripted
 	pipe   *algorithms.ScriptPipe // the job's own: not safe for concurrent use
 	anchor time.Time
-	// scan: the limiter writes keys besides its call's Keys, found by a SCAN
-	// after its first decision; every later decision then scans its tag.
-	scan, probed bool
 }
 
-// newVTJob returns the pipelined state of job j. With Expiry its pipe sends
-// each round trip as MULTI/EXEC: nothing runs between a call and its
-// expiry scripts. On a Cluster a transaction cannot span the slots of a
-// batch's keys, and the pipeline's order per node (each key on one node)
-// suffices: a trial's keys see only the trial's own calls.
+// newVTJob returns the pipelined state of job j. Each call is one script
+// (with Expiry, the limiter's rewritten to emulate key expiry in the same
+// call: expiry.go), so no transaction is needed: every call is atomic and
+// Redis runs a connection's calls in the order sent.
 func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
-	pipe := algorithms.NewScriptPipe(r.Redis)
-	_, cluster := r.Redis.(*redis.ClusterClient)
-	pipe.Tx = r.Expiry && !cluster
-	return &vtJob{s: j.Limiter.(algorithms.Scripted), pipe: pipe, anchor: anchor}
+	r.expiryOnce.Do(func() { r.expiryStart = time.Now() })
+	return &vtJob{s: j.Limiter.(algorithms.Scripted), pipe: algorithms.NewScriptPipe(r.Redis), anchor: anchor}
 }
 
 // runPipelined runs job j's schedule in virtual time, Pipeline calls per
-// round trip (one for the first call when Expiry is on: it finds the keys
-// the limiter writes).
+// round trip.
 func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
 	arr := j.Schedule.Arrivals
 	out := make([]Outcome, len(arr))
@@ -71,11 +64,7 @@ func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.T
 	depth := max(r.Pipeline, 1)
 	n := 0
 	for n < len(arr) && ctx.Err() == nil {
-		size := depth
-		if r.Expiry && !st.probed {
-			size = 1
-		}
-		end := min(n+size, len(arr))
+		end := min(n+depth, len(arr))
 		for seq := n; seq < end; seq++ {
 			out[seq] = Outcome{Seq: seq, Arrival: arr[seq]}
 		}
@@ -152,10 +141,10 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 // pendingCall is one call of a round trip: where it stands in the batch
 // and in the round trip's script calls.
 type pendingCall struct {
-	i    int // index in the batch
-	call algorithms.ScriptCall
-	at   int // index of call in the round trip's calls
-	post int // index of its expiry reading (Expiry), else -1
+	i    int                   // index in the batch
+	call algorithms.ScriptCall // the limiter's call (Decode reads it)
+	at   int                   // index of the call sent in the round trip's calls
+	vnow time.Time             // the server's virtual time (unskewed)
 }
 
 // sendBatch decides the arrivals of batch (Seq and Arrival set) in one
@@ -175,16 +164,14 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 			continue
 		}
 		// vnow unskewed: keys expire on the server's true virtual clock
-		p := pendingCall{i: i, call: c, post: -1}
+		p := pendingCall{i: i, call: c, at: len(calls), vnow: vnow}
 		if r.Expiry {
-			calls = append(calls, expiryBefore(j.Prefix, a.Key, vnow))
+			if c, err = expiryCall(c, j, a.Key, vnow, r.safetyTTL(j)); err != nil {
+				batch[i].Err = err
+				continue
+			}
 		}
-		p.at = len(calls)
 		calls = append(calls, c)
-		if r.Expiry {
-			p.post = len(calls)
-			calls = append(calls, expiryAfter(j.Prefix, a.Key, c.Keys, vnow, st.scan || !st.probed))
-		}
 		ps = append(ps, p)
 	}
 	sent := time.Now()
@@ -211,16 +198,12 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 				o.Err = fmt.Errorf("%s: %w", j.Limiter.Name(), o.Err)
 			}
 		}
-		if o.Err == nil && p.post >= 0 {
-			found, perr := cmds[p.post].Int64()
-			if perr != nil {
-				o.Err = fmt.Errorf("key expiry emulation: %w", perr)
-			} else if found > 0 {
-				st.scan = true
-			}
+		if o.Err == nil && r.Expiry && o.Decision.DecidedAt.IsZero() {
+			// a script that reads no clock decides at the server's
+			// virtual time: it meets that clock through key expiry
+			o.Decision.DecidedAt = p.vnow.Truncate(time.Microsecond)
 		}
 	}
-	st.probed = true
 	if err != nil {
 		for i := range batch {
 			if batch[i].Err == nil && batch[i].Decision.DecidedAt.IsZero() {
@@ -241,8 +224,7 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 	r.settle(firstErr) // one round trip: one success or failure of Redis
 }
 
-// roundTrip sends calls (those of n arrivals, with the expiry emulation
-// around each one when Expiry is set) through the job's pipe, within
+// roundTrip sends calls (those of n arrivals) through the job's pipe, within
 // Timeout per pipelineTimeoutCalls arrivals, and stops a script still busy
 // when that time ran out. Per-call errors are read from each command; the
 // error is a failed round trip (network, timeout) or scripts that could not

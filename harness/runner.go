@@ -96,9 +96,12 @@ type Runner struct {
 	Pipeline int
 	// Expiry makes a virtual-time run emulate key TTLs on the virtual clock
 	// (see expiry.go): keys expire when Redis would have expired them at the
-	// virtual time of each call, never on the wall clock. Implies the
-	// pipelined mode (depth max(Pipeline, 1)) for Scripted limiters; it
-	// needs Redis 7.0 or later (PEXPIRETIME). Off: keys expire in real time.
+	// virtual time of each call, never on the wall clock, and what a script
+	// reads of them (TTL, PTTL, EXPIRETIME...) is virtual; each decision is
+	// still one script call. A script that reads no clock then decides at
+	// the call's virtual time (its DecidedAt). Implies the pipelined mode
+	// (depth max(Pipeline, 1)) for Scripted limiters; it needs Redis 7.0 or
+	// later (PEXPIRETIME). Off: keys expire in real time.
 	Expiry bool
 	// Unaligned makes a real-time run start Lead from now instead of at the
 	// next window boundary (for schedules whose phase does not matter).
@@ -129,7 +132,9 @@ type Runner struct {
 	Observe func(job int, o Outcome)
 
 	cancel        context.CancelCauseFunc
-	scriptsLoaded sync.Map // SHA1 -> true: scripts this Runner loaded (pipelined mode)
+	expiryOnce    sync.Once
+	expiryStart   time.Time // the first virtual job's start (Expiry's safety TTL)
+	scriptsLoaded sync.Map  // SHA1 -> true: scripts this Runner loaded (pipelined mode)
 	kill          struct {
 		once      sync.Once
 		done      chan struct{} // closed when the SCRIPT KILL is over

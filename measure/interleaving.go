@@ -1,9 +1,9 @@
 package measure
 
-// Step is one round trip of a race counter-example's interleaving (a
+// RoundTrip is one round trip of a race counter-example's interleaving (a
 // client-side limiter's commands from several clients, in the order the
 // scheduler let them reach Redis).
-type Step struct {
+type RoundTrip struct {
 	// Step counts the round trips of the trial from 1.
 	Step int `json:"step"`
 	// Client is the simulated client that sent it (0-based).

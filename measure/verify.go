@@ -1,6 +1,11 @@
 package measure
 
-import "fmt"
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
 
 // Verdict is the outcome of a verification, of one family or of one trial.
 type Verdict string
@@ -63,8 +68,13 @@ type VerifyReport struct {
 	// ("10 per 1s", "120 per 1m0s"); empty for one (Limit per WindowMS).
 	Limits   []string       `json:"limits,omitempty"`
 	Families []FamilyResult `json:"families"`
-	// CounterExample is the evidence of the first failure; nil when it holds.
+	// CounterExample is the evidence of the most serious failure found
+	// (see CounterExample); nil when it holds.
 	CounterExample *CounterExample `json:"counter_example,omitempty"`
+	// TargetSpec is the whole target verified, as `ratelab verify
+	// --replay` rebuilds it; nil in files of older ratelabs and for a
+	// target the caller did not describe.
+	TargetSpec *TargetSpec `json:"target_spec,omitempty"`
 	// SkewSensitivity is the most accepted in one true window, as a multiple
 	// of the limit, with client clocks SkewDeltaMS apart each way; zero when
 	// the target reads the server's clock (skew does not apply).
@@ -94,7 +104,11 @@ type FamilyResult struct {
 	Note string `json:"note,omitempty"`
 }
 
-// CounterExample is a set of accepted decisions that breaks the property.
+// CounterExample is a set of accepted decisions that breaks the property:
+// of all the failures found, the worst (the highest accepted / limit for a
+// violation, the lowest fidelity for starvation), then, when it ran in
+// virtual time, shrunk to a minimal trace that still fails (Trace; Found
+// keeps the failure as first found).
 type CounterExample struct {
 	Family string `json:"family"`
 	Trial  string `json:"trial"`
@@ -112,7 +126,12 @@ type CounterExample struct {
 	// Fidelity and Ideal are set for starvation.
 	Ideal    int64   `json:"ideal,omitempty"`
 	Fidelity float64 `json:"fidelity,omitempty"`
-	// Decisions are the accepted decisions inside the window (at most 200).
+	// MinFidelity is the floor a starved trial fell under (the
+	// verification's minimum fidelity); zero for other kinds.
+	MinFidelity float64 `json:"min_fidelity,omitempty"`
+	// Decisions are the accepted decisions inside the window, every one of
+	// them, in time order: the last closes the window. For interference:
+	// the denied requests.
 	Decisions []Evidence `json:"decisions"`
 	// Explain is one sentence for people.
 	Explain string `json:"explain"`
@@ -120,8 +139,95 @@ type CounterExample struct {
 	// limiter): the scheduler's policy and seed ("reads-first",
 	// "pct(seed 7, depth 3)") and the round trips in the order they went,
 	// up to the last decision of the counter-example (at most 400).
-	Schedule     string `json:"schedule,omitempty"`
-	Interleaving []Step `json:"interleaving,omitempty"`
+	Schedule     string      `json:"schedule,omitempty"`
+	Interleaving []RoundTrip `json:"interleaving,omitempty"`
+	// Found is the failure as the trials found it, before shrinking; nil
+	// when the counter-example was not shrunk (then it is as found).
+	Found *Found `json:"found,omitempty"`
+	// Trace is what reproduces the counter-example in virtual time
+	// (`ratelab verify --replay`); nil when it cannot be replayed exactly
+	// (it was found in real time).
+	Trace *Trace `json:"trace,omitempty"`
+}
+
+// Ratio is Accepted / Limit: the severity of a violation.
+func (c *CounterExample) Ratio() float64 {
+	if c.Limit == 0 {
+		return 0
+	}
+	return float64(c.Accepted) / float64(c.Limit)
+}
+
+// Found is a violation as a trial found it, before shrinking.
+type Found struct {
+	// Accepted within [StartUS, EndUS] (µs from the trial's boundary),
+	// Ratio = Accepted / the limit.
+	Accepted int64   `json:"accepted"`
+	StartUS  int64   `json:"start_us"`
+	EndUS    int64   `json:"end_us"`
+	Ratio    float64 `json:"ratio"`
+	// Requests is how many requests the trial had sent when the window
+	// closed (the trace before shrinking).
+	Requests int `json:"requests"`
+}
+
+// Trace is a replayable sequence of requests: sent in order, each at
+// AnchorUS + AtUS on the injected (virtual) clock, to fresh keys, with key
+// TTLs on the virtual clock; Allowed is what the target answered when the
+// trace was recorded.
+type Trace struct {
+	// AnchorUS is the Unix µs of At = 0 (the trial's aligned boundary);
+	// WindowMS the trial's window, on which the anchor is aligned.
+	AnchorUS int64 `json:"anchor_us"`
+	WindowMS int64 `json:"window_ms"`
+	// SkewUS, when set, is each client's clock skew (client c stamps its
+	// requests with true time + SkewUS[c % len]), in µs.
+	SkewUS   []int64 `json:"skew_us,omitempty"`
+	Requests []Step  `json:"requests"`
+	// Shrunk says the trace was shrunk (delta debugging) from FromRequests
+	// requests in Replays replays; Minimal that no single request of it
+	// can be dropped and still fail (false: the shrinking budget ran out
+	// first, or it was not shrunk).
+	Shrunk       bool `json:"shrunk"`
+	FromRequests int  `json:"from_requests,omitempty"`
+	Replays      int  `json:"replays,omitempty"`
+	Minimal      bool `json:"minimal"`
+	// CSV is the traffic file written beside verify.json with these
+	// requests (`ratelab run --traffic` reads it); "" when none was written.
+	CSV string `json:"csv,omitempty"`
+}
+
+// Step is one request of a Trace.
+type Step struct {
+	AtUS    int64  `json:"at_us"`
+	Key     string `json:"key"`
+	Cost    int64  `json:"cost"`
+	Client  int    `json:"client"`
+	Allowed bool   `json:"allowed"`
+}
+
+// TargetSpec is the whole target of a verification: what `ratelab verify
+// --replay` builds again. Exactly one of Algorithm, Script and HTTP is
+// set; the limits are the Header's Repro.Limits.
+type TargetSpec struct {
+	Algorithm string `json:"algorithm,omitempty"`
+	HTTP      string `json:"http,omitempty"`
+	// Script is the Lua file's path as given; ScriptSHA1 the SHA-1 of its
+	// text (what Redis names it by), checked again on replay.
+	Script     string `json:"script,omitempty"`
+	ScriptSHA1 string `json:"script_sha1,omitempty"`
+	// Setup is the set-up script's path, SetupSHA1 its SHA-1; "" when none.
+	Setup     string `json:"setup,omitempty"`
+	SetupSHA1 string `json:"setup_sha1,omitempty"`
+	// Keys and Args are the KEYS and ARGV templates.
+	Keys []string `json:"keys,omitempty"`
+	Args []string `json:"args,omitempty"`
+	// Allowed is the reply predicate as written; AllowedWhen the
+	// shorthand's integer when the predicate is "the reply is N".
+	Allowed     string `json:"allowed,omitempty"`
+	AllowedWhen *int64 `json:"allowed_when,omitempty"`
+	// Name labels the target (the script's file name by default).
+	Name string `json:"name,omitempty"`
 }
 
 // Evidence is one accepted decision of a counter-example, as verify.json
@@ -135,4 +241,24 @@ type Evidence struct {
 	AtUS   int64 `json:"at_us"`
 	RecvUS int64 `json:"recv_us,omitempty"`
 	Client int   `json:"client"`
+}
+
+// WriteCSV writes t's requests as a traffic file of `ratelab run
+// --traffic` (CSV with a header row: timestamp, key, cost): each request at
+// its absolute time (AnchorUS + AtUS, RFC 3339 in UTC with µs), so a replay
+// anchored on the window keeps their places in it. Client skew (SkewUS) is
+// not expressible in a traffic file and is left out. Errors are w's.
+func (t *Trace) WriteCSV(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("timestamp,key,cost\n")
+	for _, s := range t.Requests {
+		at := time.UnixMicro(t.AnchorUS + s.AtUS).UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+		key := s.Key
+		if strings.ContainsAny(key, ",\"\n") {
+			key = `"` + strings.ReplaceAll(key, `"`, `""`) + `"`
+		}
+		fmt.Fprintf(&b, "%s,%s,%d\n", at, key, s.Cost)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -80,13 +80,7 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport) error {
 		}
 		if len(c.Decisions) > 0 {
 			fmt.Fprintf(w, "  %d decisions (time from the boundary, key, cost, client):\n", len(c.Decisions))
-			for i, d := range c.Decisions {
-				if i == 8 && len(c.Decisions) > 12 {
-					fmt.Fprintf(w, "    ... %d more ...\n", len(c.Decisions)-12)
-				}
-				if i >= 8 && i < len(c.Decisions)-4 && len(c.Decisions) > 12 {
-					continue
-				}
+			for _, d := range c.Decisions { // every one: the last closes the window
 				at := us(d.AtUS)
 				if d.RecvUS != 0 {
 					at = fmt.Sprintf("sent %s, answered %s", us(d.AtUS), us(d.RecvUS))
@@ -95,6 +89,21 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport) error {
 			}
 		}
 		writeInterleaving(w, c)
+		if t := c.Trace; t != nil {
+			fmt.Fprintf(w, "  trace: %d requests", len(t.Requests))
+			if t.Shrunk {
+				fmt.Fprintf(w, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
+				if t.Minimal {
+					fmt.Fprint(w, " (minimal)")
+				}
+			}
+			if t.CSV != "" { // written with --out, beside verify.json
+				fmt.Fprintf(w, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
+			} else {
+				fmt.Fprint(w, "; --out keeps it in verify.json for ratelab verify --replay")
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	_, err := io.WriteString(out, b.String())
 	return err

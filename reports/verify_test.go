@@ -26,12 +26,14 @@ func verifyFixture(violated bool) *measure.VerifyReport {
 		r.Verdict = measure.Violated
 		r.Families[0].Verdict, r.Families[0].MaxRatio = measure.Violated, 2
 		var ds []measure.Evidence
+		trace := &measure.Trace{AnchorUS: 1767225600000000, WindowMS: 2000, Shrunk: true, FromRequests: 40, Replays: 12, Minimal: true, CSV: "counter-example.csv"}
 		for i := int64(0); i < 14; i++ {
 			ds = append(ds, measure.Evidence{Key: "user", Cost: 1, AtUS: -7 + i})
+			trace.Requests = append(trace.Requests, measure.Step{AtUS: -7 + i, Key: "user", Cost: 1, Allowed: true})
 		}
 		r.CounterExample = &measure.CounterExample{Family: "boundary", Trial: "L ending 1µs before the boundary, L from it",
 			Kind: measure.Violated, Accepted: 14, Limit: 7, StartUS: -7, EndUS: 6, Decisions: ds,
-			Explain: "14 accepted within 13µs (less than the window 2s): 2.00x the limit of 7"}
+			Explain: "14 accepted within 13µs (less than the window 2s): 2.00x the limit of 7", Trace: trace}
 	}
 	return r
 }

@@ -96,6 +96,11 @@ type Attack struct {
 	// Skew is the clock skew delta of the skew family; zero leaves the
 	// family out.
 	Skew time.Duration
+	// Step, when above 1 µs, is the limiter's clock step (1 ms for a script
+	// whose only clock is key expiry): the phases family's "L after
+	// probe+W" burst then starts one Step later, when a window opened by
+	// the probe has certainly ended on that clock. Zero: 1 µs.
+	Step time.Duration
 }
 
 // Families lists the adversarial families in the order verify reports them.
@@ -144,8 +149,12 @@ func Adversarial(p Params, t Attack) []Trial {
 		}
 		// limiters whose window starts at a key's first hit: probe, then
 		// bursts just before and just after probe + W
-		b.add("phases", fmt.Sprintf("probe at %s, L before and L after probe+W", frac(ph, W)), Safety, false,
-			burst(ph, 1, 0, 0), burst(ph+W-burstLen-us, L, us, 0), burst(ph+W, L, us, 0))
+		after, name := ph+W, "probe+W"
+		if t.Step > us {
+			after, name = ph+W+t.Step, "probe+W+"+t.Step.String()
+		}
+		b.add("phases", fmt.Sprintf("probe at %s, L before and L after %s", frac(ph, W), name), Safety, false,
+			burst(ph, 1, 0, 0), burst(ph+W-burstLen-us, L, us, 0), burst(after, L, us, 0))
 	}
 
 	// 3. same-instant bursts: identical timestamps

@@ -14,7 +14,7 @@ import (
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "limits", "client_side"}
+var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
 
 // ReadFile reads and checks a target file (ratelab.yaml): one target,
 // its keys, arguments, reply predicate and limits. A script's path is
@@ -106,7 +106,7 @@ func ParseFile(data []byte, path string) (Spec, error) {
 		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
 	}
 	if script == "" {
-		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "client_side"} {
+		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "setup", "client_side"} {
 			if n := got[f]; n != nil {
 				return spec, bad(f, n.Line, "goes with script")
 			}
@@ -123,6 +123,20 @@ func ParseFile(data []byte, path string) (Spec, error) {
 		if spec.Name == "" {
 			spec.Name = filepath.Base(script)
 		}
+		setup, err := str("setup")
+		if err != nil {
+			return spec, err
+		}
+		if setup != "" {
+			if !filepath.IsAbs(setup) {
+				setup = filepath.Join(filepath.Dir(path), setup)
+			}
+			src, err := os.ReadFile(setup)
+			if err != nil {
+				return spec, bad("setup", got["setup"].Line, "%v", err)
+			}
+			spec.Setup, spec.SetupSource = setup, string(src)
+		}
 	}
 	if spec.Keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
 		return spec, err
@@ -137,13 +151,14 @@ func ParseFile(data []byte, path string) (Spec, error) {
 		if spec.Allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed", n.Line, "%v", err)
 		}
+		spec.AllowedExpr = n.Value
 	}
 	if n := got["allowed_when"]; n != nil {
 		v, err := strconv.ParseInt(n.Value, 10, 64)
 		if err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
 		}
-		spec.Allowed = algorithms.ReplyIs(v)
+		spec.Allowed, spec.AllowedWhen = algorithms.ReplyIs(v), &v
 	}
 	if n := got["client_side"]; n != nil {
 		if n.Kind != yaml.ScalarNode || (n.Value != "true" && n.Value != "false") {

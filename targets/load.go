@@ -39,6 +39,9 @@ type Given struct {
 	HTTP string
 	// Files are target files' paths (ratelab.yaml, docs/config.md).
 	Files []string
+	// Setup, when not "", is the path of a set-up script for the Scripts
+	// (Spec.Setup); only with Scripts.
+	Setup string
 	// BesideBuiltins says the targets are compared beside built-in
 	// algorithms (run, capacity, bench): then only scripts are taken, and
 	// their names must stand apart (Check). Without it exactly one target
@@ -52,10 +55,10 @@ type Given struct {
 // Validate checks how g's fields combine, before any file is read: without
 // BesideBuiltins exactly one target among Algorithm, Scripts, HTTP and
 // Files (an error naming no one field, since it is about all four);
-// Algorithm a registered name ("algorithm"); Keys, Args, Allowed and
-// AllowedWhen only with Scripts (a target file has its own), the error
-// named after the first given ("keys", "args", "allowed",
-// "allowed_when"); Allowed and AllowedWhen not both ("allowed").
+// Algorithm a registered name ("algorithm"); Keys, Args, Allowed,
+// AllowedWhen and Setup only with Scripts (a target file has its own), the
+// error named after the first given ("keys", "args", "allowed",
+// "allowed_when", "setup"); Allowed and AllowedWhen not both ("allowed").
 func (g Given) Validate() error {
 	if !g.BesideBuiltins {
 		n := len(g.Scripts) + len(g.Files)
@@ -77,7 +80,7 @@ func (g Given) Validate() error {
 		for _, f := range []struct {
 			name  string
 			given bool
-		}{{"keys", len(g.Keys) > 0}, {"args", len(g.Args) > 0}, {"allowed", g.Allowed != ""}, {"allowed_when", g.AllowedWhen != nil}} {
+		}{{"keys", len(g.Keys) > 0}, {"args", len(g.Args) > 0}, {"allowed", g.Allowed != ""}, {"allowed_when", g.AllowedWhen != nil}, {"setup", g.Setup != ""}} {
 			if f.given {
 				return field.Errorf(f.name, "goes only with a script (a target file has its own keys, args and allowed)")
 			}
@@ -97,7 +100,8 @@ func (g Given) Validate() error {
 // without Redis), before any Redis is opened. The Specs come in this
 // order: Scripts, Files, then the Algorithm or HTTP endpoint. Errors are
 // Validate's, or *field.Error named after g's fields: "allowed" (the predicate),
-// "scripts" (a script that cannot be read), "files" (a file that cannot
+// "scripts" (a script that cannot be read), "setup" (the set-up script
+// that cannot be read), "files" (a file that cannot
 // be read, or that is not a script when BesideBuiltins), "targets"
 // (Check's, when BesideBuiltins); a spec that does not build is a
 // *SpecError.
@@ -116,6 +120,13 @@ func Load(g Given) ([]Spec, error) {
 		}
 		allowed = p
 	}
+	var setup []byte
+	if g.Setup != "" {
+		var err error
+		if setup, err = os.ReadFile(g.Setup); err != nil {
+			return nil, &field.Error{Name: "setup", Err: err}
+		}
+	}
 	var specs []Spec
 	for _, path := range g.Scripts {
 		b, err := os.ReadFile(path)
@@ -123,7 +134,8 @@ func Load(g Given) ([]Spec, error) {
 			return nil, &field.Error{Name: "scripts", Err: err}
 		}
 		specs = append(specs, Spec{Name: filepath.Base(path), Script: path, Source: string(b),
-			Keys: g.Keys, Args: g.Args, Allowed: allowed, ClientSide: g.ClientSide})
+			Keys: g.Keys, Args: g.Args, Allowed: allowed, AllowedExpr: g.Allowed, AllowedWhen: g.AllowedWhen,
+			Setup: g.Setup, ClientSide: g.ClientSide, SetupSource: string(setup)})
 	}
 	for _, path := range g.Files {
 		s, err := ReadFile(path)

@@ -27,8 +27,16 @@ type Spec struct {
 	Script, Source string
 	// Keys and Args are KEYS and ARGV templates (algorithms.ScriptConfig).
 	Keys, Args []string
-	// Allowed judges the script's reply (ReplyIs(1) unless told).
-	Allowed algorithms.ReplyPredicate
+	// Allowed judges the script's reply (ReplyIs(1) unless told);
+	// AllowedExpr is its expression as written, or AllowedWhen the
+	// shorthand's integer ("" and nil: the default, the reply is 1).
+	Allowed     algorithms.ReplyPredicate
+	AllowedExpr string
+	AllowedWhen *int64
+	// Setup is a set-up script's path, SetupSource its text: run once per
+	// key before its first call, with the same Keys and Args
+	// (algorithms.ScriptConfig.Setup); "" when none. Scripts only.
+	Setup, SetupSource string
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
 	// ClientSide runs the Script client-side (algorithms.ClientSide: every
@@ -93,7 +101,7 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
 	case s.Script != "":
 		return algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
-			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
+			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l, Setup: s.SetupSource})
 	case len(ls) > 1: // bucketed-hash
 		return algorithms.NewBucketedHash(rdb, ls...)
 	}

@@ -30,6 +30,7 @@ type targetFlags struct {
 	args        []string
 	allowed     string
 	allowedWhen int64
+	setup       string // --setup
 	http        string
 	configs     []string
 	specs       []targets.Spec // read by load
@@ -64,9 +65,20 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl.StringArrayVar(&t.keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
 	fl.StringArrayVar(&t.args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
 	fl.StringVar(&t.allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
+	fl.StringVar(&t.setup, "setup", "", "a Lua set-up script for --script, run once per key before its first call, with the same --key and --arg templates (e.g. to store the limiter's rate in a hash)")
 	fl.BoolVar(&t.trust, "trust-script", false, "on your own Redis, let the --script touch any key and run any command (default: it runs as a temporary ACL user limited to this run's keys)")
 	fl.BoolVar(&t.clientSide, "client-side", false, "run the --script (and --config scripts) client-side: every redis.call its own round trip from ratelab, as application code sends it, instead of one atomic script in Redis (redis.pipeline, redis.transaction and WATCH too; verify adds the race family)")
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
+}
+
+// given reports whether any flag naming a target was given.
+func (t *targetFlags) given(c *cobra.Command) bool {
+	for _, name := range []string{"algorithm", "script", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
+		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // load checks how the flags combine, reads the --script files and the
@@ -74,7 +86,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
 	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide}
+		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide, Setup: t.setup}
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}

@@ -26,7 +26,7 @@ func TestVerifyPublishedShapes(t *testing.T) {
 		code int
 		want string // in stdout
 	}{
-		// nil denial: a fixed window from the first hit (real time: it reads no clock)
+		// nil denial: a fixed window from the first hit (it reads no clock: virtual time through its key's TTL)
 		{"nil denial", []string{"--script", "first-hit-window.lua", "--arg", "{window_ms}", "--arg", "{limit}",
 			"--allowed", "reply != nil"}, exitFail, "VIOLATED"},
 		// a count compared with the limit: a true sliding log
@@ -131,7 +131,7 @@ limits:
 		t.Errorf("sliding-log with two limits: exit %d, stderr %q; want exit 2 and the reason", code, stderr)
 	}
 	bad := []struct{ name, text, want string }{
-		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, limits, client_side) (line 2)"},
+		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, setup, limits, client_side) (line 2)"},
 		{"no target", "args: ['{limit}']\n", "give exactly one of script, algorithm or http (line 1)"},
 		{"bad key", "script: " + abs + "\nkeys:\n  - '{key}'\n  - 'other:{key}'\n", "keys[2]: template \"other:{key}\" must start with {key}"},
 		{"bad template", "script: " + abs + "\nargs: ['{nwo_ms}']\n", "args[1]: template \"{nwo_ms}\", character 1: unknown placeholder {nwo_ms}"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // verifyFlags are verify's flags: most go straight into the verify.Config.
@@ -25,6 +27,7 @@ type verifyFlags struct {
 	limits    []string
 	window    time.Duration
 	precision time.Duration
+	replay    string // --replay: a verify.json whose counter-example to send again
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -43,11 +46,13 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.IntVar(&cfg.Clients, "clients", 8, "concurrent clients of the concurrency families")
 	fl.BoolVar(&cfg.RealTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
 	fl.DurationVar(&cfg.RealTimeMax, "real-time-max", time.Minute, "skip the real-time families when the window is longer than this")
-	fl.Float64Var(&cfg.MinFidelity, "min-fidelity", 0, "make liveness part of the verdict: accepted / ideal under overload must stay >= this (e.g. 0.9)")
+	fl.Float64Var(&cfg.MinFidelity, "min-fidelity", verify.DefaultMinFidelity, "liveness: accepted / ideal (an exact sliding log) under overload must stay >= this, else STARVED (0 turns it off)")
 	fl.BoolVar(&cfg.CheckIsolation, "check-isolation", false, "make isolation part of the verdict (traffic on one key must not change the answers on another)")
 	fl.Int64Var(&cfg.Seed, "seed", 1, "seed of the random trials")
 	fl.DurationVar(&cfg.Timeout, "timeout", 500*time.Millisecond, "bound on each decision call; a call past it is an error, never a verdict")
 	fl.DurationVar(&cfg.MaxOutage, "max-outage", 2*time.Second, "stop with exit 2 when calls keep failing this long")
+	fl.StringVar(&f.replay, "replay", "", "send the counter-example of this verify.json again, exactly, to the target it records (or to the one named): exit 1 when it still fails, 0 when it holds")
+	fl.IntVar(&cfg.ShrinkBudget, "shrink-budget", verify.DefaultShrinkBudget, "calls that shrinking the counter-example may make (-1: show it as found)")
 	return c
 }
 
@@ -83,6 +88,9 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	if f.replay != "" {
+		return runReplay(c, f, stdout, stderr)
+	}
 	cfg, err := f.config(c)
 	if err != nil {
 		return err
@@ -123,8 +131,17 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	cfg.Progress = stderr
 	started := time.Now()
 	rep, err := verify.Run(c.Context(), rd, lim, cfg)
+	target := f.target.specs[0].Record()
+	if rep != nil {
+		rep.TargetSpec = target
+		if err := writeTraceCSV(f.out.dir, rep.CounterExample); err != nil {
+			return flagError(nil, err)
+		}
+	}
 	err, werr := reports.FinishVerify(f.out.dir, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
-		return verify.Incomplete(rd, lim, cfg, started, err)
+		inc := verify.Incomplete(rd, lim, cfg, started, err)
+		inc.TargetSpec = target
+		return inc
 	})
 	if err != nil {
 		err = errors.Join(err, flagError(nil, werr))
@@ -147,4 +164,98 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return fmt.Errorf("verify: %s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason())
 	}
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
+}
+
+// traceCSV is the traffic file of the counter-example's trace beside
+// verify.json.
+const traceCSV = "counter-example.csv"
+
+// writeTraceCSV writes the trace of ce (if any) to dir's traceCSV and
+// names it in the trace; nothing when dir is "" or there is no trace.
+func writeTraceCSV(dir string, ce *measure.CounterExample) error {
+	if dir == "" || ce == nil || ce.Trace == nil {
+		return nil
+	}
+	if err := reports.WriteFile(filepath.Join(dir, traceCSV), ce.Trace.WriteCSV); err != nil {
+		return err
+	}
+	ce.Trace.CSV = traceCSV
+	return nil
+}
+
+// runReplay is verify --replay: the counter-example of a verify.json sent
+// again to the target it records (or to the target the flags name), with
+// the limits and seed it records.
+func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	for _, name := range []string{"limit", "window", "precision"} {
+		if c.Flags().Changed(name) {
+			return usagef("--replay takes the limits its verify.json records: leave out --%s", name)
+		}
+	}
+	rec, err := measure.ReadVerify(f.replay)
+	if err != nil {
+		return usagef("--replay: %w", err)
+	}
+	ce := rec.CounterExample
+	if ce == nil || ce.Trace == nil {
+		why := "it holds"
+		if ce != nil {
+			why = "its counter-example has no trace (found in real time, or by an older ratelab)"
+		}
+		return usagef("--replay %s: nothing to replay: %s", f.replay, why)
+	}
+	if f.target.given(c) {
+		if err := f.target.load(c); err != nil {
+			return err
+		}
+	} else {
+		spec, err := targets.FromRecord(rec.TargetSpec, filepath.Dir(f.replay))
+		if err != nil {
+			return usagef("--replay %s: %w", f.replay, err)
+		}
+		f.target.specs = []targets.Spec{spec}
+	}
+	cfg := f.cfg
+	cfg.Limits = rec.Repro.Limits
+	if len(cfg.Limits) == 0 {
+		cfg.Limits = []limit.Limit{{Count: rec.Limit, Window: time.Duration(rec.WindowMS) * time.Millisecond}}
+	}
+	cfg.Seed, cfg.NoDefaults = rec.Repro.Seed, true
+	if err := cfg.Validate(); err != nil {
+		return usagef("--replay %s: %w", f.replay, err)
+	}
+	if f.target.specs[0].HTTP != "" {
+		return usagef("--replay: an HTTP endpoint cannot be replayed in virtual time")
+	}
+	rd, err := f.redis.open(c)
+	if err != nil {
+		return err
+	}
+	defer closeRedis(rd, stderr)
+	cfg.RunID = server.NewRunID()
+	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer unguard()
+	lim, err := f.target.limiter(rd, cfg.Limits...)
+	if err != nil {
+		return err
+	}
+	cfg.Progress = stderr
+	rep, err := verify.Replay(c.Context(), rd, lim, cfg, ce)
+	if err != nil {
+		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
+	}
+	rep.TargetSpec = f.target.specs[0].Record()
+	if err := f.format.render(rep)(stdout); err != nil {
+		return err
+	}
+	switch rep.Verdict {
+	case measure.Holds:
+		return nil
+	case measure.Inconclusive:
+		return fmt.Errorf("verify --replay: %s: inconclusive — %s", rep.Target, rep.Reason())
+	}
+	return failError{fmt.Sprintf("verify --replay: %s %s again (see the counter-example above)", rep.Target, rep.Verdict)}
 }

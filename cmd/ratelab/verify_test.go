@@ -35,7 +35,8 @@ func TestVerifyCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--format json: %v\n%s", err, stdout)
 	}
-	if code != exitFail || rep.Verdict != measure.Violated || rep.CounterExample == nil || rep.CounterExample.Accepted != 20 {
+	// the worst found (2L), shrunk to L+1
+	if ce := rep.CounterExample; code != exitFail || rep.Verdict != measure.Violated || ce == nil || ce.Found == nil || ce.Found.Accepted != 20 || ce.Accepted != 11 {
 		t.Errorf("fixed-window: exit %d verdict %s counter-example %+v; stderr %s", code, rep.Verdict, rep.CounterExample, stderr)
 	}
 	code, stdout, _ = ratelab(t, append([]string{"verify", "--script", good,

@@ -23,6 +23,28 @@ type trialResult struct {
 	ratio        float64
 	fidelity     float64
 	failure      *measure.CounterExample
+	// src is what reproduces failure (nil when there is none)
+	src *traceSrc
+}
+
+// traceSrc is the trial and the requests behind a failure: what shrink
+// replays and Trace records.
+type traceSrc struct {
+	trial scenarios.Trial
+	// arrivals are the trial's requests up to the one that closed the
+	// failing window (all of them for starvation and interference);
+	// anchor is the instant their At count from.
+	arrivals []scenarios.Arrival
+	anchor   time.Time
+	// broke is the limit that broke, judged on window judged; set are
+	// the indexes (in arrivals) of the accepted requests of the worst
+	// window, lo and hi its first and last times.
+	broke  limit.Limit
+	judged time.Duration
+	set    []int
+	lo, hi time.Duration
+	// floor is the fidelity a starved trial fell under.
+	floor float64
 }
 
 // timed is an accepted or offered decision with its time bounds relative to
@@ -34,6 +56,7 @@ type timed struct {
 	key    string
 	client int
 	ok     bool
+	seq    int // the arrival's index in its schedule
 }
 
 // judge applies trial t's property to what the runner measured (jr): no
@@ -54,7 +77,7 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 	onClock := tr.mode == "virtual" || (exact && len(t.Skew) == 0)
 	if t.Judge == scenarios.Safety || t.Judge == scenarios.Liveness {
 		for _, l := range s.limits {
-			tr.judgeSafety(t, all, l, judgedWindow(l.Window, s.caps.Resolution, onClock), len(s.limits) > 1)
+			tr.judgeSafety(t, jr, all, l, judgedWindow(l.Window, s.caps.Resolution, onClock), len(s.limits) > 1)
 		}
 	}
 	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
@@ -69,7 +92,13 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 		tr.judgeIsolation(t, all, control, own, ctl != nil)
 	}
 	if tr.slow {
-		tr.failure = nil
+		tr.failure, tr.src = nil, nil
+	}
+	if tr.src != nil {
+		tr.src.trial, tr.src.anchor = t, jr.Anchor
+		if len(tr.src.arrivals) == 0 {
+			tr.src.arrivals = jr.Job.Schedule.Arrivals // starved, interfered: the whole trial
+		}
 	}
 	return tr
 }
@@ -143,7 +172,7 @@ func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bo
 		default:
 			x.lo, x.hi = o.Sent.Sub(jr.Anchor), o.Recv.Sub(jr.Anchor)
 		}
-		x.cost, x.key, x.client, x.ok = o.Arrival.Cost, o.Arrival.Key, o.Arrival.Client, o.Decision.Allowed
+		x.cost, x.key, x.client, x.ok, x.seq = o.Arrival.Cost, o.Arrival.Key, o.Arrival.Client, o.Decision.Allowed, o.Seq
 		all = append(all, x)
 	}
 	sort.SliceStable(all, func(a, b int) bool { return all[a].lo < all[b].lo })
@@ -151,28 +180,46 @@ func (tr *trialResult) collect(t scenarios.Trial, jr harness.JobResult, exact bo
 }
 
 // judgeSafety finds, per key, the most accepted cost that certainly fits in
-// one window w, records the largest ratio to the limit, and the first set
-// over the limit as a violation.
-func (tr *trialResult) judgeSafety(t scenarios.Trial, all []timed, l limit.Limit, w time.Duration, named bool) {
+// one window w, records the largest ratio to the limit, and keeps the worst
+// set over the limit (the highest ratio; on a tie the first found, keys in
+// order) as the trial's violation, with the requests up to the one that
+// closed it. jr is the trial's run.
+func (tr *trialResult) judgeSafety(t scenarios.Trial, jr harness.JobResult, all []timed, l limit.Limit, w time.Duration, named bool) {
 	byKey := map[string][]timed{}
+	var keys []string
 	for _, x := range all {
 		if x.ok {
+			if byKey[x.key] == nil {
+				keys = append(keys, x.key)
+			}
 			byKey[x.key] = append(byKey[x.key], x)
 		}
 	}
-	for _, acc := range byKey {
-		sum, lo, hi, set := maxConservative(acc, w)
-		tr.ratio = max(tr.ratio, float64(sum)/float64(l.Count))
-		if sum > l.Count && tr.failure == nil {
-			tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
-				Accepted: sum, Limit: l.Count, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
-				Decisions: evidence(set, tr.mode == "real"),
-				Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
-					sum, (hi - lo).String(), limit.FormatWindow(l.Window), float64(sum)/float64(l.Count), l.Count)}
-			if named {
-				tr.failure.WindowMS = l.Window.Milliseconds()
-				tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)
-			}
+	sort.Strings(keys)
+	for _, k := range keys {
+		sum, lo, hi, set := maxConservative(byKey[k], w)
+		ratio := float64(sum) / float64(l.Count)
+		tr.ratio = max(tr.ratio, ratio)
+		if sum <= l.Count || tr.failure != nil && ratio <= tr.failure.Ratio() {
+			continue
+		}
+		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
+			Accepted: sum, Limit: l.Count, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
+			Decisions: evidence(set, tr.mode == "real"),
+			Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
+				sum, (hi - lo).String(), limit.FormatWindow(l.Window), ratio, l.Count)}
+		if named {
+			tr.failure.WindowMS = l.Window.Milliseconds()
+			tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)
+		}
+		closing := 0
+		tr.src = &traceSrc{broke: l, judged: w, lo: lo, hi: hi}
+		for _, x := range set {
+			closing = max(closing, x.seq)
+			tr.src.set = append(tr.src.set, x.seq)
+		}
+		if arr := jr.Job.Schedule.Arrivals; closing < len(arr) {
+			tr.src.arrivals = arr[:closing+1]
 		}
 	}
 }
@@ -194,8 +241,9 @@ func (tr *trialResult) judgeLiveness(t scenarios.Trial, all []timed, l limit.Lim
 		tr.fidelity = float64(accepted) / float64(ideal)
 	}
 	if tr.fidelity < floor && tr.failure == nil {
+		tr.src = &traceSrc{broke: l, floor: floor}
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
-			Accepted: accepted, Limit: l.Count, Ideal: ideal, Fidelity: tr.fidelity,
+			Accepted: accepted, Limit: l.Count, Ideal: ideal, Fidelity: tr.fidelity, MinFidelity: floor,
 			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f, under %.2f): legitimate traffic is starved",
 				accepted, ideal, tr.fidelity, floor)}
 	}
@@ -230,6 +278,7 @@ func (tr *trialResult) judgeIsolation(t scenarios.Trial, all, control []timed, l
 		if controlled {
 			what = "requests on a key were denied after traffic on another key, where the same limiter accepts them on a fresh key alone"
 		}
+		tr.src = &traceSrc{broke: l}
 		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Interfered,
 			Limit: l.Count, Decisions: evidence(denied, tr.mode == "real"),
 			Explain: fmt.Sprintf("%d of %d %s", len(denied), offered, what)}
@@ -257,25 +306,12 @@ func maxTime(a, b time.Time) time.Time {
 func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Duration, set []timed) {
 	bestI := -1
 	if exactTimes(acc) {
-		// lo == hi: one pass with a window [lo_i, lo_i + w) sliding forward
-		var sum int64
-		end := 0
-		for i := range acc {
-			for end < len(acc) && acc[end].lo < acc[i].lo+w {
-				sum += acc[end].cost
-				end++
-			}
-			if sum > best {
-				best, lo, hi, bestI = sum, acc[i].lo, acc[end-1].lo, i
-			}
-			sum -= acc[i].cost
+		// lo == hi: streamed through the trailing window (t-w, t]
+		tw := newTrailingWindow(w)
+		for _, x := range acc {
+			tw.add(x)
 		}
-		if bestI >= 0 {
-			for k := bestI; k < len(acc) && acc[k].lo < lo+w; k++ {
-				set = append(set, acc[k])
-			}
-		}
-		return best, lo, hi, set
+		return tw.worst()
 	}
 	for i := range acc {
 		var sum int64
@@ -300,14 +336,11 @@ func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Dura
 	return best, lo, hi, set
 }
 
-// evidence is the counter-example's view of a set: at most 200 decisions,
-// with the receive time when the times are bounds (real).
+// evidence is the counter-example's view of a set: every decision, with
+// the receive time when the times are bounds (real).
 func evidence(set []timed, real bool) []measure.Evidence {
-	out := make([]measure.Evidence, 0, min(len(set), 200))
+	out := make([]measure.Evidence, 0, len(set))
 	for _, x := range set {
-		if len(out) == 200 {
-			break
-		}
 		e := measure.Evidence{Key: x.key, Cost: x.cost, AtUS: x.lo.Microseconds(), Client: x.client}
 		if real {
 			e.RecvUS = x.hi.Microseconds()

@@ -159,8 +159,8 @@ func (s *study) runRace(ctx context.Context, lim algorithms.ClientSider, rt race
 
 // interleaving renders rounds for a counter-example, with the trial's key
 // prefix left out of the arguments ("ZCARD {user}").
-func interleaving(rounds []*clientside.Round, prefix string) []measure.Step {
-	out := make([]measure.Step, 0, min(len(rounds), raceMaxInterleaving))
+func interleaving(rounds []*clientside.Round, prefix string) []measure.RoundTrip {
+	out := make([]measure.RoundTrip, 0, min(len(rounds), raceMaxInterleaving))
 	for i, r := range rounds {
 		if i == raceMaxInterleaving {
 			break
@@ -169,7 +169,7 @@ func interleaving(rounds []*clientside.Round, prefix string) []measure.Step {
 		for k, c := range r.Commands {
 			cmds[k] = strings.ReplaceAll(strings.Join(c, " "), prefix, "")
 		}
-		st := measure.Step{Step: i + 1, Client: r.Client, Command: strings.Join(cmds, "; "), Reply: strings.Join(r.Replies, " ")}
+		st := measure.RoundTrip{Step: i + 1, Client: r.Client, Command: strings.Join(cmds, "; "), Reply: strings.Join(r.Replies, " ")}
 		switch r.Kind {
 		case clientside.KindPipeline:
 			st.Command, st.Reply = "PIPELINE: "+st.Command, "["+st.Reply+"]"

@@ -125,7 +125,8 @@ func ungatedNote(kind measure.Verdict) string {
 // addTrial adds trial t's judgement tr to its family fr and to the report's
 // totals (first: the trial's first judgement, counted in fr.Trials); its
 // failure sets the family's verdict (the first one) and, when gated,
-// becomes the report's counter-example when it is the most serious so far.
+// becomes the report's counter-example when it is the most serious so far
+// (moreSerious), across every family and trial.
 // The skew family's failures count only when Skew is set. It reports
 // whether the trial was too slow to be judged.
 func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t scenarios.Trial, tr *trialResult, first bool) bool {
@@ -146,14 +147,16 @@ func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t 
 		fr.MinFidelity = tr.fidelity
 	}
 	fr.MaxRatio = max(fr.MaxRatio, tr.ratio)
-	if tr.failure == nil || fr.Verdict != measure.Holds {
+	if tr.failure == nil {
 		return tr.slow
 	}
 	if t.Family == "skew" && s.cfg.Skew == 0 {
 		fr.Note = sensitivityNote
 		return tr.slow
 	}
-	fr.Verdict = tr.failure.Kind
+	if fr.Verdict == measure.Holds {
+		fr.Verdict = tr.failure.Kind
+	}
 	if !s.gated(tr.failure.Kind) {
 		fr.Note = ungatedNote(tr.failure.Kind)
 		return tr.slow
@@ -161,15 +164,28 @@ func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t 
 	if moreSerious(tr.failure, rep.CounterExample) {
 		rep.CounterExample = tr.failure
 		rep.Verdict = tr.failure.Kind
+		s.chosen = tr
 	}
 	return tr.slow
 }
 
 // moreSerious reports whether failure c beats the counter-example so far
-// (nil: none): violated before starved before interfered, then the most
-// accepted; on a tie the first found stays.
+// (nil: none): violated before starved before interfered; then the worst:
+// the highest accepted / limit (a violation), the lowest fidelity
+// (starvation), the most denied (interference); on a tie the first found
+// stays.
 func moreSerious(c, so *measure.CounterExample) bool {
-	return so == nil || rank(c.Kind) < rank(so.Kind) || (c.Kind == so.Kind && c.Accepted > so.Accepted)
+	switch {
+	case so == nil || rank(c.Kind) < rank(so.Kind):
+		return true
+	case c.Kind != so.Kind:
+		return false
+	case c.Kind == measure.Violated:
+		return c.Ratio() > so.Ratio()
+	case c.Kind == measure.Starved:
+		return c.Fidelity < so.Fidelity
+	}
+	return len(c.Decisions) > len(so.Decisions)
 }
 
 func rank(kind measure.Verdict) int {

@@ -34,13 +34,19 @@ func ttlFamily(fam string) bool { return fam == "idle-gaps" }
 // plan builds every adversarial trial for the target, for each of its
 // limits, and sorts them by clock. A target that takes an injected clock
 // runs every trial in virtual time (key TTLs emulated on it); with RealTime
-// its real-time trials also run in real time, on the wall clock. A target
+// its real-time trials also run in real time, on the wall clock. So does a
+// script that reads no clock (study.expiryClock), without the skew family
+// (it has no client clock). A target
 // that reads its own clock runs in real time only: no skew family (there
 // is no client clock to skew), no adaptive trials, and nothing when the
 // window is longer than RealTimeMax.
 func (s *study) plan() plan {
-	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0}
+	// absolute expiries are emulated with the TTLs (harness.Runner.Expiry)
+	p := plan{realOK: s.limit.Window <= s.cfg.RealTimeMax, ttlSkipped: len(s.absolute) > 0 && !s.emulated()}
 	attack := scenarios.Attack{Cost: s.caps.TakesCost, Keys: s.caps.UsesKeys, Clients: s.cfg.Clients, Skew: s.cfg.skewDelta()}
+	if s.expiryClock {
+		attack.Step = s.caps.Resolution // key expiry's ms: a first-hit window ends a ms after probe+W
+	}
 	for k, l := range s.limits {
 		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
 		for _, t := range scenarios.Adversarial(params, attack) {
@@ -67,7 +73,7 @@ func (s *study) plan() plan {
 	}
 	for i, t := range p.trials {
 		switch {
-		case t.Family == "skew" && (!s.caps.InjectsTime || readsRedisTime(s.lim)):
+		case t.Family == "skew" && (!s.caps.InjectsTime || s.expiryClock || readsRedisTime(s.lim)):
 			continue
 		case !s.caps.InjectsTime:
 			if t.Greedy != nil || t.Family == scenarios.DenseFamily || !p.realOK {

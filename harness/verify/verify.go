@@ -8,7 +8,9 @@
 // exact, pipelined, with key TTLs emulated on the virtual clock, so a
 // verification takes about as long at a window of a day as at a second
 // (Config.RealTime adds the real-time families again on the wall clock).
-// One that reads its own clock runs in real time and is judged
+// A script that reads no clock at all (its clock is key expiry: INCR +
+// PEXPIRE) runs in virtual time too, its TTLs on the virtual clock. One
+// that reads its own clock runs in real time and is judged
 // conservatively, so a correct limiter is never refuted.
 package verify
 
@@ -38,6 +40,13 @@ const (
 	// MaxClients is the most concurrent clients Config.Clients may ask for.
 	MaxClients = 256
 )
+
+// DefaultMinFidelity is the minimum fidelity a command line asks for
+// unless told otherwise (`ratelab verify --min-fidelity`): a limiter that
+// accepts under half of what an exact sliding log accepts under overload
+// is STARVED. Shaping limiters (a GCRA with burst 1, nginx without burst:
+// 0.76-0.80) pass. Config.MinFidelity's zero value is off.
+const DefaultMinFidelity = 0.5
 
 // MaxLimit is the largest limit verify takes: its trials hold tens of
 // arrivals per unit of limit (L = 10,000 verifies in about 26 s here).
@@ -81,7 +90,8 @@ type Config struct {
 	// verdict: under sustained overload accepted / ideal (an exact sliding
 	// log) must stay at or above it, else the verdict is Starved. Zero:
 	// fidelity is reported (and a family under 0.9 marked starved) but the
-	// verdict is about the limit alone.
+	// verdict is about the limit alone. `ratelab verify` asks
+	// DefaultMinFidelity unless told.
 	MinFidelity float64
 	// CheckIsolation makes isolation part of the verdict (Interfered when
 	// traffic on one key changed the answers on another). False: reported
@@ -92,6 +102,11 @@ type Config struct {
 	Clients int
 	// Seed seeds the random trials: the same seed gives the same trials.
 	Seed int64
+	// ShrinkBudget ("shrink_budget") is how many calls shrinking the
+	// counter-example may make (see shrink.go); zero means
+	// DefaultShrinkBudget, negative: the counter-example is shown as found,
+	// not shrunk (it still gets its trace when replayable).
+	ShrinkBudget int
 	// TargetSHA256 is the hex SHA-256 of the user's script under test,
 	// recorded in the report's Header to tie a verdict to the script; empty
 	// for a built-in algorithm or an HTTP endpoint. Not checked.
@@ -165,6 +180,17 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// shrinkBudget is ShrinkBudget with its default; zero when off.
+func (c Config) shrinkBudget() int {
+	switch {
+	case c.ShrinkBudget < 0:
+		return 0
+	case c.ShrinkBudget == 0:
+		return DefaultShrinkBudget
+	}
+	return c.ShrinkBudget
+}
+
 // livenessFloor is the fidelity under which an overload trial is starved:
 // MinFidelity when set, else 0.9 (reported, not gated).
 func (c Config) livenessFloor() float64 {
@@ -219,6 +245,11 @@ func (c Config) skewDelta() time.Duration {
 // last answer came less than Window - max(resolution, 1µs) after the
 // first send.
 //
+// The report's counter-example is the worst failure found (the highest
+// accepted / limit), shrunk to a minimal trace that still fails when it
+// was found in virtual time, with its Trace for Replay (see shrink.go;
+// cfg.ShrinkBudget bounds the calls).
+//
 // rd is the Redis lim runs on (for its keys and their removal); nil for a
 // target that holds no keys in Redis (an HTTP endpoint). Build lim from
 // cfg.Limits (targets.Spec.Build).
@@ -247,6 +278,7 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	}
 	if rd != nil {
 		st.rdb = rd.Client
+		st.expiryClock = st.onExpiryClock()
 		defer s.RemoveKeysOrSay(ctx, cfg.Progress) // a few round trips, even after Ctrl-C
 		if err := s.Start(ctx); err != nil {       // clean skips the live verification
 			return nil, fmt.Errorf("register the verification: %w", err)
@@ -291,6 +323,11 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err := st.race(ctx, rep); err != nil { // a client-side target's interleavings (race.go)
 		return nil, harness.GuardErr(guard, err)
 	}
+	if rep.Errors == 0 {
+		if err := harness.GuardErr(guard, st.shrink(ctx, rep)); err != nil {
+			return nil, fmt.Errorf("shrink the counter-example: %w", err)
+		}
+	}
 	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
 }
@@ -331,10 +368,32 @@ type study struct {
 	// absolute are the target's absolute key expiries (AbsoluteExpirer).
 	absolute []algorithms.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.
-	rdb    redis.UniversalClient
-	prefix string
+	rdb redis.UniversalClient
+	// expiryClock: the target reads no clock, and runs in virtual time all
+	// the same, the clock reaching it through key expiry alone (caps then
+	// say InjectsTime, at key expiry's 1 ms resolution): see onExpiryClock.
+	expiryClock bool
+	prefix      string
 	// header is the report's Header (Run fills its end).
 	header measure.Header
+	// chosen is the judgement whose failure is the report's
+	// counter-example (summarize), shrunk then (shrink).
+	chosen *trialResult
+}
+
+// onExpiryClock reports whether the target reads no clock and still runs
+// in virtual time: a script on Redis (algorithms.Scripted) that takes no
+// time and calls no TIME, without Config.RealTime (which keeps such a
+// target on the wall clock). Time then reaches it only through its keys'
+// TTLs, which the runner's expiry emulation (harness.Runner.Expiry) keeps
+// on the virtual clock: a fixed window from the first hit (INCR + PEXPIRE)
+// is judged at W = 24 h as fast as at 1 s. It sets caps accordingly.
+func (s *study) onExpiryClock() bool {
+	if s.caps.InjectsTime || !s.caps.UsesKeys || s.cfg.RealTime || !s.emulated() {
+		return false
+	}
+	s.caps.InjectsTime, s.caps.Resolution = true, time.Millisecond
+	return true
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries

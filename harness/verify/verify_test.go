@@ -72,14 +72,16 @@ func TestVerifyBuiltins(t *testing.T) {
 						t.Fatalf("verdict %s, want holds: %+v", rep.Verdict, ce)
 					}
 				case "fixed-window":
-					// two full windows' worth within one window length
-					if rep.Verdict != measure.Violated || ce.Accepted != 40 {
-						t.Fatalf("verdict %s, counter-example %+v; want violated with 40 accepted", rep.Verdict, ce)
+					// two full windows' worth within one window length, shrunk
+					// to L+1: L at the end of one window, 1 at the start of the next
+					if rep.Verdict != measure.Violated || ce.Found == nil || ce.Found.Accepted != 40 || ce.Accepted != 21 ||
+						ce.Trace == nil || len(ce.Trace.Requests) != 21 || !ce.Trace.Minimal {
+						t.Fatalf("verdict %s, counter-example %+v; want violated with 40 accepted, shrunk to a minimal 21", rep.Verdict, ce)
 					}
 				case "bucketed-hash", "reservoir":
 					// a block dropped early / a full bucket plus a window's refill: up to 2L
-					if rep.Verdict != measure.Violated || ce.Accepted <= 20 || ce.Accepted > 40 {
-						t.Fatalf("verdict %s, counter-example %+v; want violated with 21..40 accepted", rep.Verdict, ce)
+					if rep.Verdict != measure.Violated || ce.Found == nil || ce.Found.Accepted <= 20 || ce.Found.Accepted > 40 || ce.Accepted <= 20 || ce.Accepted > ce.Found.Accepted {
+						t.Fatalf("verdict %s, counter-example %+v; want violated with 21..40 accepted, shrunk to no more", rep.Verdict, ce)
 					}
 				}
 				if ce != nil {

@@ -1,0 +1,144 @@
+package algorithms_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+)
+
+// xcall runs src rewritten by WithVirtualExpiry at virtual time now, on
+// key (tracked: its prefix), with companion comp, as ExpiryCall would send
+// it (safety 1 h).
+func xcall(t *testing.T, src string, withTime bool, now time.Time, key, comp string, args ...any) (any, error) {
+	t.Helper()
+	x, err := algorithms.WithVirtualExpiry(src, withTime)
+	if err != nil {
+		t.Fatalf("WithVirtualExpiry: %v", err)
+	}
+	if withTime {
+		args = append(args, algorithms.VirtualTimeArg(now))
+	}
+	args = append(args, key, strconv.FormatInt(now.UnixMilli(), 10), "3600000")
+	return srv.Client().Eval(t.Context(), x.Source, []string{key, comp}, args...).Result()
+}
+
+func TestVirtualExpiryKeepsLines(t *testing.T) {
+	key := srv.Key(t)
+	if err := srv.Client().HSet(t.Context(), key, "f", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	bodies := []string{
+		"local a = 1\nlocal b = redis.call('TIME')\nlocal c = nil + a\nreturn c",
+		"local a = 1\nlocal b = redis.call('TIME')\nreturn redis.call('NOPE')",
+		"local a = 1\nlocal b = 2\nreturn redis.call('INCR', KEYS[1])",
+		"local a = 1\nlocal b = 2\nreturn redis.call('SET', KEYS[1], 'v', 'EXAT', 'soon')",
+		"local a = 1\nlocal b = 2\nlocal r = redis.pcall('SET') error(r)",
+		"local a = 1\nlocal b = 2\nerror('boom')",
+	}
+	for _, body := range bodies {
+		for _, shebang := range []string{"", "#!lua\n"} {
+			for _, withTime := range []bool{false, true} {
+				src := shebang + body
+				x, err := algorithms.WithVirtualExpiry(src, withTime)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := strings.Count(x.Source, "\n"), strings.Count(src, "\n")+1; got != want {
+					t.Errorf("%q: %d newlines, want %d (one more line, at the end)", src, got, want)
+				}
+				_, want := srv.Client().Eval(t.Context(), src, []string{key}).Result()
+				_, got := xcall(t, src, withTime, vt0, key, key+"~vt")
+				if want == nil || got == nil {
+					t.Fatalf("%q: errors %v and %v, want both", src, want, got)
+				}
+				w, g := scriptSHA.ReplaceAllString(want.Error(), "script: SHA"), scriptSHA.ReplaceAllString(got.Error(), "script: SHA")
+				if w != g {
+					t.Errorf("%q (time %v):\n got %s\nwant %s", src, withTime, g, w)
+				}
+			}
+		}
+	}
+}
+
+// TestVirtualExpiryTTL: keys expire at their virtual deadline as Redis
+// expires them (gone once now_ms > deadline), TTL reads count on the
+// virtual clock, and between calls every key has a real safety TTL.
+// Redis 7.0 does not freeze its clock inside a script, so a TTL set in a
+// call may count from a ms after the call's start (late, never early) and
+// a PTTL read a ms after the call's start: numbers in ms are compared
+// within 1 ms, and a key is checked gone 2 ms after its deadline.
+func TestVirtualExpiryTTL(t *testing.T) {
+	key := srv.Key(t)
+	comp := key + "~vt"
+	ms := time.Millisecond
+	steps := []struct {
+		at   time.Duration
+		src  string
+		want string
+	}{
+		{0, "return redis.call('SET', KEYS[1], 'x', 'PX', 1000)", "OK"},
+		{0, "return redis.call('PTTL', KEYS[1])", "1000"},
+		{400 * ms, "return redis.call('PTTL', KEYS[1])", "600"},
+		{400 * ms, "return redis.call('TTL', KEYS[1])", "1"},
+		{999 * ms, "return redis.call('PTTL', KEYS[1])", "1"},
+		{1000 * ms, "return redis.call('EXISTS', KEYS[1])", "1"},
+		{1002 * ms, "return redis.call('EXISTS', KEYS[1])", "0"},
+		// a TTL set only when there is none
+		{2000 * ms, "redis.call('INCR', KEYS[1]) if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], 10) end return redis.call('PTTL', KEYS[1])", "10000"},
+		{5000 * ms, "redis.call('INCR', KEYS[1]) if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], 10) end return redis.call('PTTL', KEYS[1])", "7000"},
+		{12002 * ms, "return redis.call('GET', KEYS[1])", "<nil>"},
+		// absolute expiries on the virtual clock
+		{20000 * ms, "return redis.call('PEXPIRETIME', KEYS[1])", "-2"},
+		{20000 * ms, "redis.call('SET', KEYS[1], 'a', 'PXAT', ARGV[1] + 5000) return redis.call('PEXPIRETIME', KEYS[1]) - ARGV[1]", "5000"},
+		{20000 * ms, "return redis.call('EXPIRETIME', KEYS[1]) * 1000 - math.floor(ARGV[1] / 1000) * 1000", "5000"},
+		{24000 * ms, "return redis.call('PTTL', KEYS[1])", "1000"},
+		{24000 * ms, "return redis.call('EXPIREAT', KEYS[1], math.floor(ARGV[1] / 1000) + 2)", "1"},
+		{25500 * ms, "return redis.call('PTTL', KEYS[1])", "500"},
+		// KEEPTTL, GETEX, PERSIST behave natively
+		{25500 * ms, "redis.call('SET', KEYS[1], 'b', 'KEEPTTL') return redis.call('PTTL', KEYS[1])", "500"},
+		{25600 * ms, "redis.call('GETEX', KEYS[1], 'PXAT', ARGV[1] + 100) return redis.call('PTTL', KEYS[1])", "100"},
+		{25700 * ms, "return redis.call('GETEX', KEYS[1], 'PERSIST')", "b"},
+		{99000 * ms, "return redis.call('TTL', KEYS[1])", "-1"},
+		{99000 * ms, "return redis.call('PEXPIRE', KEYS[1], 10)", "1"},
+		{99005 * ms, "return redis.call('PERSIST', KEYS[1])", "1"},
+		{99005 * ms, "return redis.call('TTL', KEYS[1])", "-1"},
+		{999000 * ms, "return redis.call('GET', KEYS[1])", "b"},
+		// a dynamic command name goes through the wrapper
+		{999000 * ms, "local c = 'pexpireat' redis.call(c, KEYS[1], ARGV[1] + 50) local p = 'pexpiretime' return redis.call(p, KEYS[1]) - ARGV[1]", "50"},
+		{999052 * ms, "return redis.call('EXISTS', KEYS[1])", "0"},
+		// a TTL of 1 ms ends on time (on a real Redis 7.0 a PEXPIRE 1 can delete at once)
+		{1000000 * ms, "return redis.call('SET', KEYS[1], 'c', 'PX', 1)", "OK"},
+		{1000001 * ms, "return redis.call('GET', KEYS[1])", "c"},
+		{1000003 * ms, "return redis.call('GET', KEYS[1])", "<nil>"},
+		{1000003 * ms, "redis.call('SET', KEYS[1], 'd') return redis.call('PEXPIRE', KEYS[1], 1)", "1"},
+		{1000004 * ms, "return redis.call('GET', KEYS[1])", "d"},
+		{1000006 * ms, "return redis.call('GET', KEYS[1])", "<nil>"},
+	}
+	for i, s := range steps {
+		now := vt0.Add(s.at)
+		got, err := xcall(t, s.src, false, now, key, comp, strconv.FormatInt(now.UnixMilli(), 10))
+		if !within1(fmt.Sprint(got), s.want) || (err != nil && s.want != "<nil>") {
+			t.Fatalf("step %d at %s: %s\n got %v, %v, want %s", i, s.at, s.src, got, err, s.want)
+		}
+		for _, k := range []string{key, comp} {
+			if ttl := srv.Client().PTTL(t.Context(), k).Val(); ttl == -1*time.Nanosecond || ttl == -1*time.Millisecond {
+				t.Fatalf("step %d: %s has no TTL between calls", i, k)
+			}
+		}
+	}
+}
+
+// within1 reports got == want, or both integers of at least 2 digits (ms)
+// at most 1 apart.
+func within1(got, want string) bool {
+	if got == want {
+		return true
+	}
+	g, err1 := strconv.Atoi(got)
+	w, err2 := strconv.Atoi(want)
+	return err1 == nil && err2 == nil && w >= 10 && g-w <= 1 && w-g <= 1
+}

@@ -1,0 +1,362 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// Shrinking the counter-example.
+//
+// The counter-example shown is the worst failure found (summarize), as the
+// trial made it: often thousands of requests, of which a handful matter.
+// When it was found in virtual time on a Scripted target, its requests are
+// replayed on fresh keys, in virtual time with key TTLs on the virtual
+// clock, exactly as the trial sent them, and a violation is shrunk by delta
+// debugging: requests are dropped while the replayed rest still puts more
+// than the limit in one window. In order:
+//
+//  1. the requests after the one that closed the worst window are dropped
+//     (they cannot change the answers before them);
+//  2. the first of: the worst window's accepted requests alone, the
+//     requests of the window before it and of it, all of them, that still
+//     fails;
+//  3. the longest run of leading requests that can go: first tried where
+//     the rest costs just over the limit (a fixed window's L+1), then by
+//     bisection;
+//  4. chunks of half, a quarter, ... one request, each dropped when the
+//     rest still fails, until no single request can go (Trace.Minimal).
+//     A rest that costs no more than the limit cannot fail and is not
+//     replayed: a trace of L+1 unit requests is minimal at once.
+//
+// Every replay costs its requests from a budget (Config.ShrinkBudget): when
+// it is spent, the smallest failing trace so far is kept. A fixed window
+// shrinks to L+1 requests: L at the end of one window and 1 at the start of
+// the next.
+
+// DefaultShrinkBudget is how many calls shrinking a counter-example may
+// make when Config.ShrinkBudget is zero.
+const DefaultShrinkBudget = 200_000
+
+// maxTraceRequests is the longest trace a counter-example keeps.
+const maxTraceRequests = 100_000
+
+// errBudget says the shrinking budget is spent.
+var errBudget = errors.New("shrinking budget spent")
+
+// replayable says why the counter-example of tr cannot be replayed in
+// virtual time; "" when it can.
+func (s *study) replayable(tr *trialResult) string {
+	switch {
+	case tr == nil || tr.src == nil:
+		return "no trace was kept"
+	case tr.mode != "virtual" || !s.caps.InjectsTime:
+		return "it was found in real time"
+	case !s.emulated():
+		return "the target is not a script on Redis"
+	case len(tr.src.arrivals) > maxTraceRequests:
+		return fmt.Sprintf("its trace has %d requests, more than %d", len(tr.src.arrivals), maxTraceRequests)
+	}
+	return ""
+}
+
+// shrink makes rep's counter-example (that of s.chosen) the one to show:
+// for a violation, the smallest trace found that still violates (see
+// above), with Found keeping the failure as the trial found it; for
+// starvation and interference, the trial's trace as replayed. Either gets
+// its Trace. A counter-example that cannot be replayed is left as found,
+// with a note saying why. Errors: ctx's, or Redis's.
+func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
+	ce := rep.CounterExample
+	if ce == nil {
+		return nil
+	}
+	if why := s.replayable(s.chosen); why != "" {
+		rep.Notes = append(rep.Notes, "the counter-example cannot be replayed ("+why+"): it is shown as found")
+		return nil
+	}
+	src := s.chosen.src
+	sh := &shrinker{s: s, src: src, budget: s.cfg.shrinkBudget()}
+	if ce.Kind != measure.Violated {
+		tr, jr, err := sh.replay(ctx, src.arrivals)
+		if err != nil {
+			return err
+		}
+		if tr.failure == nil {
+			rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys: it is shown as found, without a trace")
+			return nil
+		}
+		ce.Trace = s.trace(src, jr, false)
+		return nil
+	}
+	s.progress("verify: shrinking the counter-example (%d requests)\n", len(src.arrivals))
+	best, bestTR, bestJR, minimal, err := sh.run(ctx)
+	if err != nil {
+		return err
+	}
+	if bestTR == nil {
+		rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys: it is shown as found, without a trace")
+		return nil
+	}
+	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: len(src.arrivals)}
+	f := bestTR.failure
+	ce.Accepted, ce.StartUS, ce.EndUS, ce.Decisions = f.Accepted, f.StartUS, f.EndUS, f.Decisions
+	ce.Found = found
+	ce.Trace = s.trace(src, bestJR, true)
+	ce.Trace.FromRequests, ce.Trace.Replays, ce.Trace.Minimal = len(src.arrivals), sh.replays, minimal
+	what := "minimal: no single request can be dropped"
+	if !minimal {
+		what = "the shrinking budget ran out before it was minimal"
+	}
+	ce.Explain = fmt.Sprintf("worst found: %s; shrunk to %d requests (%s): %s", ce.Explain, len(best), what, f.Explain)
+	s.progress("verify: shrunk to %d requests in %d replays\n", len(best), sh.replays)
+	return nil
+}
+
+// trace is the Trace of replay jr of src's trial.
+func (s *study) trace(src *traceSrc, jr harness.JobResult, shrunk bool) *measure.Trace {
+	t := &measure.Trace{AnchorUS: src.anchor.UnixMicro(), WindowMS: src.trial.Schedule.Params.Window.Milliseconds(), Shrunk: shrunk}
+	if w := src.trial.Schedule.Params.Window; w%time.Millisecond != 0 {
+		t.WindowMS = 0 // not whole ms: the anchor alone places it
+	}
+	for _, d := range src.trial.Skew {
+		t.SkewUS = append(t.SkewUS, d.Microseconds())
+	}
+	for _, o := range jr.Outcomes {
+		a := o.Arrival
+		t.Requests = append(t.Requests, measure.Step{AtUS: a.At.Microseconds(), Key: a.Key, Cost: a.Cost, Client: a.Client, Allowed: o.Decision.Allowed})
+	}
+	return t
+}
+
+// shrinker is one shrinking under way.
+type shrinker struct {
+	s       *study
+	src     *traceSrc
+	budget  int
+	spent   int
+	replays int
+}
+
+// run shrinks src's requests (steps 2 to 4 above) and returns the smallest
+// that still violates, its judgement and run, and whether no single
+// request can be dropped from it. A nil judgement: even all the requests
+// did not violate again.
+func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *trialResult, bestJR harness.JobResult, minimal bool, err error) {
+	all := sh.src.arrivals
+	try := func(cand []scenarios.Arrival) (bool, error) {
+		tr, jr, err := sh.replay(ctx, cand)
+		if err != nil || tr.failure == nil {
+			return false, err
+		}
+		best, bestTR, bestJR = cand, tr, jr
+		return true, nil
+	}
+	// 2. a small start that still fails
+	var setOnly, recent []scenarios.Arrival
+	for _, i := range sh.src.set {
+		setOnly = append(setOnly, all[i])
+	}
+	for _, a := range all {
+		if a.At >= sh.src.lo-sh.src.broke.Window {
+			recent = append(recent, a)
+		}
+	}
+	started := false
+	for _, cand := range [][]scenarios.Arrival{setOnly, recent, all} {
+		ok, err := try(cand)
+		if err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
+		}
+		if ok {
+			started = true
+			break
+		}
+	}
+	if !started {
+		return nil, nil, harness.JobResult{}, false, nil
+	}
+	// 3. the longest run of leading requests that can go: first where the
+	// rest costs just over the limit, then by bisection
+	lo, hi := 0, len(best) // best[lo:] fails; best[hi:] does not
+	base := best
+	probe := func(k int) error {
+		if k <= lo || k >= hi {
+			return nil
+		}
+		ok, err := try(base[k:])
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			lo = k
+		default:
+			hi = k
+		}
+		return nil
+	}
+	over := sh.src.broke.Count + 1
+	if g := lastCosting(base, over); g > 0 {
+		if err := probe(g); err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
+		}
+		if err := probe(g + 1); err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
+		}
+	}
+	for hi-lo > 1 {
+		if err := probe(lo + (hi-lo)/2); err != nil {
+			return sh.stop(best, bestTR, bestJR, err)
+		}
+	}
+	// 4. chunks, halving, until no single request can go; a rest that
+	// costs no more than the limit cannot put more in one window, and is
+	// not replayed
+	for c := max(len(best)/2, 1); ; c /= 2 {
+		for i := 0; i < len(best); {
+			cand := slices.Concat(best[:i], best[min(i+c, len(best)):])
+			ok := false
+			if cost(cand) >= over {
+				if ok, err = try(cand); err != nil {
+					return sh.stop(best, bestTR, bestJR, err)
+				}
+			}
+			if !ok {
+				i += c
+			}
+		}
+		if c == 1 {
+			return best, bestTR, bestJR, true, nil
+		}
+	}
+}
+
+// cost is the total cost of arrivals.
+func cost(arrivals []scenarios.Arrival) int64 {
+	var sum int64
+	for _, a := range arrivals {
+		sum += a.Cost
+	}
+	return sum
+}
+
+// lastCosting is the largest k such that arrivals[k:] costs at least
+// total; 0 when none but all of them do.
+func lastCosting(arrivals []scenarios.Arrival, total int64) int {
+	var sum int64
+	for k := len(arrivals) - 1; k >= 0; k-- {
+		if sum += arrivals[k].Cost; sum >= total {
+			return k
+		}
+	}
+	return 0
+}
+
+// stop ends run on err: a spent budget keeps the best so far (not
+// minimal); any other error is returned.
+func (sh *shrinker) stop(best []scenarios.Arrival, tr *trialResult, jr harness.JobResult, err error) ([]scenarios.Arrival, *trialResult, harness.JobResult, bool, error) {
+	if errors.Is(err, errBudget) {
+		return best, tr, jr, false, nil
+	}
+	return nil, nil, harness.JobResult{}, false, err
+}
+
+// replay runs arrivals of the trial on fresh keys and judges them as the
+// failure was judged (a violation on the limit that broke; starvation and
+// interference as the trial). A replay whose calls failed is judged not to
+// fail (what the failed calls would have done is unknown). errBudget when
+// the budget cannot pay for it.
+func (sh *shrinker) replay(ctx context.Context, arrivals []scenarios.Arrival) (*trialResult, harness.JobResult, error) {
+	if len(arrivals) == 0 {
+		return &trialResult{mode: "virtual"}, harness.JobResult{}, nil
+	}
+	if sh.spent+len(arrivals) > sh.budget {
+		return nil, harness.JobResult{}, errBudget
+	}
+	sh.spent += len(arrivals)
+	sh.replays++
+	return sh.s.replayTrace(ctx, sh.src, arrivals, fmt.Sprintf("%sreplay:%d:", sh.s.prefix, sh.replays))
+}
+
+// replayTrace runs arrivals (At from src.anchor) of src's trial in virtual
+// time on fresh keys under prefix, and judges them as src's failure was
+// judged; the result is as if run at src.anchor.
+func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scenarios.Arrival, prefix string) (*trialResult, harness.JobResult, error) {
+	t := src.trial
+	jr, err := s.replayRun(ctx, t, arrivals, src.anchor, prefix)
+	if err != nil {
+		return nil, jr, err
+	}
+	tr := &trialResult{mode: "virtual"}
+	all := tr.collect(t, jr, true)
+	if tr.errors > 0 {
+		return tr, jr, nil
+	}
+	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
+	switch t.Judge {
+	case scenarios.Isolation:
+		ctl, err := s.replayRun(ctx, isolationControl(scenarios.Trial{Schedule: scenarios.Schedule{Params: t.Schedule.Params, Arrivals: arrivals}}), nil, src.anchor, prefix+"control:")
+		if err != nil {
+			return nil, jr, err
+		}
+		tr.judgeIsolation(t, all, (&trialResult{mode: "virtual"}).collect(t, ctl, true), own, true)
+	default:
+		if src.floor > 0 {
+			tr.judgeLiveness(t, all, own, src.floor)
+		} else {
+			tr.judgeSafety(t, jr, all, src.broke, src.judged, len(s.limits) > 1)
+		}
+	}
+	return tr, jr, nil
+}
+
+// replayRun runs arrivals of trial t (nil: t's own) in virtual time on
+// fresh keys under prefix, at anchor: the runner anchors a schedule on the
+// first window boundary after harness.VirtualEpoch, so the arrivals are
+// sent shifted by the difference, and the result is shifted back (its
+// Anchor is anchor, its arrivals' At theirs). Decisions are not logged.
+func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []scenarios.Arrival, anchor time.Time, prefix string) (harness.JobResult, error) {
+	if arrivals == nil {
+		arrivals = t.Schedule.Arrivals
+	}
+	w := t.Schedule.Params.Window
+	base := harness.AlignUp(harness.VirtualEpoch, w)
+	d := anchor.Sub(base)
+	shifted := make([]scenarios.Arrival, len(arrivals))
+	for i, a := range arrivals {
+		a.At += d
+		shifted[i] = a
+	}
+	rt := t
+	rt.Greedy = nil
+	rt.Schedule.Arrivals = shifted
+	r := s.runner(harness.VirtualClock)
+	r.Log, r.Progress, r.Parallel = nil, nil, 1
+	jrs, err := r.Execute(ctx, []harness.Job{s.job(rt, prefix)})
+	if kerr := r.Settle(); kerr != nil {
+		err = kerr
+	}
+	if err != nil {
+		return harness.JobResult{}, err
+	}
+	if len(jrs) != 1 {
+		return harness.JobResult{}, errors.New("replay: no result")
+	}
+	jr := jrs[0]
+	if len(arrivals) > 0 && !jr.Anchor.Equal(base) {
+		return jr, fmt.Errorf("replay: the trace's anchor %s is not on a boundary of its window %s after %s", anchor.Format(time.RFC3339Nano), limit.FormatWindow(w), harness.VirtualEpoch.Format(time.RFC3339))
+	}
+	jr.Anchor = anchor
+	for i := range jr.Outcomes {
+		jr.Outcomes[i].Arrival.At -= d
+	}
+	jr.Job.Schedule.Arrivals = arrivals
+	return jr, nil
+}
