@@ -27,6 +27,7 @@ var fixedWindowScript = newScript(fixedWindowSrc)
 type FixedWindow struct {
 	rdb   redis.Scripter
 	limit limit.Limit
+	args  limitArgs
 }
 
 var _ Scripted = (*FixedWindow)(nil)
@@ -37,7 +38,7 @@ func NewFixedWindow(rdb redis.Scripter, l limit.Limit) (*FixedWindow, error) {
 		return nil, err
 	}
 	l.Precision = 0
-	return &FixedWindow{rdb: rdb, limit: l}, nil
+	return &FixedWindow{rdb: rdb, limit: l, args: newLimitArgs(l)}, nil
 }
 
 // Name returns "fixed-window".
@@ -56,7 +57,7 @@ func (f *FixedWindow) Call(key string, cost int64, at Clock) (ScriptCall, error)
 	if err := checkCost(f.Name(), cost, f.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.limit.Count, f.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.args.count, f.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

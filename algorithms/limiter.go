@@ -13,8 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/ratelab/ratelab/limit"
 )
 
 // Limiter decides one request of a given cost for one key.
@@ -85,11 +86,22 @@ func At(t time.Time) Clock { return Clock{t: t, inject: true} }
 func (c Clock) Injected() (time.Time, bool) { return c.t, c.inject }
 
 // arg is the ARGV form of the clock: integer microseconds, or "" for Redis TIME.
-func (c Clock) arg() string {
+func (c Clock) arg() any {
 	if !c.inject {
 		return ""
 	}
-	return strconv.FormatInt(c.t.UnixMicro(), 10)
+	// an int64 is written in decimal, as the string was: one allocation
+	// (the box) instead of two (the string and its box)
+	return c.t.UnixMicro()
+}
+
+// limitArgs are a limit's count and window (µs) as script arguments,
+// boxed once when the limiter is made: a call then boxes neither (a
+// boxed integer above 255 allocates).
+type limitArgs struct{ count, window any }
+
+func newLimitArgs(l limit.Limit) limitArgs {
+	return limitArgs{count: l.Count, window: l.Window.Microseconds()}
 }
 
 // Decision is the verdict of one Allow call: the limiter's answer, and the

@@ -34,6 +34,7 @@ var reservoirScript = newScript(reservoirSrc)
 type TokenBucket struct {
 	rdb   redis.Scripter
 	limit limit.Limit
+	args  limitArgs
 }
 
 var _ Scripted = (*TokenBucket)(nil)
@@ -45,7 +46,7 @@ func NewTokenBucket(rdb redis.Scripter, l limit.Limit) (*TokenBucket, error) {
 		return nil, err
 	}
 	l.Precision = 0
-	return &TokenBucket{rdb: rdb, limit: l}, nil
+	return &TokenBucket{rdb: rdb, limit: l, args: newLimitArgs(l)}, nil
 }
 
 // Name returns "reservoir".
@@ -66,7 +67,7 @@ func (r *TokenBucket) Call(key string, cost int64, at Clock) (ScriptCall, error)
 	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.limit.Count, r.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.args.count, r.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -44,6 +44,7 @@ var slidingCounterScript = newScript(slidingCounterSrc)
 type SlidingCounter struct {
 	rdb   redis.Scripter
 	limit limit.Limit
+	args  limitArgs
 }
 
 var _ Scripted = (*SlidingCounter)(nil)
@@ -55,7 +56,7 @@ func NewSlidingCounter(rdb redis.Scripter, l limit.Limit) (*SlidingCounter, erro
 		return nil, err
 	}
 	l.Precision = 0
-	return &SlidingCounter{rdb: rdb, limit: l}, nil
+	return &SlidingCounter{rdb: rdb, limit: l, args: newLimitArgs(l)}, nil
 }
 
 // Name returns "sliding-counter".
@@ -74,7 +75,7 @@ func (s *SlidingCounter) Call(key string, cost int64, at Clock) (ScriptCall, err
 	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.limit.Count, s.limit.Window.Microseconds(), cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.args.count, s.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -30,6 +30,7 @@ type SlidingLog struct {
 	limit limit.Limit
 	nonce atomic.Uint64
 	salt  string
+	args  limitArgs
 }
 
 var _ Scripted = (*SlidingLog)(nil)
@@ -41,7 +42,7 @@ func NewSlidingLog(rdb redis.Scripter, l limit.Limit) (*SlidingLog, error) {
 		return nil, err
 	}
 	l.Precision = 0
-	return &SlidingLog{rdb: rdb, limit: l, salt: newSalt()}, nil
+	return &SlidingLog{rdb: rdb, limit: l, salt: newSalt(), args: newLimitArgs(l)}, nil
 }
 
 // Name returns "sliding-log".
@@ -60,8 +61,9 @@ func (s *SlidingLog) Call(key string, cost int64, at Clock) (ScriptCall, error) 
 	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
-	nonce := s.salt + strconv.FormatUint(s.nonce.Add(1), 36)
-	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.limit.Count, s.limit.Window.Microseconds(), cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
+	var buf [48]byte // salt and counter built on the stack: one allocation, the string
+	nonce := string(strconv.AppendUint(append(buf[:0], s.salt...), s.nonce.Add(1), 36))
+	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.args.count, s.args.window, cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -69,8 +69,10 @@ type BenchRow struct {
 	P99US  int64 `json:"p99_us"`
 	P999US int64 `json:"p999_us"`
 	MaxUS  int64 `json:"max_us"`
-	// ServerUSPerCall is Redis's own time per EVALSHA during ratelab's runs
-	// (INFO commandstats: usec / calls), µs; ServerCPUPct is redis-server's
+	// ServerUSPerCall is redis-server's CPU per EVALSHA during ratelab's
+	// runs (INFO cpu: the change of used_cpu_user + used_cpu_sys, divided by
+	// the change of INFO commandstats' EVALSHA calls), µs; not commandstats'
+	// usec, which counts wall time and grows on a loaded machine. ServerCPUPct is redis-server's
 	// CPU (user + sys) over the runs' wall time, % of one core.
 	ServerUSPerCall float64 `json:"server_us_per_call"`
 	ServerCPUPct    float64 `json:"server_cpu_pct"`

@@ -40,12 +40,13 @@ type Record struct {
 // use. Records are buffered and flushed at least every FlushEvery, on Flush
 // and on Close, so a run that stops loses at most that much.
 type DecisionLog struct {
-	mu     sync.Mutex
-	w      *bufio.Writer
-	enc    *json.Encoder
-	last   time.Time
-	err    error
-	closer io.Closer
+	mu      sync.Mutex
+	w       *bufio.Writer
+	encode  func(w *bufio.Writer, r *Record) error
+	last    time.Time
+	err     error
+	flusher interface{ Flush() error }
+	closer  io.Closer
 }
 
 // FlushEvery is the longest a written record stays in DecisionLog's buffer.
@@ -54,13 +55,30 @@ const FlushEvery = 100 * time.Millisecond
 // NewDecisionLog writes to w; a nil w discards records. If w is an
 // io.Closer, Close closes it.
 func NewDecisionLog(w io.Writer) *DecisionLog {
+	var enc *json.Encoder
+	return NewDecisionLogEncoded(w, func(bw *bufio.Writer, r *Record) error {
+		if enc == nil {
+			enc = json.NewEncoder(bw)
+		}
+		return enc.Encode(r)
+	})
+}
+
+// NewDecisionLogEncoded is NewDecisionLog with an encoding of its own:
+// encode appends one record to the log's buffer, records in the order
+// written, one call at a time (it may keep state from record to record).
+// If w has a Flush() error method (a compressor), Flush calls it after
+// writing the buffer out; if w is an io.Closer, Close closes it.
+func NewDecisionLogEncoded(w io.Writer, encode func(w *bufio.Writer, r *Record) error) *DecisionLog {
 	if w == nil {
 		w = io.Discard
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	l := &DecisionLog{w: bw, enc: json.NewEncoder(bw), last: time.Now()}
+	l := &DecisionLog{w: bufio.NewWriterSize(w, 64<<10), encode: encode, last: time.Now()}
 	if c, ok := w.(io.Closer); ok {
 		l.closer = c
+	}
+	if f, ok := w.(interface{ Flush() error }); ok {
+		l.flusher = f
 	}
 	return l
 }
@@ -73,10 +91,9 @@ func (l *DecisionLog) Write(d *Record) error {
 	if l.err != nil {
 		return l.err
 	}
-	l.err = l.enc.Encode(d)
+	l.err = l.encode(l.w, d)
 	if l.err == nil && time.Since(l.last) >= FlushEvery {
-		l.err = l.w.Flush()
-		l.last = time.Now()
+		l.flush()
 	}
 	return l.err
 }
@@ -86,10 +103,18 @@ func (l *DecisionLog) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err == nil {
-		l.err = l.w.Flush()
-		l.last = time.Now()
+		l.flush()
 	}
 	return l.err
+}
+
+// flush writes the buffer out, then flushes the writer under it; l.mu held.
+func (l *DecisionLog) flush() {
+	l.err = l.w.Flush()
+	if l.err == nil && l.flusher != nil {
+		l.err = l.flusher.Flush()
+	}
+	l.last = time.Now()
 }
 
 // Close flushes and closes the underlying writer when it is a Closer.

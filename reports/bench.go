@@ -217,7 +217,7 @@ func benchNotes(r *measure.BenchResults, compared bool) []string {
 	notes := []string{
 		fmt.Sprintf("limit %d per %s; allow path: %d keys picked at random; deny path: one hot key at its limit; scripts read Redis TIME; %s",
 			c.Limit, formatWindow(c.WindowMS), c.Keys, load),
-		"latency: round trip of the decision's pipeline as the client saw it (HdrHistogram); server µs/call: INFO commandstats usec/calls of EVALSHA; server CPU and client CPU: redis-server's and ratelab's user+sys over the runs' wall time, % of one core",
+		"latency: round trip of the decision's pipeline as the client saw it (HdrHistogram); server µs/call: redis-server's CPU (INFO cpu, user+sys) per EVALSHA (INFO commandstats calls); server CPU and client CPU: redis-server's and ratelab's user+sys over the runs' wall time, % of one core",
 	}
 	if compared {
 		notes = append(notes, fmt.Sprintf("ratio = ratelab / redis-benchmark decisions/s, medians of %d alternating runs of each (A B, B A, ...), every run from fresh keys making the same number of decisions, same EVALSHA, clients and pipeline; client GOMAXPROCS %s",

@@ -20,7 +20,7 @@ import (
 // only these, or nothing, is ratelab's.
 // Files starting ".ratelab-" are a command's temporary files (a write
 // stopped by kill -9 leaves one).
-var ResultFiles = []string{"results.json", "decisions.jsonl", GzipDecisionFile, "report.md", "report.html", "verify.json", "*.png", "*.svg", ".ratelab-*"}
+var ResultFiles = []string{"results.json", "decisions.*", "report.md", "report.html", "verify.json", "*.png", "*.svg", ".ratelab-*"}
 
 // OutDir returns the results directory of a run: out, or results/<runID>
 // when out is empty. It creates nothing (see PrepareOut). An out that

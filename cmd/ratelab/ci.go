@@ -83,35 +83,9 @@ type ciFlags struct {
 	// several: more than one target; their JSON goes out at the end as one
 	// object (printed at once otherwise).
 	several bool
-	// decisions is --decisions.
-	decisions decisionsFlag
-}
-
-// decisionsFlag is --decisions: decisions.jsonl, gzip-compressed, or none.
-type decisionsFlag struct {
-	mode reports.Decisions
-}
-
-func (d *decisionsFlag) Set(s string) error {
-	m, err := reports.ParseDecisions(s)
-	if err != nil {
-		return err
-	}
-	d.mode = m
-	return nil
-}
-
-func (d *decisionsFlag) String() string { return string(d.mode) }
-func (d *decisionsFlag) Type() string   { return "jsonl|gz|none" }
-
-// add declares --decisions on c (default jsonl).
-func (d *decisionsFlag) add(c *cobra.Command) {
-	d.mode = reports.DecisionsJSONL
-	c.Flags().Var(d, "decisions", "how --out keeps every decision: jsonl (decisions.jsonl), gz (decisions.jsonl.gz, about a tenth of the size) or none (also false)")
 }
 
 func (f *ciFlags) add(c *cobra.Command) {
-	f.decisions.add(c)
 	c.Flags().StringVar(&f.junit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
 }
 

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -353,64 +351,5 @@ func TestRunTrafficFromStdin(t *testing.T) {
 				t.Errorf("exit %d\nstdout %s\nstderr %s\nwant %q", code, stdout, stderr, c.want)
 			}
 		})
-	}
-}
-
-// --decisions: decisions.jsonl by default, gzip-compressed when asked, or
-// none; the same decisions either way.
-func TestDecisionsFlag(t *testing.T) {
-	srv := redistest.Start()
-	defer srv.Close()
-	url := "redis://" + srv.Info.Addr
-	lines := map[string]int{}
-	for _, mode := range []string{"jsonl", "gz", "none"} {
-		out := t.TempDir()
-		code, _, stderr := ratelab(t, "run", "--redis", url, "--scenarios", "boundary-burst", "--algorithms", "sliding-log",
-			"--out", out, "--decisions", mode, "-q")
-		if code != exitOK {
-			t.Fatalf("--decisions %s: exit %d: %s", mode, code, stderr)
-		}
-		plain, gz := filepath.Join(out, "decisions.jsonl"), filepath.Join(out, "decisions.jsonl.gz")
-		_, errPlain := os.Stat(plain)
-		_, errGz := os.Stat(gz)
-		switch mode {
-		case "jsonl":
-			if errPlain != nil || errGz == nil {
-				t.Errorf("jsonl: %v %v", errPlain, errGz)
-			}
-			b, _ := os.ReadFile(plain)
-			lines[mode] = strings.Count(string(b), "\n")
-		case "gz":
-			if errPlain == nil || errGz != nil {
-				t.Errorf("gz: %v %v", errPlain, errGz)
-			}
-			f, err := os.Open(gz)
-			if err != nil {
-				t.Fatal(err)
-			}
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(zr)
-			_ = f.Close()
-			if err != nil {
-				t.Fatalf("decisions.jsonl.gz: %v", err)
-			}
-			lines[mode] = strings.Count(string(b), "\n")
-		case "none":
-			if errPlain == nil || errGz == nil {
-				t.Errorf("none: a decision log was written")
-			}
-			if _, err := os.Stat(filepath.Join(out, "results.json")); err != nil {
-				t.Errorf("none: %v", err)
-			}
-		}
-	}
-	if lines["jsonl"] == 0 || lines["gz"] != lines["jsonl"] {
-		t.Errorf("decisions: %d in decisions.jsonl, %d in decisions.jsonl.gz", lines["jsonl"], lines["gz"])
-	}
-	if code, _, stderr := ratelab(t, "run", "--decisions", "zip"); code != exitUsage || !strings.Contains(stderr, `want jsonl, gz or none (false), got "zip"`) {
-		t.Errorf("--decisions zip: exit %d, %s", code, stderr)
 	}
 }

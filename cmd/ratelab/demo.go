@@ -30,7 +30,8 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := command("demo", "Watch a boundary burst hit every algorithm, live, on a real Redis",
 		func(c *cobra.Command) error { return runDemo(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.addCommon(c, "directory for results.json, decisions.jsonl, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run", reports.Table, reports.JSON) // the show needs a terminal, not a document
+	f.addCommon(c, "directory for results.json, plots, report.md and report.html (default results/<run id>); it must be new or empty", "run", reports.Table, reports.JSON) // the show needs a terminal, not a document
+	f.out.addDecisions(c)
 	fl.StringSliceVar(&f.cfg.Algorithms, "algorithms", nil, "algorithms to show, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	countVar(fl, &f.cfg.Limit.Count, "limit", demo.DefaultLimit.Count, "cost units per window: also the size of each burst")
 	windowVar(fl, &f.cfg.Limit.Window, "window", demo.DefaultLimit.Window, "window length; the bursts come W/10 before and after the boundary")
@@ -75,7 +76,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	cfg := f.cfg
 	cfg.RunID = runID
 	var res *measure.Results
-	runErr := logDecisions(out, reports.DecisionsJSONL, func(log *measure.DecisionLog) (err error) {
+	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
 		view.Start()
 		defer view.Stop()
 		res, err = demo.Run(c.Context(), rd, cfg, view, log)
@@ -93,7 +94,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if f.explain {
 		_ = live.WriteExplained(show, reports.Explain(res), width)
 	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, decisions.jsonl, report.md, report.html, plots) — %.1fs\n",
+	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, report.md, report.html, plots) — %.1fs\n",
 		out, float64(res.DurationMS)/1000)
 	if runErr != nil {
 		return fmt.Errorf("demo stopped early (results marked incomplete): %w", runErr)

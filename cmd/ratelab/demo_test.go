@@ -74,7 +74,7 @@ func TestDemoPlainJSON(t *testing.T) {
 	out := t.TempDir()
 	start := time.Now()
 	code, stdout, stderr := ratelab(t, "demo", "--redis", "exec", "--window", "2s", "--lead", "300ms",
-		"--format", "json", "--explain", "--out", out)
+		"--format", "json", "--explain", "--out", out, "--decisions", filepath.Join(out, "decisions.jsonl"))
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

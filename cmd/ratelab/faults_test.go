@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // victim is a redis-server the test may kill, stop and restart.
@@ -98,7 +97,8 @@ func runAsync(args ...string) <-chan runResult {
 	return ch
 }
 
-// readDecisions checks decisions.jsonl: every line a record, no duplicate (algorithm, seq).
+// readDecisions checks a decision file (--decisions, any of its formats:
+// reports.ReadDecisions): every line a record, no duplicate (algorithm, seq).
 func readDecisions(t *testing.T, path string) (n int, errs int) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -107,21 +107,20 @@ func readDecisions(t *testing.T, path string) (n int, errs int) {
 	}
 	defer f.Close()
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var d measure.Record
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatalf("decisions.jsonl line %d: %v: %q", n+1, err, sc.Text())
-		}
+	err = reports.ReadDecisions(f, func(d measure.Record) error {
 		id := fmt.Sprintf("%s/%s/%d", d.Algorithm, d.Scenario, d.Seq)
 		if seen[id] {
-			t.Fatalf("decision %s recorded twice", id)
+			return fmt.Errorf("decision %s recorded twice", id)
 		}
 		seen[id] = true
 		n++
 		if d.Error != "" {
 			errs++
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	return n, errs
 }
@@ -129,7 +128,8 @@ func readDecisions(t *testing.T, path string) (n int, errs int) {
 // overloadArgs: 5 s of real-time overload (750 decisions per algorithm) against addr.
 func overloadArgs(addr, out string, extra ...string) []string {
 	return append([]string{"run", "--redis", "redis://" + addr, "--clock", "client", "--scenarios", "overload",
-		"--algorithms", "sliding-log,fixed-window", "--window", "1s", "--out", out, "--format", "json"}, extra...)
+		"--algorithms", "sliding-log,fixed-window", "--window", "1s", "--out", out, "--format", "json",
+		"--decisions", filepath.Join(out, "decisions.jsonl")}, extra...)
 }
 
 func TestFaults(t *testing.T) {

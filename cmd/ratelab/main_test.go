@@ -88,7 +88,7 @@ func TestBadInput(t *testing.T) {
 func TestRunAndReport(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := ratelab(t, "run", "--redis", "exec", "--scenarios", "boundary-burst",
-		"--algorithms", "fixed-window,sliding-log", "--format", "json", "--out", out)
+		"--algorithms", "fixed-window,sliding-log", "--format", "json", "--out", out, "--decisions", filepath.Join(out, "decisions.zst"))
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -99,7 +99,10 @@ func TestRunAndReport(t *testing.T) {
 	if len(res.Results) != 2 || res.Results[0].MaxInWindow != 100 || res.Results[1].MaxInWindow != 50 {
 		t.Fatalf("rows: %+v", res.Results)
 	}
-	for _, f := range []string{"results.json", "decisions.jsonl", "report.md", "ratio.png", "ratio.svg", "timeline-boundary-burst.png", "timeline-boundary-burst.svg"} {
+	if n, _ := readDecisions(t, filepath.Join(out, "decisions.zst")); n != 200 {
+		t.Errorf("decisions.zst holds %d decisions, want 200 (100 per algorithm)", n)
+	}
+	for _, f := range []string{"results.json", "decisions.zst", "report.md", "ratio.png", "ratio.svg", "timeline-boundary-burst.png", "timeline-boundary-burst.svg"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}

@@ -23,7 +23,6 @@ type runFlags struct {
 	target    targetFlags
 	cfg       run.Config
 	traffic   trafficFlags
-	decisions decisionsFlag // ci.go
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -37,13 +36,13 @@ func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
 // bind declares run's flags on c, stored in f.
 func (f *runFlags) bind(c *cobra.Command) {
 	fl, cfg := c.Flags(), &f.cfg
-	f.addCommon(c, "directory for results.json, decisions.jsonl, report.md and plots (default results/<run id>); it must be new or empty", "run")
+	f.addCommon(c, "directory for results.json, report.md and plots (default results/<run id>); it must be new or empty", "run")
+	f.out.addDecisions(c)
 	f.target.addMany(c)
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
 	fl.StringArrayVar(&cfg.ScenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")
 	f.traffic.add(c)
-	f.decisions.add(c)
 	countVar(fl, &cfg.Limit.Count, "limit", 0, "cost units per window, for every scenario (default: each scenario's own)")
 	windowVar(fl, &cfg.Limit.Window, "window", 0, "window length, for every scenario, e.g. 10s, 1m, 1d (default: each scenario's own)")
 	fl.Int64Var(&cfg.Cost, "cost", 0, "cost of every request (default: each scenario's own)")
@@ -93,7 +92,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	defer unguard()
 	var res *measure.Results
-	runErr := logDecisions(out, f.decisions.mode, func(log *measure.DecisionLog) (err error) {
+	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})

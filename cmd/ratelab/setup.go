@@ -31,6 +31,8 @@ func (f *commonFlags) addCommon(c *cobra.Command, usage, what string, formats ..
 type outFlags struct {
 	dir   string
 	force bool
+	// decisions is --decisions: the decision file, or "" for none.
+	decisions string
 }
 
 // add declares --out (usage) and --force, which replaces the results of an
@@ -38,6 +40,13 @@ type outFlags struct {
 func (o *outFlags) add(c *cobra.Command, usage, what string) {
 	c.Flags().StringVar(&o.dir, "out", "", usage)
 	c.Flags().BoolVar(&o.force, "force", false, "replace the results of an earlier "+what+" in --out")
+}
+
+// addDecisions declares --decisions: where every decision is written, if
+// anywhere (reports.CreateDecisionFile).
+func (o *outFlags) addDecisions(c *cobra.Command) {
+	c.Flags().StringVar(&o.decisions, "decisions", "", "also write every decision to this file (none by default): JSON lines if its name ends .jsonl, "+
+		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
 // openOut gets a command its results directory and its Redis, in the
@@ -57,11 +66,14 @@ func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stder
 	return rd, dir, undo, nil
 }
 
-// logDecisions streams the decisions of run to dir's decisions.jsonl
-// (reports.CreateDecisionLog) and closes it; an error closing it is run's
-// error when run had none.
-func logDecisions(dir string, d reports.Decisions, run func(log *measure.DecisionLog) error) error {
-	log, err := reports.OpenDecisionLog(dir, d)
+// logDecisions streams the decisions of run to the decision file path
+// (reports.CreateDecisionFile; none when path is "": run gets a nil log)
+// and closes it; an error closing it is run's error when run had none.
+func logDecisions(path string, run func(log *measure.DecisionLog) error) error {
+	if path == "" {
+		return run(nil)
+	}
+	log, err := reports.CreateDecisionFile(path)
 	if err != nil {
 		return flagError(nil, err)
 	}

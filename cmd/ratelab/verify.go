@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -36,7 +37,8 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		func(c *cobra.Command) error { return verifyTargets(c, f, stdout, stderr) })
 	fl := c.Flags()
-	f.addCommon(c, "also write verify.json, decisions.jsonl and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
+	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
+	f.out.addDecisions(c)
 	f.target.add(c)
 	f.ci.add(c)
 	cfg := &f.cfg
@@ -125,7 +127,13 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out.dir != "" {
-		if cfg.Log, err = reports.OpenDecisionLog(f.out.dir, f.ci.decisions.mode); err != nil {
+		// created before the run, as the decision log used to create it
+		if err := os.MkdirAll(f.out.dir, 0o755); err != nil {
+			return flagError(nil, field.Errorf("out", "%w", err))
+		}
+	}
+	if f.out.decisions != "" {
+		if cfg.Log, err = reports.CreateDecisionFile(f.out.decisions); err != nil {
 			return flagError(nil, err)
 		}
 	}

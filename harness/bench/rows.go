@@ -120,9 +120,7 @@ func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchR
 				return row, fmt.Errorf("redis-benchmark: %d of its EVALSHA calls failed or did not run (server saw %d of %d)",
 					d.failed, d.calls, run.Decisions)
 			}
-			if d.calls > 0 {
-				run.ServerUSPerCall = float64(d.usec) / float64(d.calls)
-			}
+			run.ServerUSPerCall = usPerCall(d.cpu, d.calls)
 			if run.Seconds > 0 {
 				run.ServerCPUPct = 100 * d.cpu / run.Seconds
 			}

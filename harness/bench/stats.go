@@ -22,15 +22,19 @@ var cdfQuantiles = []float64{0, 1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55,
 // newHist is a latency histogram: 1 µs to 60 s, 3 significant digits.
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
-// serverStats is what a run's server-side figures are taken from.
+// serverStats is what a run's server-side figures are taken from: EVALSHA's
+// calls and failures (INFO commandstats) and redis-server's CPU (INFO cpu).
+// commandstats' usec is not kept: it counts each call's wall time, which a
+// loaded machine inflates (the server descheduled mid-call); the CPU the
+// server used over the run, divided by its calls, is what a call costs.
 type serverStats struct {
-	calls, usec, failed int64
-	cpu                 float64 // seconds, user + sys
+	calls, failed int64
+	cpu           float64 // seconds, user + sys
 }
 
 // minus is the change from before to s.
 func (s serverStats) minus(before serverStats) serverStats {
-	return serverStats{calls: s.calls - before.calls, usec: s.usec - before.usec,
+	return serverStats{calls: s.calls - before.calls,
 		failed: s.failed - before.failed, cpu: s.cpu - before.cpu}
 }
 
@@ -42,7 +46,7 @@ func (b *bencher) stats(ctx context.Context) (serverStats, error) {
 		if err != nil {
 			return sum, err
 		}
-		sum.calls, sum.usec, sum.failed, sum.cpu = sum.calls+s.calls, sum.usec+s.usec, sum.failed+s.failed, sum.cpu+s.cpu
+		sum.calls, sum.failed, sum.cpu = sum.calls+s.calls, sum.failed+s.failed, sum.cpu+s.cpu
 	}
 	return sum, nil
 }
@@ -61,8 +65,6 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 		switch k {
 		case "calls":
 			s.calls = n
-		case "usec":
-			s.usec = n
 		case "failed_calls", "rejected_calls":
 			s.failed += n
 		}
@@ -75,14 +77,13 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 
 // statsSum adds up one tool's server figures over its runs.
 type statsSum struct {
-	calls, usec       int64
+	calls             int64
 	cpu, wall, client float64 // seconds
 }
 
 // add counts one run: its server change d and the run itself.
 func (s *statsSum) add(d serverStats, run measure.BenchRun) {
 	s.calls += d.calls
-	s.usec += d.usec
 	s.cpu += d.cpu
 	s.wall += run.Seconds
 	s.client += run.ClientCPUPct / 100 * run.Seconds
@@ -95,11 +96,18 @@ func (s statsSum) clientPct() float64 {
 	return 100 * s.client / s.wall
 }
 
-func (s statsSum) perCall() float64 {
-	if s.calls == 0 {
+// perCall is the server's CPU per EVALSHA over the runs, µs (usPerCall).
+func (s statsSum) perCall() float64 { return usPerCall(s.cpu, s.calls) }
+
+// usPerCall is cpu seconds of redis-server spread over calls, µs per call;
+// zero without calls. It includes what the server spends around the calls
+// (reading and writing the connections, its cron): the cost of a decision
+// as the server's one core pays it.
+func usPerCall(cpu float64, calls int64) float64 {
+	if calls <= 0 {
 		return 0
 	}
-	return float64(s.usec) / float64(s.calls)
+	return cpu * 1e6 / float64(calls)
 }
 
 func (s statsSum) cpuPct() float64 {

@@ -18,10 +18,15 @@ import (
 )
 
 // Memory readings during a replay: after firstMemorySample decisions, then
-// at each doubling up to memorySampleEvery, then every memorySampleEvery.
+// at each doubling up to memorySampleEvery, then every memorySampleEvery;
+// and never sooner than memorySampleSpacing decisions per key the last
+// reading read: past the first reading, the readings (two commands per
+// live key: PTTL and MEMORY USAGE) stay within 2/memorySampleSpacing
+// (12.5 %) of the commands the decisions send, however many keys are live.
 const (
-	firstMemorySample = 1024
-	memorySampleEvery = 65536
+	firstMemorySample   = 1024
+	memorySampleEvery   = 65536
+	memorySampleSpacing = 16
 )
 
 // replayWorker sends one algorithm's decisions, one pipeline per batch,
@@ -55,6 +60,22 @@ type replayWorker struct {
 	dur          time.Duration
 	failingSince time.Time
 	typical      time.Duration // the moving average of successful round trips
+
+	// batch's buffers (reuse)
+	calls, send []algorithms.ScriptCall
+	cmds        []*redis.Cmd
+	callErrs    []error
+}
+
+// reuse returns (*buf)[:n] with every element zero, growing *buf when it
+// is shorter: a batch's buffer, allocated once per worker.
+func reuse[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	s := (*buf)[:n]
+	clear(s)
+	return s
 }
 
 func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
@@ -105,10 +126,9 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		cctx, cancel = context.WithTimeout(ctx, bound)
 	}
 	defer cancel()
-	calls := make([]algorithms.ScriptCall, len(b))
-	cmds := make([]*redis.Cmd, len(b))
-	errs := make([]error, len(b))
-	send := make([]algorithms.ScriptCall, 0, len(b))
+	// the worker's buffers, reused from batch to batch
+	calls, cmds, errs := reuse(&w.calls, len(b)), reuse(&w.cmds, len(b)), reuse(&w.callErrs, len(b))
+	send := reuse(&w.send, len(b))[:0]
 	for i, it := range b {
 		c, err := w.lim.Call(w.prefix+"{"+it.a.Key+"}", it.a.Cost, algorithms.At(base.Add(it.a.At)))
 		if err != nil {
@@ -228,7 +248,9 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 		w.nextSample += memorySampleEvery
 	}
 	start := time.Now()
+	read := int64(len(w.rkeys))
 	m, err := w.liveMemory(ctx, rd)
+	w.nextSample = max(w.nextSample, w.decisions.Load()+memorySampleSpacing*read)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

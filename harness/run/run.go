@@ -280,6 +280,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	res.Config.OnError = string(cfg.OnError)
 	runner := &harness.Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
 		Timeout: cfg.Timeout, AdaptTimeout: cfg.AdaptTimeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
+	virtual := cfg.Clock == harness.VirtualClock
+	if virtual {
+		runner.Pipeline, runner.Parallel = Pipeline, Parallel
+		res.Notes = append(res.Notes, LatencyNote)
+	}
 	guard := func() error { return nil }
 	err = func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live run
@@ -323,6 +328,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 					sname, len(sched.Arrivals), lim, len(jobs), cfg.Clock)
 			}
 			rows, err := runner.Run(ctx, jobs)
+			if err == nil && virtual {
+				err = sampleLatency(ctx, runner, jobs, prefix+"~latency:", rows)
+			}
 			res.Results = append(res.Results, rows...)
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", sname, err)
@@ -353,6 +361,63 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	}()
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
+}
+
+// How a virtual-time run sends its calls: Pipeline calls per round trip
+// (harness.Runner.Pipeline: arrivals at one instant from different clients
+// go in schedule order), Parallel jobs (algorithms of one scenario, each on
+// its own keys) at once. Virtual time makes the decisions independent of
+// the speed they are made at: the figures of every row but latency are
+// those of one call at a time.
+const (
+	Pipeline = 256
+	Parallel = 4
+)
+
+// LatencySample is how many decisions per job a virtual-time run times one
+// call at a time (sampleLatency): the first LatencySample arrivals of the
+// schedule, on keys of their own.
+const LatencySample = 64
+
+// LatencyNote is the note of a virtual-time run's results on where its
+// latency columns come from.
+var LatencyNote = fmt.Sprintf("latency (p50, p99 µs) is from a sample of its own: each scenario's first %d arrivals sent again one call at a time, per algorithm, on keys of their own; "+
+	"the run's decisions go %d per pipelined round trip, %d algorithms at once (virtual time: the other columns do not depend on it)", LatencySample, Pipeline, Parallel)
+
+// sampleLatency replaces the latency figures of rows (one per job, in the
+// order of jobs) with those of jobs' first LatencySample arrivals sent one
+// call at a time, one job after another, on keys under prefix (not
+// logged, not in the rows' other figures). Jobs whose limiter is not
+// algorithms.Scripted (an HTTP endpoint) went one call at a time already:
+// their rows keep their own figures. r's Redis, timeout and error policy
+// are used.
+func sampleLatency(ctx context.Context, r *harness.Runner, jobs []harness.Job, prefix string, rows []measure.Row) error {
+	var sample []harness.Job
+	var at []int // the row of each sampled job
+	for i, j := range jobs {
+		if _, ok := j.Limiter.(algorithms.Scripted); !ok {
+			continue
+		}
+		j.Schedule.Arrivals = j.Schedule.Arrivals[:min(len(j.Schedule.Arrivals), LatencySample)]
+		j.Prefix = prefix + j.Prefix
+		sample = append(sample, j)
+		at = append(at, i)
+	}
+	sr := &harness.Runner{Redis: r.Redis, Clock: harness.VirtualClock, Timeout: r.Timeout, OnError: r.OnError, MaxOutage: r.MaxOutage}
+	results, err := sr.Execute(ctx, sample)
+	if err != nil {
+		return fmt.Errorf("latency sample: %w", err)
+	}
+	for k, jr := range results {
+		i := at[k]
+		if i >= len(rows) || jr.Latency.TotalCount() == 0 {
+			continue
+		}
+		h := jr.Latency
+		rows[i].P50US, rows[i].P99US = h.ValueAtQuantile(50), h.ValueAtQuantile(99)
+		rows[i].P999US, rows[i].MaxUS = h.ValueAtQuantile(99.9), h.Max()
+	}
+	return nil
 }
 
 // clockNote says why l cannot run on clock (then it is left out of the

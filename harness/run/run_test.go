@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/scenarios"
 )
 
 var srv *redistest.Server
@@ -80,7 +81,8 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 		n++
 	}
 	// every algorithm, gcra included: its script's TIME answers the virtual clock
-	if want := 100 * len(res.Results); n != want || len(res.Results) != len(algorithms.Names()) || len(res.Notes) != 0 {
+	// the one note says where latency comes from; the sample's calls are not logged
+	if want := 100 * len(res.Results); n != want || len(res.Results) != len(algorithms.Names()) || len(res.Notes) != 1 || res.Notes[0] != run.LatencyNote {
 		t.Errorf("decisions.jsonl has %d records for %d rows (want %d), notes %q", n, len(res.Results), want, res.Notes)
 	}
 	// nothing left behind; the foreign key untouched
@@ -127,5 +129,58 @@ func TestRunCancelledCleansUp(t *testing.T) {
 	}
 	if keys, _ := server.ScanKeys(ctx, srv.Client(), res.Config.Prefix); len(keys) != 0 {
 		t.Errorf("keys left behind: %d", len(keys))
+	}
+}
+
+// A virtual-time run sends its calls pipelined and several algorithms at
+// once: every row's figures but latency are those of the same jobs sent one
+// call at a time (harness.Runner without Pipeline), on cron-regions, whose
+// eight regional clients arrive at the same instants; latency comes from
+// the run's own sample, whose keys are not counted in the rows' keys.
+// (Memory is left out: MEMORY USAGE counts the key names, whose prefixes
+// differ in length.)
+func TestRunPipelinedSameRowsAsOneAtATime(t *testing.T) {
+	cfg := run.Config{Scenarios: []string{"cron-regions"}}
+	res, err := run.Run(ctx, srv.Redis, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Get("cron-regions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, p := cfg.LimitFor(sc)
+	sched, err := sc.Make(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := srv.Key(t) + ":"
+	var jobs []harness.Job
+	for _, name := range algorithms.Names() {
+		l, err := algorithms.New(name, srv.Client(), lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":"})
+	}
+	one := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock}
+	want, err := one.Run(ctx, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) != len(want) {
+		t.Fatalf("%d rows, want %d", len(res.Results), len(want))
+	}
+	for i, got := range res.Results {
+		w := want[i]
+		if got.P50US <= 0 || got.MaxUS <= 0 {
+			t.Errorf("%s: no latency sample (p50 %d, max %d)", got.Algorithm, got.P50US, got.MaxUS)
+		}
+		type figures struct{ offered, accepted, max, ideal, keys, errs int64 }
+		g := figures{got.Offered, got.Accepted, got.MaxInWindow, got.Ideal, got.Keys, got.Errors}
+		o := figures{w.Offered, w.Accepted, w.MaxInWindow, w.Ideal, w.Keys, w.Errors}
+		if got.Algorithm != w.Algorithm || g != o {
+			t.Errorf("%s: pipelined %+v, one at a time (%s) %+v", got.Algorithm, g, w.Algorithm, o)
+		}
 	}
 }
