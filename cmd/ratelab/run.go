@@ -20,9 +20,9 @@ import (
 // with --traffic into a replay.Config).
 type runFlags struct {
 	commonFlags
-	target    targetFlags
-	cfg       run.Config
-	traffic   trafficFlags
+	target  targetFlags
+	cfg     run.Config
+	traffic trafficFlags
 }
 
 func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
