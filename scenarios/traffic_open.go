@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"os"
+	"strings"
 
 	fielderr "github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
@@ -14,14 +15,24 @@ const StdinPath = "-"
 // its size in bytes (as stored: before any gzip decompression), so that a
 // missing, unreadable or empty file, or one that is not a regular file
 // (input.Open: a FIFO, a device, a directory), is refused before anything
-// else is done. Path "-" (StdinPath) and "/dev/stdin" are standard input,
-// read as it comes, with size -1 (unknown); an empty one is found empty
+// else is done. Path "-" (StdinPath) is standard input, and "/dev/stdin" or
+// "/dev/fd/N" a descriptor given by the caller (a pipe, a process
+// substitution): read as they come, with size -1 (unknown); an empty one is found empty
 // when read (ErrEmptyTraffic from the reader). The caller closes the file
 // (not standard input). Errors are *field.Error naming "traffic"; an empty
 // file's wraps ErrEmptyTraffic.
 func OpenTraffic(path string) (*os.File, int64, error) {
-	if path == StdinPath || path == "/dev/stdin" {
+	if path == StdinPath {
 		return os.Stdin, -1, nil
+	}
+	if path == "/dev/stdin" || strings.HasPrefix(path, "/dev/fd/") {
+		// a descriptor the caller opened for us (a pipe, a process
+		// substitution): read as it comes, its size unknown
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, 0, fielderr.Errorf("traffic", "%w", err)
+		}
+		return f, -1, nil
 	}
 	f, st, err := input.Open(path) // a FIFO, a device (/dev/zero) or a directory is refused at once
 	if err != nil {

@@ -2,6 +2,8 @@ package targets_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,17 +16,21 @@ import (
 // TestClientSideSpec: client_side in a target file and Given.ClientSide
 // build a client-side limiter from a script, and are refused elsewhere.
 func TestClientSideSpec(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "limiter.lua"), []byte("return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, yaml string
 		want       string // error text; "" builds a ClientSide
 	}{
-		{"script", "script: /dev/null\nclient_side: true\n", ""},
-		{"not a bool", "script: /dev/null\nclient_side: yes please\n", "client_side: must be true or false"},
+		{"script", "script: limiter.lua\nclient_side: true\n", ""},
+		{"not a bool", "script: limiter.lua\nclient_side: yes please\n", "client_side: must be true or false"},
 		{"with an algorithm", "algorithm: sliding-log\nclient_side: true\n", "client_side: goes with script"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := targets.ParseFile([]byte(c.yaml), "ratelab.yaml")
+			s, err := targets.ParseFile([]byte(c.yaml), filepath.Join(dir, "ratelab.yaml"))
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("got %v, want an error with %q", err, c.want)

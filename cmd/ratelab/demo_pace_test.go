@@ -38,7 +38,7 @@ func TestDemoInTmux80Paced(t *testing.T) {
 	out := t.TempDir()
 	// 2 s window: the burst before the boundary starts at -200ms, 50
 	// requests 1 ms apart; 4x stretches it to about 200 ms
-	run("send-keys", "-t", "demo", fmt.Sprintf("clear; RATELAB_AS_MAIN=1 %s demo --redis exec --window 2s --lead 1s --pace 4x --out %s; echo EXIT=$?", self, out), "Enter")
+	run("send-keys", "-t", "demo", fmt.Sprintf("clear; RATELAB_AS_MAIN=1 %s demo --redis exec --window 2s --lead 1s --pace 4x --out %s --decisions %s/decisions.jsonl; echo EXIT=$?", self, out, out), "Enter")
 	var screen string
 	frames := 0
 	deadline := time.Now().Add(40 * time.Second)

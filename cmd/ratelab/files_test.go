@@ -24,7 +24,8 @@ func TestOutIsExclusive(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				cmd := exec.Command(bin, "run", "--redis", "exec", "--scenarios", "boundary-burst",
-					"--algorithms", "fixed-window", "--out", out, "--format", "csv")
+					"--algorithms", "fixed-window", "--out", out, "--format", "csv",
+					"--decisions", filepath.Join(out, "decisions.jsonl"))
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
 				_ = cmd.Run() // the exit code is what is checked

@@ -82,7 +82,7 @@ func TestCtrlCWithRedisStopped(t *testing.T) {
 			if took > time.Second {
 				t.Errorf("%s took %v to end after Ctrl-C with Redis stopped (contract: 1 s); stderr:\n%s", c.name, took, stderr.String())
 			}
-			if code := cmd.ProcessState.ExitCode(); code != exitUsage && code != exitOK {
+			if code := cmd.ProcessState.ExitCode(); code != exitInterrupted && code != exitUsage && code != exitOK {
 				t.Errorf("exit %d", code)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,8 @@ func (e failError) Error() string { return e.msg }
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// progress meters and the runner write from goroutines of their own
+	stdout, stderr = serialized(stdout), serialized(stderr)
 	defer reports.ReleaseOuts() // the results directories this command claimed
 	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
 	// hangs; unregistered before stop cancels ctx on return
@@ -127,4 +130,26 @@ func noDuplicates(c *cobra.Command) error {
 		}
 	}
 	return nil
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// serialized returns w safe for concurrent writes: an *os.File as it is
+// (each Write one system call; a terminal is still seen as one), anything
+// else (a test's buffer, an embedding program's writer) behind a mutex.
+func serialized(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok || w == nil {
+		return w
+	}
+	return &lockedWriter{w: w}
 }

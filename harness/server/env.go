@@ -96,19 +96,37 @@ func (e *EnvCheck) Check(ctx context.Context) error {
 	if e == nil {
 		return nil
 	}
-	if len(e.runIDs) > 0 {
-		now, err := RunIDs(ctx, e.c)
-		if err != nil {
-			return err
-		}
-		for addr, before := range e.runIDs {
-			if after, ok := now[addr]; ok && after != before {
-				return &EnvError{Addr: addr, Restarted: true, Before: before, After: after}
-			}
-		}
+	if err := e.restarted(ctx); err != nil {
+		return err
 	}
 	if e.reg != nil {
-		return e.reg.check(ctx)
+		err := e.reg.check(ctx)
+		if IsEnvError(err) {
+			// the marker is gone: a restart (whose first look may have
+			// met the dead connection) is named as such
+			if r := e.restarted(ctx); IsEnvError(r) {
+				return r
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// restarted returns an *EnvError when a server's run_id changed since the
+// start, the error of reading them, or nil.
+func (e *EnvCheck) restarted(ctx context.Context) error {
+	if len(e.runIDs) == 0 {
+		return nil
+	}
+	now, err := RunIDs(ctx, e.c)
+	if err != nil {
+		return err
+	}
+	for addr, before := range e.runIDs {
+		if after, ok := now[addr]; ok && after != before {
+			return &EnvError{Addr: addr, Restarted: true, Before: before, After: after}
+		}
 	}
 	return nil
 }
