@@ -150,9 +150,11 @@ func TestEvictionRefused(t *testing.T) {
 	}
 }
 
-// --allow-eviction runs on a Redis that is refused without it.
+// --allow-eviction runs on a Redis that is refused without it (1.5 MB of
+// headroom: under the 2 MB margin, room enough for the run's own keys,
+// whose eviction would end it with exit 2).
 func TestAllowEviction(t *testing.T) {
-	url, _ := fullRedis(t, "allkeys-lru", 1000, 500<<10)
+	url, _ := fullRedis(t, "allkeys-lru", 1000, 1536<<10)
 	args := []string{"run", "--scenarios", "boundary-burst", "--algorithms", "fixed-window", "--redis", url}
 	code, _, stderr := ratelab(t, append(args, "--out", filepath.Join(t.TempDir(), "out"))...)
 	if code != exitUsage || !strings.Contains(stderr, "refusing") {

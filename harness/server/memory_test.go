@@ -94,10 +94,22 @@ func TestWatchEvictions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			value := strings.Repeat("x", tc.chunk)
+			if tc.evicted {
+				// the burst lands before the watch's first look (on a loaded
+				// machine a look in the middle of it would stop the writer
+				// before anything is evicted): the look must name evictions
+				p := r.Client.Pipeline()
+				for k := range tc.batch {
+					p.Set(ctx, server.KeyPrefix+"burst:"+strconv.Itoa(k), value, time.Minute)
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
 			fired := make(chan *server.EvictionError, 1)
 			stop := server.WatchEvictions(ctx, r.Client, r.Info.Addr, ms, func(e *server.EvictionError) { fired <- e })
 			defer stop()
-			value := strings.Repeat("x", tc.chunk)
 			var got *server.EvictionError
 		write:
 			for i := 0; i < 10_000; i++ {
