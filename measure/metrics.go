@@ -26,7 +26,7 @@ func MaxInWindow(events []Event, window time.Duration) (maxSum int64, end time.D
 	i := 0
 	for j, e := range events {
 		sum += e.Cost
-		for events[i].At <= e.At-window {
+		for i < j && events[i].At <= e.At-window { // i < j: never past e itself (a zero window, unsorted input)
 			sum -= events[i].Cost
 			i++
 		}
