@@ -155,7 +155,10 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		if opt.TLSConfig != nil && ctx.Err() != nil && <-plain {
 			return fmt.Errorf("TLS handshake with %s failed: the server answers plain Redis on this port, not TLS (use redis://)", opt.Addr)
 		}
-		if ctx.Err() != nil && !isTLSError(err) {
+		// the socket's own deadline (the same bound) may fire just before
+		// the context's: either one is the connect timeout
+		var ne net.Error
+		if (ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) && !isTLSError(err) {
 			return fmt.Errorf("cannot reach Redis at %s: no answer within %s (the connect timeout)", opt.Addr, o.Timeout)
 		}
 		return connError(opt.Addr, opt.Username, opt.TLSConfig != nil, err)
