@@ -144,7 +144,8 @@ func reportServerTime(b *testing.B, before, after cmdStats) {
 }
 
 // BenchmarkPipelinedDecision measures ratelab's own cost of one decision on
-// the pipelined path that verify, replay and run take: Call, a ScriptPipe
+// the pipelined path that verify, replay and run take: Call (WriteCall over
+// the last batch's calls for a CallWriter, as the harness), a ScriptPipe
 // round trip of 256 calls, Decode, on an injected clock, each call on
 // another of 4,096 keys. -benchmem's B/op and allocs/op are per decision
 // (allocs/decision unrounded); ns/op includes the round trip, so it moves
@@ -178,10 +179,19 @@ func BenchmarkPipelinedDecision(b *testing.B) {
 			runtime.ReadMemStats(&m0)
 			cpu0 := processCPU()
 			b.ResetTimer()
+			w, _ := s.(algorithms.CallWriter)
 			for n := 0; n < b.N; n += batch {
 				calls = calls[:0]
 				for i := n; i < min(n+batch, b.N); i++ {
-					c, err := s.Call(keys[i%len(keys)], 1, algorithms.At(t0.Add(time.Duration(i)*time.Millisecond)))
+					key, at := keys[i%len(keys)], algorithms.At(t0.Add(time.Duration(i)*time.Millisecond))
+					if w != nil { // as the harness: over the calls of the last batch
+						calls = calls[:len(calls)+1]
+						if err := w.WriteCall(&calls[len(calls)-1], key, 1, at); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					c, err := s.Call(key, 1, at)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -97,10 +97,16 @@ func (b *BucketedHash) Allow(ctx context.Context, key string, cost int64, at Clo
 
 // Call implements Scripted.
 func (b *BucketedHash) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	return newCall(b, key, cost, at)
+}
+
+// WriteCall implements CallWriter.
+func (b *BucketedHash) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
 	if err := checkCost(b.Name(), cost, b.min); err != nil {
-		return ScriptCall{}, err
+		return err
 	}
-	return ScriptCall{Script: bucketedHashScript, Keys: []string{key}, Args: append([]any{cost, at.arg()}, b.args...), DecidedAt: at.decidedAt()}, nil
+	*c = ScriptCall{Script: bucketedHashScript, Keys: append(c.Keys[:0], key), Args: append(append(c.Args[:0], cost, at.arg()), b.args...), DecidedAt: at.decidedAt()}
+	return nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -62,6 +62,38 @@ type Scripted interface {
 	Decode(c ScriptCall, reply any) (Decision, error)
 }
 
+// CallWriter is a Scripted limiter that can write its call over a
+// ScriptCall the caller keeps from one decision to the next: a pipelined
+// caller then allocates no slices per decision (only boxed arguments that
+// change: the time, a nonce). Every algorithm of this package but GCRA is
+// one; ScriptLimiter is not.
+type CallWriter interface {
+	Scripted
+	// WriteCall writes the call Call would return over *c: c's Keys and
+	// Args are reused (overwritten from index 0, grown when too short),
+	// its other fields replaced. Errors as Call's (c is then left as it
+	// was). Safe for concurrent use on distinct c.
+	WriteCall(c *ScriptCall, key string, cost int64, at Clock) error
+}
+
+var (
+	_ CallWriter = (*SlidingLog)(nil)
+	_ CallWriter = (*FixedWindow)(nil)
+	_ CallWriter = (*SlidingCounter)(nil)
+	_ CallWriter = (*TokenBucket)(nil)
+	_ CallWriter = (*BucketedHash)(nil)
+)
+
+// newCall returns the call WriteCall writes over a fresh ScriptCall, as
+// Call returns it (the zero ScriptCall with the error).
+func newCall(w CallWriter, key string, cost int64, at Clock) (ScriptCall, error) {
+	var c ScriptCall
+	if err := w.WriteCall(&c, key, cost, at); err != nil {
+		return ScriptCall{}, err
+	}
+	return c, nil
+}
+
 // allow makes the decision of a Scripted limiter on rdb: its call, run by
 // EVALSHA (EVAL on NOSCRIPT), decoded. A Lua false or nil reply reaches
 // Decode as nil; Redis errors are returned wrapped with the limiter's name.

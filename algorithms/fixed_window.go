@@ -54,10 +54,16 @@ func (f *FixedWindow) Allow(ctx context.Context, key string, cost int64, at Cloc
 
 // Call implements Scripted.
 func (f *FixedWindow) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	return newCall(f, key, cost, at)
+}
+
+// WriteCall implements CallWriter.
+func (f *FixedWindow) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
 	if err := checkCost(f.Name(), cost, f.limit.Count); err != nil {
-		return ScriptCall{}, err
+		return err
 	}
-	return ScriptCall{Script: fixedWindowScript, Keys: []string{HashTagged(key)}, Args: []any{f.args.count, f.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	*c = ScriptCall{Script: fixedWindowScript, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], f.args.count, f.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	return nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -59,7 +59,8 @@ type ScriptPipe struct {
 	reuse        bool // the client's commands carry no routing cache
 	cmds         []*redis.Cmd
 	again        []int
-	evalSent     bool // this Exec resent its refused calls as EVAL
+	queue        []redis.Cmder // send's, reused
+	evalSent     bool          // this Exec resent its refused calls as EVAL
 }
 
 // NewScriptPipe returns a ScriptPipe sending to rdb.
@@ -248,9 +249,13 @@ func (p *ScriptPipe) send(ctx context.Context, cmds []*redis.Cmd) error {
 			*pipe = p.rdb.Pipeline()
 		}
 	}
+	// queued at once: one slice of the pipeline's per round trip, not one
+	// grown command by command
+	p.queue = p.queue[:0]
 	for _, c := range cmds {
-		_ = (*pipe).Process(ctx, c)
+		p.queue = append(p.queue, c)
 	}
+	_ = (*pipe).BatchProcess(ctx, p.queue...)
 	_, err := (*pipe).Exec(ctx)
 	var re redis.Error
 	if err == nil || errors.As(err, &re) {

@@ -64,10 +64,16 @@ func (r *TokenBucket) Allow(ctx context.Context, key string, cost int64, at Cloc
 
 // Call implements Scripted.
 func (r *TokenBucket) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	return newCall(r, key, cost, at)
+}
+
+// WriteCall implements CallWriter.
+func (r *TokenBucket) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
 	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
-		return ScriptCall{}, err
+		return err
 	}
-	return ScriptCall{Script: reservoirScript, Keys: []string{key}, Args: []any{r.args.count, r.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	*c = ScriptCall{Script: reservoirScript, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], r.args.count, r.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	return nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

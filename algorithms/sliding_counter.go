@@ -72,10 +72,16 @@ func (s *SlidingCounter) Allow(ctx context.Context, key string, cost int64, at C
 
 // Call implements Scripted.
 func (s *SlidingCounter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	return newCall(s, key, cost, at)
+}
+
+// WriteCall implements CallWriter.
+func (s *SlidingCounter) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
 	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
-		return ScriptCall{}, err
+		return err
 	}
-	return ScriptCall{Script: slidingCounterScript, Keys: []string{HashTagged(key)}, Args: []any{s.args.count, s.args.window, cost, at.arg()}, DecidedAt: at.decidedAt()}, nil
+	*c = ScriptCall{Script: slidingCounterScript, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	return nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

@@ -58,12 +58,18 @@ func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock
 
 // Call implements Scripted.
 func (s *SlidingLog) Call(key string, cost int64, at Clock) (ScriptCall, error) {
+	return newCall(s, key, cost, at)
+}
+
+// WriteCall implements CallWriter.
+func (s *SlidingLog) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
 	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
-		return ScriptCall{}, err
+		return err
 	}
 	var buf [48]byte // salt and counter built on the stack: one allocation, the string
 	nonce := string(strconv.AppendUint(append(buf[:0], s.salt...), s.nonce.Add(1), 36))
-	return ScriptCall{Script: slidingLogScript, Keys: []string{key}, Args: []any{s.args.count, s.args.window, cost, at.arg(), nonce}, DecidedAt: at.decidedAt()}, nil
+	*c = ScriptCall{Script: slidingLogScript, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg(), nonce), DecidedAt: at.decidedAt()}
+	return nil
 }
 
 // Decode implements Scripted: the reply {allowed, remaining, retry_after_us, now_us}.

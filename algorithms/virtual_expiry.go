@@ -3,7 +3,6 @@ package algorithms
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,10 +63,15 @@ import (
 //     when it has no TTL, no longer tracked when gone, else PEXPIRETIME -
 //     off - S; stored in the companion when it changed. A key with no
 //     deadline gets the safety TTL as real TTL (the next call makes it
-//     persistent again); the others keep remainder + S. So nothing ratelab
-//     writes is left without an end (at most the safety TTL plus the key's
-//     virtual remainder), and none vanishes on the real clock during a
-//     command whose life the safety TTL covers.
+//     persistent again); so do the others whose remainder + S is longer
+//     (every key with a deadline still ahead: the next call's prefix gives
+//     it remainder + S back before the body runs, so the body reads the
+//     virtual TTLs it would without the cap). So nothing ratelab writes is
+//     left with a real TTL longer than the safety TTL between calls (a
+//     fixed window of 24 h whose keys carry 48 h has them end with the
+//     command's bound, not 48 h past it), none without one, and none
+//     vanishes on the real clock during a command whose life the safety
+//     TTL covers.
 //
 // Why the shift, measured on Redis 7.0.15: Redis deletes a key at once when
 // an expiry it is given is at or before its live clock, but counts relative
@@ -213,7 +217,10 @@ var expirySuffix = strings.Join([]string{
 	"elseif d == 'none' and not __ratelab_set[k] then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
 	"else local px = " + vtCall + "('PEXPIRETIME', k);",
 	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs) elseif px >= 0 then v = string.format('%d', px - __ratelab_off - __ratelab_m) end end;",
-	"if v == nil then if d then " + vtCall + "('HDEL', __ratelab_xc, k) end elseif d ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end end;",
+	"if v == nil then if d then " + vtCall + "('HDEL', __ratelab_xc, k) end elseif d ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end;",
+	// the cap: no real TTL past the safety TTL between calls (the next
+	// call's prefix gives the key its remainder + S back first)
+	"if v and v ~= 'none' and tonumber(v) > __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end end;",
 	"if #hs > 0 then " + vtCall + "('HSET', __ratelab_xc, unpack(hs)) end end;",
 	"return __ratelab_r",
 }, " ")
@@ -343,9 +350,40 @@ func newScript(src string) *redis.Script { return registerScript(redis.NewScript
 // its source cannot be rewritten (a function library). Safe for concurrent
 // use; each script is rewritten once.
 func ExpiryCall(c ScriptCall, tracked, companion string, now time.Time, safety time.Duration) (ScriptCall, error) {
+	var out ScriptCall
+	if err := NewExpiryTag(tracked, companion).Rewrite(&out, c, now, safety); err != nil {
+		return ScriptCall{}, err
+	}
+	return out, nil
+}
+
+// ExpiryTag is what ExpiryCall appends for one hash tag: the tracked
+// prefix and the companion hash, boxed as a call argument once, so that the
+// calls of one tag rewritten by Rewrite allocate neither again. The zero
+// ExpiryTag tracks "" (every key) with the companion "": build one with
+// NewExpiryTag. Safe for concurrent use (it is never changed).
+type ExpiryTag struct {
+	tracked   any // the tracked prefix, a string
+	companion string
+}
+
+// NewExpiryTag returns the ExpiryTag of tracked (the prefix of the keys to
+// track) and companion (the hash of their virtual deadlines), as
+// ExpiryCall takes them.
+func NewExpiryTag(tracked, companion string) ExpiryTag {
+	return ExpiryTag{tracked: tracked, companion: companion}
+}
+
+// Rewrite writes c rewritten as ExpiryCall rewrites it (t's tracked
+// prefix and companion, now and safety) over *dst: dst's Keys and Args are
+// reused (overwritten from index 0, grown when too short), so a caller that
+// keeps dst from one call to the next allocates only the boxed now and
+// safety. c's slices are only read; they must not be dst's own. Errors as
+// ExpiryCall's (dst is then left as it was).
+func (t ExpiryTag) Rewrite(dst *ScriptCall, c ScriptCall, now time.Time, safety time.Duration) error {
 	v, ok := sources.Load(c.Script.Hash())
 	if !ok {
-		return ScriptCall{}, fmt.Errorf("virtual key expiry: script %s is not one of ratelab's (its source is unknown)", c.Script.Hash())
+		return fmt.Errorf("virtual key expiry: script %s is not one of ratelab's (its source is unknown)", c.Script.Hash())
 	}
 	ss := v.(*scriptSource)
 	ss.once.Do(func() {
@@ -357,12 +395,13 @@ func ExpiryCall(c ScriptCall, tracked, companion string, now time.Time, safety t
 		ss.expiry = redis.NewScript(vt.Source)
 	})
 	if ss.err != nil {
-		return ScriptCall{}, ss.err
+		return ss.err
 	}
-	out := c
-	out.Script = ss.expiry
-	out.Keys = append(append(make([]string, 0, len(c.Keys)+1), c.Keys...), companion)
-	out.Args = append(append(make([]any, 0, len(c.Args)+3), c.Args...),
-		tracked, strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(max(safety.Milliseconds(), 1), 10))
-	return out, nil
+	keys := append(append(dst.Keys[:0], c.Keys...), t.companion)
+	// the times as integers: written in decimal, as strings would be, for
+	// one small allocation each instead of two
+	args := append(append(dst.Args[:0], c.Args...), t.tracked, now.UnixMilli(), max(safety.Milliseconds(), 1))
+	*dst = c
+	dst.Script, dst.Keys, dst.Args = ss.expiry, keys, args
+	return nil
 }

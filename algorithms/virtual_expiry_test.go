@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
 )
 
 // xcall runs src rewritten by WithVirtualExpiry at virtual time now, on
@@ -87,6 +88,12 @@ func TestVirtualExpiryTTL(t *testing.T) {
 		{999 * ms, "return redis.call('PTTL', KEYS[1])", "1"},
 		{1000 * ms, "return redis.call('EXISTS', KEYS[1])", "1"},
 		{1002 * ms, "return redis.call('EXISTS', KEYS[1])", "0"},
+		// a TTL longer than the safety TTL (2 days, as a fixed window of a
+		// day gives its keys): read back in virtual time, capped between calls
+		{1100 * ms, "redis.call('SET', KEYS[1], 'x', 'EX', 172800) return redis.call('TTL', KEYS[1])", "172800"},
+		{1500 * ms, "return redis.call('PTTL', KEYS[1])", "172799600"},
+		{1500 * ms, "return redis.call('PEXPIRETIME', KEYS[1]) - ARGV[1]", "172799600"},
+		{1600 * ms, "return redis.call('DEL', KEYS[1])", "1"},
 		// a TTL set only when there is none
 		{2000 * ms, "redis.call('INCR', KEYS[1]) if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], 10) end return redis.call('PTTL', KEYS[1])", "10000"},
 		{5000 * ms, "redis.call('INCR', KEYS[1]) if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], 10) end return redis.call('PTTL', KEYS[1])", "7000"},
@@ -125,8 +132,14 @@ func TestVirtualExpiryTTL(t *testing.T) {
 			t.Fatalf("step %d at %s: %s\n got %v, %v, want %s", i, s.at, s.src, got, err, s.want)
 		}
 		for _, k := range []string{key, comp} {
-			if ttl := srv.Client().PTTL(t.Context(), k).Val(); ttl == -1*time.Nanosecond || ttl == -1*time.Millisecond {
+			ttl := srv.Client().PTTL(t.Context(), k).Val()
+			if ttl == -1*time.Nanosecond || ttl == -1*time.Millisecond {
 				t.Fatalf("step %d: %s has no TTL between calls", i, k)
+			}
+			// issue 24 item 4: capped at the safety TTL (1 h here), however
+			// long the virtual one
+			if ttl > time.Hour {
+				t.Fatalf("step %d: %s has a real TTL of %v between calls, past the safety TTL (1h)", i, k, ttl)
 			}
 		}
 	}
@@ -140,5 +153,57 @@ func within1(got, want string) bool {
 	}
 	g, err1 := strconv.Atoi(got)
 	w, err2 := strconv.Atoi(want)
-	return err1 == nil && err2 == nil && w >= 10 && g-w <= 1 && w-g <= 1
+	// a ms either way on large figures; on small ones (a TTL about to end)
+	// only late by a ms, never early: Redis's clock may tick between the
+	// emulation's writing a TTL and reading it back (seen once in 31 runs)
+	if err1 != nil || err2 != nil || g-w > 1 {
+		return false
+	}
+	return w-g <= 1 && (w >= 10 || g >= w)
+}
+
+// ExpiryCall and an ExpiryTag's Rewrite over a call kept from one decision
+// to the next send the same call, and a call ExpiryCall rewrote runs on
+// Redis as the limiter's own would: the pipelined path reuses its calls,
+// the reference rewrites each anew.
+func TestExpiryCallEqualsRewrite(t *testing.T) {
+	l := limit.Limit{Count: 3, Window: time.Minute}
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := lim.(algorithms.Scripted)
+	key := srv.Key(t) + ":{u}"
+	comp := srv.Key(t) + ":{u}:expiry"
+	tag := algorithms.NewExpiryTag(key, comp)
+	var reused algorithms.ScriptCall
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		now := t0.Add(time.Duration(i) * time.Second)
+		c, err := s.Call(key, 1, algorithms.At(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := algorithms.ExpiryCall(c, key, comp, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tag.Rewrite(&reused, c, now, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if want.Script.Hash() != reused.Script.Hash() || fmt.Sprint(want.Keys) != fmt.Sprint(reused.Keys) || fmt.Sprint(want.Args) != fmt.Sprint(reused.Args) {
+			t.Fatalf("decision %d: ExpiryCall %v %v, Rewrite %v %v", i, want.Keys, want.Args, reused.Keys, reused.Args)
+		}
+		v, err := want.Script.Run(t.Context(), srv.Client(), want.Keys, want.Args...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.Decode(want, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != (i < 3) {
+			t.Errorf("decision %d at %s: allowed %v, want %v (limit 3 per minute)", i, now.Format(time.TimeOnly), d.Allowed, i < 3)
+		}
+	}
 }

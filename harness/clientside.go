@@ -66,7 +66,7 @@ func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Pol
 // of a virtual run on a client-side limiter: through Race, clients in
 // turn (clientside.RoundRobin), so that a run's count is the same on every
 // run and every machine. The outcomes go to out[seq], and are recorded.
-func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim algorithms.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome) {
+func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim algorithms.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
 	clients := make([]int, 0, len(byClient))
 	for c := range byClient {
 		clients = append(clients, c)
@@ -98,7 +98,7 @@ func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim algorithms
 			}
 			r.settle(o.Err)
 			r.record(job, j, anchor, &o)
-			out[seq] = o
+			out[seq-base] = o
 		}
 	}
 }

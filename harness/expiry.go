@@ -30,11 +30,11 @@ import (
 // clock, so it may end a millisecond late, never early).
 //
 // The safety TTL (safetyTTL) also keeps ratelab's keys from outliving a
-// killed command: every tracked key and companion always has a real TTL,
-// of at most expirySafetyBase + twice the command's elapsed run + the
-// window, plus the key's virtual remainder (the TTL the limiter gave it),
-// refreshed at each call of its tag; never a key without one (no PERSIST
-// between calls).
+// killed command: between calls every tracked key and companion has a real
+// TTL of at most expirySafetyBase + twice the command's elapsed run + the
+// window, however long the TTL the limiter gave it (the key's remainder
+// comes back at the next call of its tag, before the limiter's code); never
+// a key without one (no PERSIST between calls).
 
 // expirySafetyBase is the least real TTL a tracked key keeps between calls.
 const expirySafetyBase = 10 * time.Minute
@@ -51,14 +51,13 @@ func (r *Runner) safetyTTL(j Job) time.Duration {
 	return expirySafetyBase + 2*time.Since(r.expiryStart) + j.Schedule.Params.Window
 }
 
-// expiryCall is c, job j's call for arrival key at virtual time vnow,
-// rewritten to emulate key expiry (algorithms.ExpiryCall) on the keys of
-// the call's tag. An error (a script whose source ratelab does not know)
-// is a *algorithms.ScriptError: every call would fail alike.
-func expiryCall(c algorithms.ScriptCall, j Job, key string, vnow time.Time, safety time.Duration) (algorithms.ScriptCall, error) {
-	x, err := algorithms.ExpiryCall(c, j.Prefix+"{"+key+"}", companionKey(j.Prefix, key), vnow, safety)
-	if err != nil {
-		return algorithms.ScriptCall{}, &algorithms.ScriptError{Err: err}
+// expiryCall writes c, job j's call at virtual time vnow, rewritten to
+// emulate key expiry on the keys of its tag (tag.Rewrite: tag from the
+// arrival's runKey) over *dst. An error (a script whose source ratelab does
+// not know) is a *algorithms.ScriptError: every call would fail alike.
+func expiryCall(dst *algorithms.ScriptCall, c algorithms.ScriptCall, tag algorithms.ExpiryTag, vnow time.Time, safety time.Duration) error {
+	if err := tag.Rewrite(dst, c, vnow, safety); err != nil {
+		return &algorithms.ScriptError{Err: err}
 	}
-	return x, nil
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -42,8 +43,43 @@ func (r *Runner) pipelined(j Job) bool {
 // pipe and its anchor.
 type vtJob struct {
 	s      algorithms.Scripted
+	w      algorithms.CallWriter  // s, when it writes its calls over reused ones
 	pipe   *algorithms.ScriptPipe // the job's own: not safe for concurrent use
 	anchor time.Time
+	// sendBatch's, reused from one batch to the next: the limiter's calls
+	// and, with Expiry, the rewritten calls sent (each keeps its slices)
+	ps    []pendingCall
+	calls []algorithms.ScriptCall
+	keys  [vtKeySlots]vtKey
+}
+
+// vtKey is an arrival key's keys in a job's run: the limiter's key (the
+// job's prefix + "{" + key + "}") and, with Expiry, its tag's tracked
+// prefix and companion hash.
+type vtKey struct {
+	key    string // the arrival's key; "" in an empty slot
+	tagged string
+	tag    algorithms.ExpiryTag
+}
+
+// vtKeySlots is how many arrival keys a job keeps the keys of (a cache
+// indexed by the key's hash: a key seen again is not built again).
+const vtKeySlots = 64
+
+var vtKeySeed = maphash.MakeSeed()
+
+// runKey returns the keys of arrival key in job j's run, built once while
+// key keeps its slot.
+func (st *vtJob) runKey(j Job, key string, expiry bool) *vtKey {
+	e := &st.keys[maphash.String(vtKeySeed, key)%vtKeySlots]
+	if e.tagged == "" || e.key != key {
+		tagged := j.Prefix + "{" + key + "}"
+		*e = vtKey{key: key, tagged: tagged}
+		if expiry {
+			e.tag = algorithms.NewExpiryTag(tagged, companionKey(j.Prefix, key))
+		}
+	}
+	return e
 }
 
 // newVTJob returns the pipelined state of job j. Each call is one script
@@ -52,26 +88,57 @@ type vtJob struct {
 // Redis runs a connection's calls in the order sent.
 func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
 	r.expiryOnce.Do(func() { r.expiryStart = time.Now() })
-	return &vtJob{s: j.Limiter.(algorithms.Scripted), pipe: algorithms.NewScriptPipe(r.Redis), anchor: anchor}
+	st := &vtJob{s: j.Limiter.(algorithms.Scripted), pipe: algorithms.NewScriptPipe(r.Redis), anchor: anchor}
+	st.w, _ = st.s.(algorithms.CallWriter)
+	return st
 }
 
 // runPipelined runs job j's schedule in virtual time, Pipeline calls per
-// round trip.
-func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
+// round trip; with j.Thin, bursts are thinned (thin.go): the arrivals not
+// sent have no outcome (the outcomes' Seq index the schedule) and are
+// counted in skipped. With j.Sink the outcomes go to it as each round trip
+// ends and none is returned.
+func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) (outcomes []Outcome, skipped int64) {
 	arr := j.Schedule.Arrivals
-	out := make([]Outcome, len(arr))
 	st := r.newVTJob(j, anchor)
+	th := r.newThinner(j) // which arrivals go (thin.go): all of them unless j.Thin
 	depth := max(r.Pipeline, 1)
-	n := 0
-	for n < len(arr) && ctx.Err() == nil {
-		end := min(n+depth, len(arr))
-		for seq := n; seq < end; seq++ {
-			out[seq] = Outcome{Seq: seq, Arrival: arr[seq]}
-		}
-		r.sendBatch(ctx, job, j, st, out[n:end], h)
-		n = end
+	// batch is the round trip under way: appended to out without Sink,
+	// else one buffer reused
+	var out, buf []Outcome
+	if j.Sink == nil {
+		out = make([]Outcome, 0, len(arr))
+	} else {
+		buf = make([]Outcome, 0, min(depth, len(arr)))
 	}
-	return out[:n]
+	for ctx.Err() == nil {
+		seqs := th.pick(depth)
+		if len(seqs) == 0 {
+			break
+		}
+		var batch []Outcome
+		if j.Sink == nil {
+			n := len(out)
+			for _, seq := range seqs {
+				out = append(out, Outcome{Seq: seq, Arrival: arr[seq]})
+			}
+			batch = out[n:]
+		} else {
+			buf = buf[:0]
+			for _, seq := range seqs {
+				buf = append(buf, Outcome{Seq: seq, Arrival: arr[seq]})
+			}
+			batch = buf
+		}
+		r.sendBatch(ctx, job, j, st, batch, h)
+		th.saw(seqs, batch)
+		if j.Sink != nil {
+			for _, o := range batch {
+				j.Sink.Add(o)
+			}
+		}
+	}
+	return out, th.skipped
 }
 
 // Adaptive runs one job in virtual time whose arrivals depend on the
@@ -153,27 +220,44 @@ type pendingCall struct {
 // script cache was flushed) did not run; they are loaded and resent in
 // order.
 func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch []Outcome, h *hdrhistogram.Histogram) {
-	var ps []pendingCall
-	var calls []algorithms.ScriptCall
+	for len(st.ps) < len(batch) {
+		st.ps = append(st.ps, pendingCall{})
+		st.calls = append(st.calls, algorithms.ScriptCall{})
+	}
+	var safety time.Duration
+	if r.Expiry {
+		safety = r.safetyTTL(j) // one for the round trip: its calls are sent together
+	}
+	n := 0 // calls made
 	for i := range batch {
 		a := batch[i].Arrival
 		vnow := st.anchor.Add(a.At)
-		c, err := st.s.Call(j.Prefix+"{"+a.Key+"}", a.Cost, algorithms.At(vnow.Add(j.ClockSkew(a.Client))))
+		k := st.runKey(j, a.Key, r.Expiry)
+		p := &st.ps[n]
+		at := algorithms.At(vnow.Add(j.ClockSkew(a.Client)))
+		var err error
+		if st.w != nil {
+			err = st.w.WriteCall(&p.call, k.tagged, a.Cost, at)
+		} else {
+			p.call, err = st.s.Call(k.tagged, a.Cost, at)
+		}
 		if err != nil {
 			batch[i].Err = err
 			continue
 		}
 		// vnow unskewed: keys expire on the server's true virtual clock
-		p := pendingCall{i: i, call: c, at: len(calls), vnow: vnow}
+		p.i, p.at, p.vnow = i, n, vnow
 		if r.Expiry {
-			if c, err = expiryCall(c, j, a.Key, vnow, r.safetyTTL(j)); err != nil {
+			if err := expiryCall(&st.calls[n], p.call, k.tag, vnow, safety); err != nil {
 				batch[i].Err = err
 				continue
 			}
+		} else {
+			st.calls[n] = p.call
 		}
-		calls = append(calls, c)
-		ps = append(ps, p)
+		n++
 	}
+	ps, calls := st.ps[:n], st.calls[:n]
 	sent := time.Now()
 	var cmds []*redis.Cmd
 	err := r.loadScripts(ctx, calls)
@@ -212,10 +296,10 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 		}
 	}
 	var firstErr error
+	_ = h.RecordValues(max(per.Microseconds(), 1), int64(len(batch)))
 	for i := range batch {
 		o := &batch[i]
 		o.Sent, o.Recv = sent, sent.Add(per)
-		_ = h.RecordValue(max(per.Microseconds(), 1))
 		if o.Err != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) && firstErr == nil {
 			firstErr = o.Err
 		}

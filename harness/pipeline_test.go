@@ -47,6 +47,62 @@ func TestPipelineSameDecisions(t *testing.T) {
 	}
 }
 
+// sinkRecorder is an OutcomeSink that keeps what it is told.
+type sinkRecorder struct {
+	anchors []time.Time
+	got     []harness.Outcome
+	ends    int
+}
+
+func (s *sinkRecorder) Anchor(t time.Time)    { s.anchors = append(s.anchors, t) }
+func (s *sinkRecorder) Add(o harness.Outcome) { s.got = append(s.got, o) }
+func (s *sinkRecorder) End()                  { s.ends++ }
+
+// A job with a Sink (and its arrivals made by Build) is told the outcomes
+// it would have returned, in schedule order, one call at a time and
+// pipelined, after its anchor, then its end; its result holds no outcomes and no
+// arrivals.
+func TestSinkSameOutcomes(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: time.Second}
+	sc, err := scenarios.Get("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 3})
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, depth := range []int{0, 7} {
+		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth, Parallel: 2}
+		sink := &sinkRecorder{}
+		lazy := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
+			Prefix: fmt.Sprintf("%s:%d:sink:", srv.Key(t), depth), Sink: sink, Calls: len(sched.Arrivals),
+			Build: func() []scenarios.Arrival { return append([]scenarios.Arrival(nil), sched.Arrivals...) }}
+		kept := harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%d:kept:", srv.Key(t), depth)}
+		jrs, err := r.Execute(ctx, []harness.Job{lazy, kept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jrs[0].Outcomes) != 0 || len(jrs[0].Job.Schedule.Arrivals) != 0 {
+			t.Errorf("depth %d: the sink's job kept %d outcomes, %d arrivals", depth, len(jrs[0].Outcomes), len(jrs[0].Job.Schedule.Arrivals))
+		}
+		if len(sink.anchors) != 1 || !sink.anchors[0].Equal(jrs[0].Anchor) || sink.ends != 1 {
+			t.Errorf("depth %d: anchors told %v, want [%v]; ended %d times, want once", depth, sink.anchors, jrs[0].Anchor, sink.ends)
+		}
+		want := jrs[1].Outcomes
+		if len(sink.got) != len(want) || len(want) != len(sched.Arrivals) {
+			t.Fatalf("depth %d: %d outcomes told, %d returned, %d arrivals", depth, len(sink.got), len(want), len(sched.Arrivals))
+		}
+		for i, o := range sink.got {
+			w := want[i]
+			if o.Err != nil || o.Seq != i || o.Arrival != w.Arrival || o.Decision.Allowed != w.Decision.Allowed || !o.Decision.DecidedAt.Equal(w.Decision.DecidedAt) {
+				t.Fatalf("depth %d: outcome %d told %+v, returned %+v", depth, i, o, w)
+			}
+		}
+	}
+}
+
 // A script with a TTL of half the window forgets in virtual time what it
 // would forget in real time, at Redis's boundary (a key lives while now_ms
 // <= its expiry; at most a ms late, never early); with a full-window TTL it

@@ -49,29 +49,6 @@ var VirtualEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // ten years.
 const MaxRunWindow = limit.MaxWindow
 
-// Job is one limiter to run one schedule.
-type Job struct {
-	Limiter algorithms.Limiter
-	// Limit is what the metrics judge against (ratio = max_in_window / Limit.Count).
-	Limit    limit.Limit
-	Schedule scenarios.Schedule
-	// Prefix is prepended to every arrival's key, which is hash-tagged:
-	// "<Prefix>{<key>}".
-	Prefix string
-	// Skew, when set, shifts the clock each simulated client injects:
-	// client c stamps its requests with true time + Skew[c % len(Skew)].
-	// Only injected clocks (virtual, client) are skewed.
-	Skew []time.Duration
-}
-
-// ClockSkew is the skew of client c's clock (zero without Skew).
-func (j Job) ClockSkew(c int) time.Duration {
-	if len(j.Skew) == 0 {
-		return 0
-	}
-	return j.Skew[c%len(j.Skew)]
-}
-
 // Runner runs jobs against one Redis on one clock. Set the fields, then call
 // Run; a Runner is not meant for concurrent Run calls.
 type Runner struct {
@@ -214,19 +191,6 @@ func (o Outcome) Record(algorithm, scenario string) measure.Record {
 	return rec
 }
 
-// JobResult is what Execute measured for one job.
-type JobResult struct {
-	Job Job
-	// Anchor is the instant the schedule's At offsets count from, on the
-	// run's clock (virtual, Redis or local).
-	Anchor time.Time
-	// Outcomes are in schedule order; arrivals not sent (cancelled) are missing.
-	Outcomes []Outcome
-	// Latency holds every call's round trip, µs.
-	Latency  *hdrhistogram.Histogram
-	Duration time.Duration
-}
-
 // Run runs jobs that share one schedule shape (same window) and returns one
 // Row per job, with memory measured after the jobs (see Execute). A cancelled
 // ctx stops the run; the rows then hold what was measured.
@@ -288,6 +252,9 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	for i := range jobs {
 		res[i] = JobResult{Job: jobs[i], Latency: NewHist()}
 		total += int64(len(jobs[i].Schedule.Arrivals))
+		if jobs[i].Build != nil {
+			total += int64(jobs[i].Calls)
+		}
 	}
 	desc := fmt.Sprintf("%s, %s clock", jobs[0].Schedule.Scenario, cmp.Or(r.Clock, VirtualClock))
 	if len(jobs) > 1 && jobs[len(jobs)-1].Schedule.Scenario != jobs[0].Schedule.Scenario {
@@ -308,9 +275,16 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 			go func(i int, jr *JobResult) {
 				defer func() { <-sem; wg.Done() }()
 				start := time.Now()
-				jr.Anchor = virtualAnchor(jr.Job.Schedule)
-				jr.Outcomes = r.runVirtual(ctx, i, jr.Job, jr.Anchor, jr.Latency)
+				built := jr.Job.built()
+				jr.Anchor = virtualAnchor(built.Schedule)
+				if built.Sink != nil {
+					built.Sink.Anchor(jr.Anchor)
+				}
+				jr.Outcomes, jr.Skipped = r.runVirtual(ctx, i, built, jr.Anchor, jr.Latency)
 				jr.Duration = time.Since(start)
+				if built.Sink != nil {
+					built.Sink.End()
+				}
 			}(i, &res[i])
 			if ctx.Err() != nil {
 				break
@@ -318,7 +292,10 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		}
 		wg.Wait()
 	case RedisClock, ClientClock:
-		anchor, offset, err := r.realAnchor(ctx, jobs[0].Schedule)
+		for i := range res {
+			res[i].Job = res[i].Job.built()
+		}
+		anchor, offset, err := r.realAnchor(ctx, res[0].Job.Schedule)
 		if err != nil {
 			return nil, err
 		}
@@ -334,6 +311,17 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 				defer wg.Done()
 				jr.Outcomes = r.runReal(ctx, i, jr.Job, anchor, offset, jr.Latency)
 				jr.Duration = time.Since(start)
+				if s := jr.Job.Sink; s != nil {
+					s.Anchor(anchor)
+					for _, o := range jr.Outcomes {
+						s.Add(o)
+					}
+					s.End()
+					jr.Outcomes = nil
+				}
+				if jr.Job.Build != nil {
+					jr.Job.Schedule.Arrivals = nil
+				}
 			}(i, &res[i])
 		}
 		wg.Wait()
@@ -359,18 +347,27 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 // significant digits), the one every row's latency figures come from.
 func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
-func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
+func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) (outcomes []Outcome, skipped int64) {
 	if r.pipelined(j) {
 		return r.runPipelined(ctx, job, j, anchor, h)
 	}
 	arr := j.Schedule.Arrivals
-	out := make([]Outcome, len(arr))
+	// out[seq-base] is seq's outcome: every one, or with Sink those of
+	// the instant under way
+	var out []Outcome
+	base := 0
+	if j.Sink == nil {
+		out = make([]Outcome, len(arr))
+	}
 	n := 0
 	for n < len(arr) && ctx.Err() == nil {
 		// the arrivals at this instant; different clients go concurrently
 		end := n + 1
 		for end < len(arr) && arr[end].At == arr[n].At {
 			end++
+		}
+		if j.Sink != nil {
+			base, out = n, make([]Outcome, end-n)
 		}
 		at := algorithms.At(anchor.Add(arr[n].At))
 		byClient := map[int][]int{}
@@ -380,10 +377,10 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		cs, clientSide := j.Limiter.(algorithms.ClientSider)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
-				out[seq] = r.decide(ctx, job, j, seq, anchor, at)
+				out[seq-base] = r.decide(ctx, job, j, seq, anchor, at)
 			}
 		} else if clientSide && r.Redis != nil { // clients in turn, round trip by round trip: deterministic
-			r.raceInstant(ctx, job, j, cs, byClient, anchor, at, out)
+			r.raceInstant(ctx, job, j, cs, byClient, anchor, at, out, base)
 		} else {
 			var wg sync.WaitGroup
 			for _, seqs := range byClient {
@@ -391,18 +388,25 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 				go func(seqs []int) {
 					defer wg.Done()
 					for _, seq := range seqs {
-						out[seq] = r.decide(ctx, job, j, seq, anchor, at)
+						out[seq-base] = r.decide(ctx, job, j, seq, anchor, at)
 					}
 				}(seqs)
 			}
 			wg.Wait()
 		}
 		for seq := n; seq < end; seq++ {
-			_ = h.RecordValue(max(out[seq].Recv.Sub(out[seq].Sent).Microseconds(), 1))
+			o := &out[seq-base]
+			_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
+			if j.Sink != nil {
+				j.Sink.Add(*o)
+			}
 		}
 		n = end
 	}
-	return out[:n]
+	if j.Sink != nil {
+		return nil, 0
+	}
+	return out[:n], 0
 }
 
 // runReal sends each client's arrivals in order at anchor+At on the chosen

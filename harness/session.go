@@ -129,6 +129,9 @@ func (s *Session) End(err error) (durationMS int64, complete bool, errText strin
 // server when the command ends: nothing to advise. A nil w says nothing.
 func (s *Session) RemoveKeysOrSay(ctx context.Context, w io.Writer) {
 	err := s.RemoveKeys(ctx, "")
+	if ce := server.Cause(err); ce != nil {
+		err = fmt.Errorf("%s: %w", ce.Label(), err)
+	}
 	switch {
 	case err == nil || w == nil:
 	case s.Redis.Owned():
@@ -214,4 +217,24 @@ func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) 
 			}
 		})
 	}
+}
+
+// ExplainWait bounds Session.Explain's look at the server.
+const ExplainWait = 500 * time.Millisecond
+
+// Explain returns err with the server state that caused it named first
+// (server.Explain: out of memory, a read-only replica, the connection
+// closed by the server), looking at the server for at most ExplainWait
+// (also after ctx was cancelled); err unchanged when no such state is
+// found, nil for nil.
+func (s *Session) Explain(ctx context.Context, err error) error { return Explain(ctx, s.Redis, err) }
+
+// Explain is Session.Explain for a command on rd (nil: err unchanged).
+func Explain(ctx context.Context, rd *server.Redis, err error) error {
+	if err == nil || rd == nil {
+		return err
+	}
+	cctx, cancel := server.CleanupContext(ctx, ExplainWait)
+	defer cancel()
+	return server.Explain(cctx, rd.Client, err)
 }

@@ -46,22 +46,54 @@ func MaxInWindow(events []Event, window time.Duration) (maxSum int64, end time.D
 // accepted when the accepted cost in (At-window, At] plus its cost is at most
 // limit. It is the oracle that fidelity is measured against.
 func Ideal(events []Event, limit int64, window time.Duration) int64 {
-	var accepted []Event
-	var inWindow, total int64
-	head := 0
+	l := NewIdealLog(limit, window)
 	for _, e := range events {
-		for head < len(accepted) && accepted[head].At <= e.At-window {
-			inWindow -= accepted[head].Cost
-			head++
-		}
-		if inWindow+e.Cost <= limit {
-			accepted = append(accepted, e)
-			inWindow += e.Cost
-			total += e.Cost
-		}
+		l.Offer(e)
 	}
-	return total
+	return l.Accepted()
 }
+
+// IdealLog is Ideal's exact sliding-window log fed one offer at a time:
+// it accepts an event when the accepted cost in (At-window, At] plus its
+// cost is at most its limit. It holds the accepted events of the trailing
+// window only (at most limit of them, each costing 1 or more), not every
+// event offered. Not safe for concurrent use.
+type IdealLog struct {
+	limit  int64
+	window time.Duration
+	// acc holds accepted events; acc[head:] are those in the window
+	acc             []Event
+	head            int
+	inWindow, total int64
+}
+
+// NewIdealLog returns an empty log of limit cost units per window.
+func NewIdealLog(limit int64, window time.Duration) *IdealLog {
+	return &IdealLog{limit: limit, window: window}
+}
+
+// Offer offers e, no earlier than the event offered before it, and
+// reports whether the log accepts it.
+func (l *IdealLog) Offer(e Event) bool {
+	for l.head < len(l.acc) && l.acc[l.head].At <= e.At-l.window {
+		l.inWindow -= l.acc[l.head].Cost
+		l.head++
+	}
+	if l.inWindow+e.Cost > l.limit {
+		return false
+	}
+	if l.head >= 64 && l.head >= len(l.acc)/2 { // drop those that left the window
+		l.acc = append(l.acc[:0], l.acc[l.head:]...)
+		l.head = 0
+	}
+	l.acc = append(l.acc, e)
+	l.inWindow += e.Cost
+	l.total += e.Cost
+	return true
+}
+
+// Accepted is the cost the log accepted so far.
+func (l *IdealLog) Accepted() int64 { return l.total }
 
 // SortEvents sorts events by At, keeping the order of equal times.
 func SortEvents(events []Event) {

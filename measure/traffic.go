@@ -30,6 +30,15 @@ type TrafficInfo struct {
 	DecisionsPerSec float64 `json:"decisions_per_sec"`
 	// Pipeline is the number of decisions sent per round trip.
 	Pipeline int `json:"pipeline"`
+	// ReplayS is the wall time of the replay itself (from the first call
+	// to the last answer, memory readings included), s. RedisCPUS is the
+	// CPU redis-server used over it (INFO cpu: used_cpu_user + used_cpu_sys,
+	// summed over RedisCores nodes), s; zero when INFO was refused.
+	// RedisCPUS / (ReplayS x RedisCores) is the fraction of the Redis
+	// ceiling (one busy core per node) the replay reached (CeilingFraction).
+	ReplayS    float64 `json:"replay_s,omitempty"`
+	RedisCPUS  float64 `json:"redis_cpu_s,omitempty"`
+	RedisCores int     `json:"redis_cores,omitempty"`
 	// PeakRSSBytes is the peak resident set size of the ratelab process
 	// (getrusage ru_maxrss) when the replay ended; 0 where unknown.
 	PeakRSSBytes int64 `json:"peak_rss_bytes,omitempty"`
@@ -40,4 +49,14 @@ type LineExample struct {
 	// Line is the 1-based line number in the (decompressed) file.
 	Line   int64  `json:"line"`
 	Reason string `json:"reason"`
+}
+
+// CeilingFraction is the fraction of the Redis ceiling the replay reached:
+// the Redis CPU it used over its wall time and nodes (1 = every node's
+// core busy all along); 0 when not measured.
+func (t *TrafficInfo) CeilingFraction() float64 {
+	if t.ReplayS <= 0 || t.RedisCores <= 0 {
+		return 0
+	}
+	return t.RedisCPUS / (t.ReplayS * float64(t.RedisCores))
 }

@@ -199,7 +199,7 @@ func ReadDecisions(r io.Reader, fn func(measure.Record) error) error {
 		if err != nil {
 			return err
 		}
-		defer gz.Close()
+		defer func() { _ = gz.Close() }() // a reader: the reads reported its errors
 		src = gz
 	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))

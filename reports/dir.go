@@ -8,7 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/ratelab/ratelab/measure"
 )
@@ -96,8 +98,10 @@ latencies; *errors* counts failed decisions.
 // (traffic replays), timeline-<scenario>.png
 // and .svg for each scenario with at least one row that has a timeline,
 // ratio.png and ratio.svg when there are rows, report.html (self-contained,
-// the SVGs inlined: see WriteHTML) and report.md referencing the PNGs. It stops at the first error and returns it wrapped with the file's
-// path.
+// the SVGs inlined: see WriteHTML) and report.md referencing the PNGs.
+// The plots are drawn concurrently (drawAll). It stops at the first error
+// (of the plots, the first in the order above) and returns it wrapped with
+// the file's path.
 func WriteDir(dir string, r *measure.Results) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
@@ -112,31 +116,29 @@ func WriteDir(dir string, r *measure.Results) error {
 	}
 
 	var plots []string
+	var draws []func() error // each plot's PNG and SVG, drawn concurrently
 	for _, sc := range scenariosWithTrailing(r) {
 		base := "trailing-" + fileSafe(sc)
 		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotTrailing(r, sc, file(base+ext)); err != nil {
-				return err
-			}
+			draws = append(draws, func() error { return PlotTrailing(r, sc, file(base+ext)) })
 		}
 		plots = append(plots, base+".png")
 	}
 	for _, sc := range scenariosWithTimeline(r) {
 		base := "timeline-" + fileSafe(sc)
 		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotTimeline(r, sc, file(base+ext)); err != nil {
-				return err
-			}
+			draws = append(draws, func() error { return PlotTimeline(r, sc, file(base+ext)) })
 		}
 		plots = append(plots, base+".png")
 	}
 	if len(r.Results) > 0 {
 		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotRatio(r, file("ratio"+ext)); err != nil {
-				return err
-			}
+			draws = append(draws, func() error { return PlotRatio(r, file("ratio"+ext)) })
 		}
 		plots = append(plots, "ratio.png")
+	}
+	if err := drawAll(draws); err != nil {
+		return err
 	}
 
 	if err := writeHTMLDir(dir, r, plots); err != nil {
@@ -255,4 +257,30 @@ func formatWindowOrDefault(ms int64) string {
 func markdownURL(p string) string {
 	p = filepath.ToSlash(p)
 	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(p)
+}
+
+// drawAll runs draws (each writes one plot file), up to GOMAXPROCS at once:
+// a plot is drawn and encoded on one core, and the files do not depend on
+// one another, so they are the same as drawn one after another. The error
+// is the first in the order of draws; a draw after a failed one may still
+// have written its file.
+func drawAll(draws []func() error) error {
+	errs := make([]error, len(draws))
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+	var wg sync.WaitGroup
+	for i, draw := range draws {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = draw()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -360,4 +361,41 @@ func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport,
 		return runErr, WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) })
 	}
 	return nil, WriteVerifyDir(dir, r)
+}
+
+// Publish writes a command's results res to out (WriteResults) and to
+// stdout (write), says on stderr where they are and how long the command
+// took (durationMS), and turns a run that stopped early (runErr) into the
+// command's error, naming command: the results are written either way,
+// marked incomplete. Errors writing out name it ("write results to DIR:
+// ...").
+func Publish(ctx context.Context, stdout, stderr io.Writer, command, out string, res any, durationMS int64, runErr error,
+	write func(w io.Writer) error) error {
+	files, err := WriteResults(ctx, out, res)
+	if err != nil {
+		return err
+	}
+	if err := write(stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "ratelab: results in %s (%s) — %d ms\n", out, files, durationMS)
+	if runErr != nil {
+		return fmt.Errorf("%s stopped early (results marked incomplete): %w", command, runErr)
+	}
+	return nil
+}
+
+// WriteResults writes res to out (WriteResultsDir): results.json alone
+// once ctx ended, as Ctrl-C ends the command at once (the plots took
+// seconds on a loaded machine). It returns what it wrote, for stderr;
+// errors name out ("write results to DIR: ...").
+func WriteResults(ctx context.Context, out string, res any) (files string, err error) {
+	brief := ctx.Err() != nil
+	if err := WriteResultsDir(out, res, brief); err != nil {
+		return "", fmt.Errorf("write results to %s: %w", out, err)
+	}
+	if brief {
+		return "results.json only: interrupted; ratelab report " + out + " draws the plots", nil
+	}
+	return "results.json, report.md, report.html, plots", nil
 }

@@ -157,7 +157,15 @@ func trafficLines(r *measure.Results) []string {
 	if t.PeakRSSBytes > 0 {
 		speed += ", peak RSS " + formatBytes(t.PeakRSSBytes)
 	}
-	return append(lines, speed)
+	lines = append(lines, speed)
+	if f := t.CeilingFraction(); f > 0 {
+		core := "one busy core"
+		if t.RedisCores > 1 {
+			core = fmt.Sprintf("a busy core on each of %d nodes", t.RedisCores)
+		}
+		lines = append(lines, fmt.Sprintf("Redis ceiling: Redis used %.2f s of CPU in the replay's %.2f s: %.2f of its ceiling (%s)", t.RedisCPUS, t.ReplayS, f, core))
+	}
+	return lines
 }
 
 // perKeyHTML is the per-key table of report.html, nil for other runs.

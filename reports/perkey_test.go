@@ -23,7 +23,8 @@ func replayFixture() *measure.Results {
 			Limit: 100, WindowMS: 60000, Clock: "virtual", Prefix: "ratelab:r1:"},
 		Traffic: &measure.TrafficInfo{Source: "access.log.gz", Format: "access-log", Gzip: true, Lines: 1002, Records: 1000,
 			Malformed: 2, Examples: []measure.LineExample{{Line: 7, Reason: "bad time [x]"}, {Line: 9, Reason: "cost 200 is above the limit 100"}},
-			Keys: 3, Anchor: "2024-01-01T00:00:00Z", SpanMS: 86_399_000, Decisions: 2000, DecisionsPerSec: 50000, Pipeline: 256, PeakRSSBytes: 50 << 20},
+			Keys: 3, Anchor: "2024-01-01T00:00:00Z", SpanMS: 86_399_000, Decisions: 2000, DecisionsPerSec: 50000, Pipeline: 256, PeakRSSBytes: 50 << 20,
+			ReplayS: 1.6, RedisCPUS: 1.2, RedisCores: 1},
 	}
 	trail := func(peak int64) []measure.WindowPoint {
 		var pts []measure.WindowPoint

@@ -564,6 +564,46 @@ func TestWriteDir(t *testing.T) {
 	}
 }
 
+// WriteDir draws its plots concurrently: every file is byte for byte the
+// one drawn alone, one after another.
+func TestWriteDirPlotsAsAlone(t *testing.T) {
+	dir := t.TempDir()
+	r := fixture()
+	if err := WriteDir(dir, r); err != nil {
+		t.Fatalf("WriteDir: %v", err)
+	}
+	alone := t.TempDir()
+	var files []string
+	for _, sc := range []string{"boundary-burst", "steady"} {
+		for _, ext := range []string{".png", ".svg"} {
+			name := "timeline-" + sc + ext
+			if err := PlotTimeline(r, sc, filepath.Join(alone, name)); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, name)
+		}
+	}
+	for _, ext := range []string{".png", ".svg"} {
+		if err := PlotRatio(r, filepath.Join(alone, "ratio"+ext)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, "ratio"+ext)
+	}
+	for _, name := range files {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(alone, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: WriteDir's differs from the one drawn alone", name)
+		}
+	}
+}
+
 // JSON cannot hold NaN: the error says which value, and no partial
 // document is written.
 func TestWriteJSONNaN(t *testing.T) {

@@ -47,6 +47,30 @@ type Trial struct {
 	Program *Program
 	Expiry  *Expiry
 	Search  *Search
+	// Build, when set, makes the trial's arrivals on demand (a new slice
+	// on each call, the same arrivals every time: sorted by At, keys and
+	// costs as in a Schedule); Schedule.Arrivals is then empty, its
+	// Scenario and Params set. AdversarialPlan's trials are built so: at a
+	// limit of 10^5 a verification's trials hold ~16 M arrivals. Nil: the
+	// arrivals are Schedule.Arrivals.
+	Build func() []Arrival
+}
+
+// Arrivals returns t's arrivals: made by Build when it is set (a fresh
+// slice), else Schedule.Arrivals (shared).
+func (t Trial) Arrivals() []Arrival {
+	if t.Build != nil {
+		return t.Build()
+	}
+	return t.Schedule.Arrivals
+}
+
+// Built returns t with its arrivals in Schedule.Arrivals and no Build.
+func (t Trial) Built() Trial {
+	if t.Build != nil {
+		t.Schedule.Arrivals, t.Build = t.Build(), nil
+	}
+	return t
 }
 
 // GreedyFamily is the family name of the greedy adversary's trials.
@@ -121,14 +145,18 @@ type Attack struct {
 var Families = []string{"boundary", "phases", "same-instant", "concurrent", "overload", DenseFamily, GreedyFamily,
 	CautiousFamily, ExpiryFamily, SearchFamily, "idle-gaps", "weighted", "isolation", "skew"}
 
-// Adversarial returns the trials of every family for limit p.Limit per
-// p.Window (p.Seed seeds the random ones) that attack t allows. Times are relative to an aligned
-// window boundary. Pure: the same arguments give the same trials.
+// AdversarialPlan returns the trials of every family for limit p.Limit per
+// p.Window (p.Seed seeds the random ones) that attack t allows; times are
+// relative to an aligned window boundary. The arrivals of the fixed
+// schedules are made on demand by their Build (Trial.Arrivals, Built), so that
+// a caller holds only the arrivals of the trials it is running: L = 10^5
+// makes ~16 M of them. The adaptive trials and the dense family's fine
+// trial, which are short, hold theirs in Schedule. Pure.
 //
 // Bursts send L requests of cost 1, 1 µs apart unless said otherwise, so a
 // correct limiter can tell them apart in time and the whole burst stays far
 // shorter than any window ratelab accepts (>= 1 ms) for L up to ~10^3.
-func Adversarial(p Params, t Attack) []Trial {
+func AdversarialPlan(p Params, t Attack) []Trial {
 	if t.Clients <= 0 {
 		t.Clients = 8
 	}
@@ -138,11 +166,11 @@ func Adversarial(p Params, t Attack) []Trial {
 
 	// 1. bursts at epoch-aligned window boundaries
 	b.add("boundary", "L ending 1µs before the boundary, L from it", Safety, false,
-		burst(-time.Duration(L)*us, L, us, 0), burst(0, L, us, 0))
+		bu(-time.Duration(L)*us, L, us, 0), bu(0, L, us, 0))
 	b.add("boundary", "L at -W/10, L at +W/10 (seed 001's harness)", Safety, false,
-		burst(-W/10, L, us, 0), burst(W/10, L, us, 0))
+		bu(-W/10, L, us, 0), bu(W/10, L, us, 0))
 	b.add("boundary", "L at -1µs, L at the boundary, each at one instant", Safety, false,
-		burst(-us, L, 0, 0), burst(0, L, 0, 0))
+		bu(-us, L, 0, 0), bu(0, L, 0, 0))
 
 	// 2. bursts at many phases of the window; the second burst one window
 	// later minus a gap that leaves both inside one window
@@ -160,7 +188,7 @@ func Adversarial(p Params, t Attack) []Trial {
 				continue
 			}
 			b.add("phases", fmt.Sprintf("L at %s, L at %s", frac(ph, W), frac(second, W)), Safety, false,
-				burst(ph, L, us, 0), burst(second, L, us, 0))
+				bu(ph, L, us, 0), bu(second, L, us, 0))
 		}
 		// limiters whose window starts at a key's first hit: probe, then
 		// bursts just before and just after probe + W
@@ -169,37 +197,39 @@ func Adversarial(p Params, t Attack) []Trial {
 			after, name = ph+W+t.Step, "probe+W+"+t.Step.String()
 		}
 		b.add("phases", fmt.Sprintf("probe at %s, L before and L after %s", frac(ph, W), name), Safety, false,
-			burst(ph, 1, 0, 0), burst(ph+W-burstLen-us, L, us, 0), burst(after, L, us, 0))
+			bu(ph, 1, 0, 0), bu(ph+W-burstLen-us, L, us, 0), bu(after, L, us, 0))
 	}
 
 	// 3. same-instant bursts: identical timestamps
-	b.add("same-instant", "2L at one instant", Safety, false, burst(W/3, 2*L, 0, 0))
+	b.add("same-instant", "2L at one instant", Safety, false, bu(W/3, 2*L, 0, 0))
 	b.add("same-instant", "L at one instant, then L at one later instant within W", Safety, false,
-		burst(W/3, L, 0, 0), burst(W/3+W/2, L, 0, 0))
+		bu(W/3, L, 0, 0), bu(W/3+W/2, L, 0, 0))
 
 	// 4. N concurrent clients on one key: the same instant for all (virtual),
 	// and as fast as they can across the boundary (real time)
 	per := max(1, (2*L+int64(t.Clients)-1)/int64(t.Clients))
-	var conc []Arrival
-	for c := 0; c < t.Clients; c++ {
-		conc = append(conc, burst(-us, per, 0, c)...)
-		conc = append(conc, burst(W/2, per, 0, c)...)
+	clients := func(first, second time.Duration) func() []Arrival {
+		return func() []Arrival {
+			arr := make([]Arrival, 0, 2*per*int64(t.Clients))
+			for c := 0; c < t.Clients; c++ {
+				arr = append(arr, burst(first, per, 0, c)...)
+				arr = append(arr, burst(second, per, 0, c)...)
+			}
+			return arr
+		}
 	}
-	b.add("concurrent", fmt.Sprintf("%d clients x %d at one instant, twice within W", t.Clients, per), Safety, false, conc)
-	var concRT []Arrival
-	for c := 0; c < t.Clients; c++ {
-		concRT = append(concRT, burst(-W/20, per, 0, c)...)
-		concRT = append(concRT, burst(0, per, 0, c)...)
-	}
-	b.add("concurrent", fmt.Sprintf("%d clients x %d in real time before and at the boundary", t.Clients, per), Safety, true, concRT)
+	b.add("concurrent", fmt.Sprintf("%d clients x %d at one instant, twice within W", t.Clients, per), Safety, false, clients(-us, W/2))
+	b.add("concurrent", fmt.Sprintf("%d clients x %d in real time before and at the boundary", t.Clients, per), Safety, true, clients(-W/20, 0))
 
 	// 5. sustained overload: safety, and liveness against the ideal log
-	over := registry["overload"].Build(Params{Limit: L, Window: W, Seed: p.Seed})
-	b.add("overload", "3L per window for 5 windows, random times", Safety, false, over.Arrivals)
-	b.add("overload", "3L per window for 5 windows: accepted / ideal >= 0.9", Liveness, false, over.Arrivals)
+	over := func() []Arrival {
+		return registry["overload"].Build(Params{Limit: L, Window: W, Seed: p.Seed}).Arrivals
+	}
+	b.add("overload", "3L per window for 5 windows, random times", Safety, false, over)
+	b.add("overload", "3L per window for 5 windows: accepted / ideal >= 0.9", Liveness, false, over)
 
 	// 5b. the dense stream (rounding) and the greedy adversary (adaptive)
-	b.trials = append(b.trials, DenseTrial(p, 0))
+	b.trials = append(b.trials, denseTrial(p, 0))
 	if f, ok := DenseFineTrial(p, t.Resolution); ok {
 		b.trials = append(b.trials, f)
 	}
@@ -214,15 +244,15 @@ func Adversarial(p Params, t Attack) []Trial {
 	for _, f := range []float64{0.3, 0.6, 0.9} {
 		gap := time.Duration(f * float64(W))
 		b.add("idle-gaps", fmt.Sprintf("L, %.1fW of silence, L", f), Safety, true,
-			burst(0, L, 0, 0), burst(gap, L, 0, 0))
+			bu(0, L, 0, 0), bu(gap, L, 0, 0))
 	}
 
 	// 7. weighted costs near the limit
 	if t.Cost && L > 1 {
 		b.add("weighted", "L-1 and 1 before the boundary, 1 and L-1 after", Safety, false,
-			[]Arrival{{At: -2 * us, Cost: L - 1}, {At: -us, Cost: 1}, {At: 0, Cost: 1}, {At: us, Cost: L - 1}})
+			fixed([]Arrival{{At: -2 * us, Cost: L - 1}, {At: -us, Cost: 1}, {At: 0, Cost: 1}, {At: us, Cost: L - 1}}))
 		b.add("weighted", "L-1, a denied L, then 1: a denied cost is not recorded", Safety, false,
-			[]Arrival{{At: 0, Cost: L - 1}, {At: us, Cost: L}, {At: 2 * us, Cost: 1}, {At: W - us, Cost: L}})
+			fixed([]Arrival{{At: 0, Cost: L - 1}, {At: us, Cost: L}, {At: 2 * us, Cost: 1}, {At: W - us, Cost: L}}))
 		r := newRand(p.Seed + 7)
 		costs := []int64{1, 2, max(1, L/4), max(1, L/2), L - 1, L}
 		for k := 0; k < 3; k++ {
@@ -233,41 +263,46 @@ func Adversarial(p Params, t Attack) []Trial {
 				arr = append(arr, Arrival{At: time.Duration(r.Int64N(int64(2*W))) - W, Cost: c})
 				sum += c
 			}
-			b.add("weighted", fmt.Sprintf("random costs 1..L around the boundary (set %d)", k+1), Safety, false, arr)
+			b.add("weighted", fmt.Sprintf("random costs 1..L around the boundary (set %d)", k+1), Safety, false, fixed(arr))
 		}
-		var arr []Arrival
-		for i, a := range over.Arrivals {
-			a.Cost = costs[i%len(costs)]
-			arr = append(arr, a)
-		}
-		b.add("weighted", "weighted overload: accepted / ideal >= 0.9", Liveness, false, arr)
+		b.add("weighted", "weighted overload: accepted / ideal >= 0.9", Liveness, false, func() []Arrival {
+			arr := over()
+			for i := range arr {
+				arr[i].Cost = costs[i%len(costs)]
+			}
+			return arr
+		})
 	}
 
 	// 9. key isolation
 	if t.Keys {
-		var arr []Arrival
-		for i := int64(0); i < 2*L; i++ {
-			arr = append(arr, Arrival{At: time.Duration(i) * us, Key: UserKey, Cost: 1})
-		}
-		for i := int64(0); i < L; i++ {
-			arr = append(arr, Arrival{At: time.Duration(2*L+i) * us, Key: IsolationKey, Cost: 1})
-		}
-		b.add("isolation", "2L on one key, then L on another: all L accepted", Isolation, false, arr)
-		arr = nil
-		for i := int64(0); i < 2*L; i++ {
-			arr = append(arr, Arrival{At: time.Duration(i) * us, Key: UserKey, Cost: 1})
-			if i < L {
-				arr = append(arr, Arrival{At: time.Duration(i) * us, Key: IsolationKey, Cost: 1})
+		b.add("isolation", "2L on one key, then L on another: all L accepted", Isolation, false, func() []Arrival {
+			arr := make([]Arrival, 0, 3*L)
+			for i := int64(0); i < 2*L; i++ {
+				arr = append(arr, Arrival{At: time.Duration(i) * us, Key: UserKey, Cost: 1})
 			}
-		}
-		b.add("isolation", "interleaved keys at the same instants", Isolation, false, arr)
+			for i := int64(0); i < L; i++ {
+				arr = append(arr, Arrival{At: time.Duration(2*L+i) * us, Key: IsolationKey, Cost: 1})
+			}
+			return arr
+		})
+		b.add("isolation", "interleaved keys at the same instants", Isolation, false, func() []Arrival {
+			arr := make([]Arrival, 0, 3*L)
+			for i := int64(0); i < 2*L; i++ {
+				arr = append(arr, Arrival{At: time.Duration(i) * us, Key: UserKey, Cost: 1})
+				if i < L {
+					arr = append(arr, Arrival{At: time.Duration(i) * us, Key: IsolationKey, Cost: 1})
+				}
+			}
+			return arr
+		})
 	}
 
 	// 10. skewed client clocks: client 0 runs delta behind, client 1 delta ahead
 	if t.Skew > 0 && 2*t.Skew > 2*burstLen+2*us {
 		second := W - 2*t.Skew + burstLen + us
-		arr := append(burst(0, L, us, 0), burst(second, L, us, 1)...)
-		tr := b.add("skew", fmt.Sprintf("client clocks -%s and +%s: L at 0, L at %s (true time)", t.Skew, t.Skew, frac(second, W)), Safety, false, arr)
+		tr := b.add("skew", fmt.Sprintf("client clocks -%s and +%s: L at 0, L at %s (true time)", t.Skew, t.Skew, frac(second, W)), Safety, false,
+			bu(0, L, us, 0), bu(second, L, us, 1))
 		tr.Skew = []time.Duration{-t.Skew, t.Skew}
 	}
 	return b.trials
@@ -278,22 +313,46 @@ type trialBuilder struct {
 	trials []Trial
 }
 
-func (b *trialBuilder) add(family, name string, j Judge, realTime bool, parts ...[]Arrival) *Trial {
-	var arr []Arrival
-	for _, p := range parts {
-		for _, a := range p {
-			if a.Key == "" {
-				a.Key = UserKey
-			}
-			if a.Cost > b.p.Limit {
-				a.Cost = b.p.Limit
-			}
-			arr = append(arr, a)
+// add adds a trial whose arrivals are the parts' (each made on demand),
+// keyed UserKey when they name no key, their costs at most the limit,
+// sorted stably by time: made by the trial's Build.
+func (b *trialBuilder) add(family, name string, j Judge, realTime bool, parts ...func() []Arrival) *Trial {
+	p := b.p
+	build := func() []Arrival {
+		made := make([][]Arrival, len(parts))
+		n := 0
+		for i, part := range parts {
+			made[i] = part()
+			n += len(made[i])
 		}
+		arr := make([]Arrival, 0, n) // exactly: a trial holds millions
+		for i := range made {
+			for _, a := range made[i] {
+				if a.Key == "" {
+					a.Key = UserKey
+				}
+				if a.Cost > p.Limit {
+					a.Cost = p.Limit
+				}
+				arr = append(arr, a)
+			}
+			made[i] = nil
+		}
+		return finish(family, p, arr).Arrivals
 	}
-	s := finish(family, b.p, arr)
-	b.trials = append(b.trials, Trial{Family: family, Name: name, Schedule: s, Judge: j, RealTime: realTime})
+	s := Schedule{Scenario: family, Params: p}
+	b.trials = append(b.trials, Trial{Family: family, Name: name, Schedule: s, Judge: j, RealTime: realTime, Build: build})
 	return &b.trials[len(b.trials)-1]
+}
+
+// bu is burst made on demand.
+func bu(start time.Duration, n int64, step time.Duration, c int) func() []Arrival {
+	return func() []Arrival { return burst(start, n, step, c) }
+}
+
+// fixed is arrivals as a part of a trial (add copies them).
+func fixed(arrivals []Arrival) func() []Arrival {
+	return func() []Arrival { return arrivals }
 }
 
 // burst returns n cost-1 arrivals from start, step apart, from client c.

@@ -82,11 +82,17 @@ func DenseStream(p Params, step time.Duration) []Arrival {
 // the adversarial family list (step as in DenseStream). It runs in virtual
 // time when the target injects time.
 func DenseTrial(p Params, step time.Duration) Trial {
+	return denseTrial(p, step).Built()
+}
+
+// denseTrial is DenseTrial with its arrivals made by its Build.
+func denseTrial(p Params, step time.Duration) Trial {
 	p = withDefaults(p, shortDefaults)
 	step = denseStep(p, step)
-	arr := DenseStream(p, step)
-	name := fmt.Sprintf("1 request every %s for %d windows (%d requests)", step, DenseWindows, len(arr))
-	return Trial{Family: DenseFamily, Name: name, Schedule: finish(DenseFamily, p, arr), Judge: Safety}
+	n := ceilDiv(DenseWindows*p.Window, step) // DenseStream's length
+	name := fmt.Sprintf("1 request every %s for %d windows (%d requests)", step, DenseWindows, n)
+	return Trial{Family: DenseFamily, Name: name, Schedule: Schedule{Scenario: DenseFamily, Params: p}, Judge: Safety,
+		Build: func() []Arrival { return finish(DenseFamily, p, DenseStream(p, step)).Arrivals }}
 }
 
 // ceilDiv is ceil(a/b) for a >= 0, b > 0.

@@ -51,3 +51,28 @@ func TestClientSideSpec(t *testing.T) {
 		t.Errorf("--client-side with an algorithm: %v, want a client_side field error", err)
 	}
 }
+
+// AtomicOnly names what made a target client-side: the caller's switch,
+// a target file's spec, or a built-in.
+func TestAtomicOnly(t *testing.T) {
+	file := targets.Spec{From: "ratelab.yaml", Script: "l.lua", ClientSide: true}
+	for _, tc := range []struct {
+		name       string
+		specs      []targets.Spec
+		clientSide bool
+		algs       []string
+		want       string // the field named; "" no error
+		spec       bool   // a *SpecError
+	}{
+		{"atomic", []targets.Spec{{Script: "l.lua"}}, false, []string{"fixed-window"}, "", false},
+		{"the switch", nil, true, nil, "client_side", false},
+		{"a target file", []targets.Spec{file}, false, nil, "client_side", true},
+		{"a built-in", nil, false, append([]string{"fixed-window"}, algorithms.ClientSideNames()...), "algorithms", false},
+	} {
+		err := targets.AtomicOnly("bench", tc.specs, tc.clientSide, tc.algs)
+		name, _ := field.Name(err)
+		if name != tc.want || errors.As(err, new(*targets.SpecError)) != tc.spec || (err != nil) != (tc.want != "") {
+			t.Errorf("%s: got %v (field %q)", tc.name, err, name)
+		}
+	}
+}

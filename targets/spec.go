@@ -116,3 +116,23 @@ func describe(ls []limit.Limit) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Label is the name to call s by in messages and summaries: its Name,
+// else its Algorithm, HTTP endpoint or Script path, else "target".
+func (s Spec) Label() string {
+	for _, n := range []string{s.Name, s.Algorithm, s.HTTP, s.Script} {
+		if n != "" {
+			return n
+		}
+	}
+	return "target"
+}
+
+// SourceFile is the file a CI tool should point at for s: its target file
+// (From, unless "-", stdin), else its Script; "" for neither.
+func (s Spec) SourceFile() string {
+	if s.From != "" && s.From != "-" {
+		return s.From
+	}
+	return s.Script
+}

@@ -73,3 +73,27 @@ func Names(ts []Target) []string {
 	}
 	return out
 }
+
+// AtomicOnly refuses client-side targets in command (capacity, bench),
+// which measure one atomic script call per decision, pipelined: all
+// scripts run client-side (clientSide, the caller's switch: a
+// *field.Error naming "client_side"), a spec that does (a *SpecError
+// whose Err names "client_side"), or a client-side built-in among algs (a
+// *field.Error naming "algorithms").
+func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) error {
+	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
+	if clientSide {
+		return field.Errorf("client_side", "%s", reason)
+	}
+	for _, s := range specs {
+		if s.ClientSide {
+			return &SpecError{Spec: s, Err: field.Errorf("client_side", "%s", reason)}
+		}
+	}
+	for _, a := range algs {
+		if slices.Contains(algorithms.ClientSideNames(), a) {
+			return field.Errorf("algorithms", "%s runs client-side: %s", a, reason)
+		}
+	}
+	return nil
+}

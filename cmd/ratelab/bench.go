@@ -111,7 +111,5 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if _, ok := field.Name(runErr); ok {
 		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
-	return publish(stdout, stderr, "bench", out, res.DurationMS, runErr,
-		func(dir string) error { return reports.WriteBenchDir(dir, res) },
-		f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "bench", out, res, res.DurationMS, runErr, f.format.render(res))
 }

@@ -65,7 +65,5 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	defer unguard()
 	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
-	return publish(stdout, stderr, "capacity", out, res.DurationMS, runErr,
-		func(dir string) error { return reports.WriteCapacityDir(dir, res) },
-		f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "capacity", out, res, res.DurationMS, runErr, f.format.render(res))
 }

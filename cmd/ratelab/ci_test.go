@@ -14,8 +14,10 @@ import (
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/ci"
 )
 
 // writeSuite writes a suite of three targets, one of them violated
@@ -250,7 +252,7 @@ func TestJSONErrorAndQuiet(t *testing.T) {
 		{"verify", "--algorithm", "sliding-log", "--limit", "0/1s", "--format", "json"},
 	} {
 		code, stdout, stderr := ratelab(t, append(args, "-q")...)
-		var e errorJSON
+		var e ci.ErrorJSON
 		if err := json.Unmarshal([]byte(stdout), &e); err != nil {
 			t.Errorf("%v: stdout is not a JSON object: %v\n%q", args, err, stdout)
 			continue
@@ -280,7 +282,7 @@ func TestInterruptExits130(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal
 		want int
-	}{{syscall.SIGINT, exitInterrupted}, {syscall.SIGTERM, exitTerminated}} {
+	}{{syscall.SIGINT, harness.ExitInterrupted}, {syscall.SIGTERM, harness.ExitTerminated}} {
 		cmd := exec.Command(bin, "verify", "--algorithm", "sliding-log", "--limit", "10000", "--window", "24h", "--redis", "exec")
 		var stderr syncBuffer
 		cmd.Stderr = &stderr

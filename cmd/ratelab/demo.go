@@ -74,7 +74,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 
 	view := live.NewDemo(show, tty, width)
 	cfg := f.cfg
-	cfg.RunID = runID
+	cfg.RunID, cfg.Progress = runID, stderr
 	var res *measure.Results
 	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
 		view.Start()
@@ -82,8 +82,9 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		res, err = demo.Run(c.Context(), rd, cfg, view, log)
 		return err
 	})
-	if err := reports.WriteDir(out, res); err != nil {
-		return fmt.Errorf("write results to %s: %w", out, err)
+	files, err := reports.WriteResults(c.Context(), out, res)
+	if err != nil {
+		return err
 	}
 	if format != reports.JSON {
 		fmt.Fprintln(stdout)
@@ -94,8 +95,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	if f.explain {
 		_ = live.WriteExplained(show, reports.Explain(res), width)
 	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, report.md, report.html, plots) — %.1fs\n",
-		out, float64(res.DurationMS)/1000)
+	fmt.Fprintf(stderr, "ratelab: results in %s (%s) — %.1fs\n", out, files, float64(res.DurationMS)/1000)
 	if runErr != nil {
 		return fmt.Errorf("demo stopped early (results marked incomplete): %w", runErr)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
@@ -156,7 +157,7 @@ func TestContainerInterrupt(t *testing.T) {
 	start := time.Now()
 	err := cmd.Wait()
 	t.Logf("exited %v after Ctrl-C in %v; stderr:\n%s", err, time.Since(start).Round(time.Millisecond), stderr.String())
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+	if code := cmd.ProcessState.ExitCode(); code != harness.ExitInterrupted {
 		t.Errorf("exit %d after Ctrl-C, want 130 (run stopped early)", code)
 	}
 	if !strings.Contains(stderr.String(), "run stopped early") {

@@ -61,18 +61,6 @@ func fieldError(fs *pflag.FlagSet, err error, required bool) error {
 	return usagef("%s: %w", flag, fe.Err)
 }
 
-// isLimitField reports whether a library field is part of a limit
-// (limit.Limit.Validate and lists of limits): "limit", "window",
-// "precision", "limits[2]".
-func isLimitField(name string) bool {
-	base, _, _ := strings.Cut(name, "[")
-	switch base {
-	case "limit", "limits", "window", "precision":
-		return true
-	}
-	return false
-}
-
 // emptyLists refuses a list flag given with nothing in it (--algorithms
 // ”): left out, such a flag means "all", and an empty value saying the
 // same would hide a mistake (an unset shell variable). It runs before

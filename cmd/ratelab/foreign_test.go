@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -176,8 +177,8 @@ func TestForeignKeysUntouched(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("Ctrl-C: stopped after %v, want within 1s", took)
 	}
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
-		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, exitInterrupted, stderr)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != harness.ExitInterrupted {
+		t.Errorf("Ctrl-C: %v, want exit %d; stderr %s", err, harness.ExitInterrupted, stderr)
 	}
 	res, err := measure.ReadResults(filepath.Join(out, "results.json"))
 	if err != nil || res.Complete || res.Error == "" {

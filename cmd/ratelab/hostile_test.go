@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,6 +93,37 @@ func TestHostile(t *testing.T) {
 			return ""
 		}
 	}
+	// a second client's faults, a second into the command (mid-run)
+	later := func(f func(ctx context.Context) error) func() {
+		return func() {
+			time.AfterFunc(time.Second, func() {
+				if err := f(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	killClients := later(func(ctx context.Context) error {
+		for range 3 {
+			if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		return nil
+	})
+	undo := func(args ...any) func() string {
+		return func() string {
+			if err := c.Do(context.Background(), args...).Err(); err != nil {
+				return fmt.Sprintf("%v: %v", args, err)
+			}
+			return ""
+		}
+	}
+	slow := slowEndpoint(t, 300*time.Millisecond)
+	capacity := func(out string) []string {
+		return []string{"capacity", "--redis", url, "--algorithms", "sliding-log", "--limits", "1000", "--keys", "4000", "--budget", "400000", "--out", path(out), "--format", "csv"}
+	}
 	var output string // the last attack's stdout+stderr
 	var attacks []attack
 	for _, fl := range []struct{ cmd, flag string }{
@@ -143,6 +176,17 @@ func TestHostile(t *testing.T) {
 		attack{name: "verify --limit 10/0s", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10/0s"}, exit: exitUsage, msg: "--limit: "},
 		attack{name: "script reply with escapes", args: []string{"verify", "--redis", url, "--script", escapes, "--key", "{key}", "--limit", "10", "--window", "1s"},
 			exit: exitUsage, post: noEscapes(&output)},
+		// the rest of issue 24's messages: a state of the server named, not what it left behind
+		attack{name: "capacity, CLIENT KILL mid-fill (reconnects)", args: capacity("cap-kill"), exit: exitOK, pre: killClients},
+		attack{name: "bench, CLIENT KILL mid-run (reconnects)", args: []string{"bench", "--redis", url, "--algorithms", "sliding-log", "--duration", "3s", "--clients", "4", "--paths", "allow", "--out", path("bench-kill"), "--format", "csv"},
+			exit: exitOK, pre: killClients},
+		attack{name: "capacity, maxmemory reached mid-run", args: capacity("cap-oom"), exit: exitUsage, msg: "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)",
+			pre: later(func(ctx context.Context) error { return c.ConfigSet(ctx, "maxmemory", "100000").Err() }), post: undo("CONFIG", "SET", "maxmemory", "0")},
+		attack{name: "run, REPLICAOF mid-run", args: []string{"run", "--redis", url, "--clock", "client", "--scenarios", "overload", "--algorithms", "sliding-log", "--window", "1s", "--out", path("run-ro"), "--format", "csv"},
+			exit: exitUsage, msg: "Redis became a read-only replica",
+			pre: later(func(ctx context.Context) error { return c.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err() }), post: undo("REPLICAOF", "NO", "ONE")},
+		attack{name: "verify --http slower than the window", args: []string{"verify", "--http", slow, "--limit", "5", "--window", "200ms"},
+			exit: exitUsage, msg: "no answer fit one window"},
 		attack{name: "verify on the user's Redis", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms"}, exit: exitOK},
 		attack{name: "bench on the user's Redis", args: []string{"bench", "--redis", url, "--algorithms", "fixed-window", "--requests", "3000", "--clients", "2", "--out", path("bench2"), "--format", "csv"}, exit: exitOK},
 	)
@@ -180,7 +224,8 @@ func TestHostile(t *testing.T) {
 		output = stdout + stderr
 		var problems []string
 		if exit != a.exit {
-			problems = append(problems, fmt.Sprintf("exit %d", exit))
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			problems = append(problems, fmt.Sprintf("exit %d: %.300q", exit, lines[len(lines)-1]))
 		}
 		if strings.Contains(stderr, "panic:") || strings.Contains(stderr, "fatal error:") || strings.Contains(stderr, "goroutine ") {
 			problems = append(problems, "panic")
@@ -264,4 +309,24 @@ func TestHostile(t *testing.T) {
 	if failures > 0 {
 		t.Errorf("%d hostile checks failed (table above)", failures)
 	}
+}
+
+// slowEndpoint is an HTTP endpoint on loopback that answers every request
+// 200 OK after d.
+func slowEndpoint(t *testing.T, d time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + l.Addr().String() + "/"
 }

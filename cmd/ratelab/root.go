@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,8 +14,10 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/reports/ci"
 )
 
 // Exit codes (contract).
@@ -45,12 +46,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// progress meters and the runner write from goroutines of their own
-	stdout, stderr = serialized(stdout), serialized(stderr)
+	stdout, stderr = progress.Serialized(stdout), progress.Serialized(stderr)
 	defer reports.ReleaseOuts() // the results directories this command claimed
 	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
 	// hangs; unregistered before stop cancels ctx on return
 	defer server.AbortOnCancel(ctx)()
-	out, errOut := ciWriters(args, stdout, stderr) // --format json's error object, --quiet (ci.go)
+	out, errOut := ci.Writers(args, stdout, stderr) // --format json's error object, --quiet
 	root := newRoot(out, errOut)
 	bindQuiet(root)
 	root.SetArgs(args)
@@ -68,7 +69,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var fe failError
 	switch {
 	case ctx.Err() != nil:
-		code = signalExit(ctx)
+		code = harness.SignalExit(ctx)
 	case errors.As(err, &fe):
 		code = exitFail
 	}
@@ -130,26 +131,4 @@ func noDuplicates(c *cobra.Command) error {
 		}
 	}
 	return nil
-}
-
-// lockedWriter serializes the writes of several goroutines to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// serialized returns w safe for concurrent writes: an *os.File as it is
-// (each Write one system call; a terminal is still seen as one), anything
-// else (a test's buffer, an embedding program's writer) behind a mutex.
-func serialized(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok || w == nil {
-		return w
-	}
-	return &lockedWriter{w: w}
 }

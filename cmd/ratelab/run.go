@@ -99,7 +99,5 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
-	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
-		func(dir string) error { return reports.WriteDir(dir, res) },
-		f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", out, res, res.DurationMS, runErr, f.format.render(res))
 }

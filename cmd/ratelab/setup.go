@@ -94,23 +94,3 @@ func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*server.Redi
 	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
 	return rd, nil
 }
-
-// publish writes a command's results to out (writeDir: results.json,
-// report.md, report.html, plots) and to stdout in its --format (write), says
-// on stderr where they are, and turns a run that stopped early (runErr) into
-// the command's error: the results are written either way, marked
-// incomplete.
-func publish(stdout, stderr io.Writer, cmd, out string, durationMS int64, runErr error,
-	writeDir func(dir string) error, write func(w io.Writer) error) error {
-	if err := writeDir(out); err != nil {
-		return fmt.Errorf("write results to %s: %w", out, err)
-	}
-	if err := write(stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (results.json, report.md, report.html, plots) — %d ms\n", out, durationMS)
-	if runErr != nil {
-		return fmt.Errorf("%s stopped early (results marked incomplete): %w", cmd, runErr)
-	}
-	return nil
-}

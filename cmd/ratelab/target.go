@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -36,7 +36,7 @@ type targetFlags struct {
 	specs       []targets.Spec // read by load
 	trust       bool           // --trust-script
 	clientSide  bool           // --client-side
-	guarded     redis.Scripter // the scripts' connection under guard (see guard); nil: the command's own
+	guarded     *guard.Scripts // the scripts' connection under guard (see guard); nil: the command's own
 }
 
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
@@ -111,7 +111,7 @@ func (t *targetFlags) targets() []targets.Target {
 	for i, s := range t.specs {
 		build := out[i].New
 		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			lim, err := build(t.on(rdb, s), l)
+			lim, err := build(t.guarded.On(rdb, s), l)
 			if err != nil {
 				return nil, targetErr(err)
 			}
@@ -131,19 +131,11 @@ func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.L
 		rdb = rd.Client
 	}
 	s := t.specs[0]
-	lim, err := s.Build(t.on(rdb, s), ls...)
+	lim, err := s.Build(t.guarded.On(rdb, s), ls...)
 	if err != nil {
 		return nil, targetErr(&targets.SpecError{Spec: s, Err: err})
 	}
 	return lim, nil
-}
-
-// on is rdb, or the guarded connection (guard) when s is a script.
-func (t *targetFlags) on(rdb redis.Scripter, s targets.Spec) redis.Scripter {
-	if t.guarded != nil && s.Script != "" {
-		return t.guarded
-	}
-	return rdb
 }
 
 // targetErr names the flag of a targets error: a target file's field as
@@ -159,24 +151,16 @@ func targetErr(err error) error {
 	return flagError(nil, err)
 }
 
-// atomicOnly refuses client-side targets in command (capacity, bench),
-// which measure one atomic script call per decision, pipelined: the
-// --client-side flag, a target file's client_side, or a client-side
-// built-in among algs. Errors are usage errors naming the flag.
+// atomicOnly refuses client-side targets in command (capacity, bench:
+// targets.AtomicOnly), naming the flag or the target file.
 func (t *targetFlags) atomicOnly(command string, algs []string) error {
-	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
-	if t.clientSide {
-		return usagef("--client-side: %s", reason)
+	err := targets.AtomicOnly(command, t.specs, t.clientSide, algs)
+	var fe *field.Error
+	switch {
+	case errors.As(err, new(*targets.SpecError)):
+		return targetErr(err)
+	case errors.As(err, &fe): // --client-side, --algorithms
+		return usagef("--%s: %w", strings.ReplaceAll(fe.Name, "_", "-"), fe.Err)
 	}
-	for _, s := range t.specs {
-		if s.ClientSide {
-			return usagef("--config %s: client_side: %s", s.From, reason)
-		}
-	}
-	for _, a := range algs {
-		if slices.Contains(algorithms.ClientSideNames(), a) {
-			return usagef("--algorithms: %s runs client-side: %s", a, reason)
-		}
-	}
-	return nil
+	return err
 }

@@ -69,7 +69,5 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		undo()
 		return flagError(c.Flags(), runErr)
 	}
-	return publish(stdout, stderr, "run", out, res.DurationMS, runErr,
-		func(dir string) error { return reports.WriteDir(dir, res) },
-		f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", out, res, res.DurationMS, runErr, f.format.render(res))
 }

@@ -4,15 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/harness/verifyjob"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -61,39 +61,22 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // config checks the flags and turns them into a verify.Config for the
-// one target of f.target.specs (verifyTargets loads them and sets each in turn).
+// one target of f.target.specs (verifyTargets loads them and sets each in
+// turn): verifyjob.TargetConfig, its errors naming the flag or the file.
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
-	cfg, spec := f.cfg, f.target.specs[0]            // verify's one target
+	cfg := f.cfg
 	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
-	cfg.TargetSHA256 = spec.Digest()
 	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
 	if err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
-	limits, fromFile := spec.LimitsOr(limits, c.Flags().Changed("limit") || c.Flags().Changed("window")) // else the --config file's
-	if len(limits) == 0 {
-		limits = []limit.Limit{{Window: f.window}} // --limit's zero: Validate says it is required
+	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], verifyjob.Limits{Given: limits, Window: f.window, Precision: f.precision,
+		Gave: c.Flags().Changed("limit") || c.Flags().Changed("window")}) // else the --config file's
+	var fe *verifyjob.FileError
+	if errors.As(err, &fe) { // the file's limits, not --limit or --window
+		return cfg, usagef("--config %s: %w", fe.File, fe.Err)
 	}
-	limits[0].Precision = f.precision // the first limit's blocks (bucketed-hash)
-	cfg.Limits = limits
-	cfg.NoDefaults = true // a zero --timeout, --max-outage or --clients is a mistake
-	if cfg.Budget == 0 {
-		cfg.Budget = -1 // --budget 0: no search
-	}
-	if err := cfg.Validate(); err != nil {
-		if name, _ := field.Name(err); fromFile && isLimitField(name) {
-			return cfg, usagef("--config %s: %w", spec.From, err) // the file's limits, not --limit or --window
-		}
-		return cfg, requiredError(c.Flags(), err)
-	}
-	// the one builder's rule (targets.Spec.Build), checked before any Redis
-	if err := spec.CheckLimits(cfg.Limits); err != nil {
-		if fromFile {
-			return cfg, usagef("--config %s: %w", spec.From, err)
-		}
-		return cfg, requiredError(c.Flags(), err)
-	}
-	return cfg, nil
+	return cfg, requiredError(c.Flags(), err)
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
@@ -109,49 +92,13 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return flagError(nil, err)
 		}
 	}
-	var rd *server.Redis // none for --http
-	if f.target.specs[0].HTTP == "" {
-		if rd, err = f.redis.open(c); err != nil {
-			return err
-		}
-		defer closeRedis(rd, stderr)
-	}
-	cfg.RunID = server.NewRunID()
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	rd, lim, done, err := f.open(c, &cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer unguard()
-	lim, err := f.target.limiter(rd, cfg.Limits...)
-	if err != nil {
-		return err
-	}
-	if f.out.dir != "" {
-		// created before the run, as the decision log used to create it
-		if err := os.MkdirAll(f.out.dir, 0o755); err != nil {
-			return flagError(nil, field.Errorf("out", "%w", err))
-		}
-	}
-	if f.out.decisions != "" {
-		if cfg.Log, err = reports.CreateDecisionFile(f.out.decisions); err != nil {
-			return flagError(nil, err)
-		}
-	}
-	cfg.Progress = stderr
-	started := time.Now()
-	rep, err := verify.Run(c.Context(), rd, lim, cfg)
-	target := f.target.specs[0].Record()
-	if rep != nil {
-		rep.TargetSpec = target
-		if err := writeTraceCSV(f.out.dir, rep.CounterExample); err != nil {
-			return flagError(nil, err)
-		}
-	}
-	err, werr := reports.FinishVerify(f.out.dir, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
-		inc := verify.Incomplete(rd, lim, cfg, started, err)
-		inc.TargetSpec = target
-		return inc
-	})
+	defer done()
+	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
+	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
 		if server.IsGuardRefusal(err) && !errors.Is(err, server.ErrRefusedByGuard) {
 			err = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err) // said as run says it, with --trust-script
@@ -180,21 +127,35 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
 }
 
-// traceCSV is the traffic file of the counter-example's trace beside
-// verify.json.
-const traceCSV = "counter-example.csv"
-
-// writeTraceCSV writes the trace of ce (if any) to dir's traceCSV and
-// names it in the trace; nothing when dir is "" or there is no trace.
-func writeTraceCSV(dir string, ce *measure.CounterExample) error {
-	if dir == "" || ce == nil || ce.Trace == nil {
-		return nil
+// open opens the Redis of verify's one target (none for --http), guards
+// its script and builds its limiter for cfg's limits, with a new run id
+// in cfg; done undoes it all.
+func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Writer) (*server.Redis, algorithms.Limiter, func(), error) {
+	var rd *server.Redis
+	if f.target.specs[0].HTTP == "" {
+		var err error
+		if rd, err = f.redis.open(c); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	if err := reports.WriteFile(filepath.Join(dir, traceCSV), ce.Trace.WriteCSV); err != nil {
-		return err
+	closeIt := func() {
+		if rd != nil {
+			closeRedis(rd, stderr)
+		}
 	}
-	ce.Trace.CSV = traceCSV
-	return nil
+	cfg.RunID = server.NewRunID()
+	guarded, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	if err != nil {
+		closeIt()
+		return nil, nil, nil, err
+	}
+	done := func() { unguard(); closeIt() }
+	lim, err := f.target.limiter(guarded, cfg.Limits...)
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return guarded, lim, done, nil
 }
 
 // runReplay is verify --replay: the counter-example of a verify.json sent
@@ -206,17 +167,12 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return usagef("--replay takes the limits its verify.json records: leave out --%s", name)
 		}
 	}
-	rec, err := measure.ReadVerify(f.replay)
-	if err != nil {
+	rec, err := verifyjob.ReadReplay(f.replay)
+	switch {
+	case errors.Is(err, verifyjob.ErrNothingToReplay):
+		return usagef("--replay %s: %w", f.replay, err)
+	case err != nil:
 		return usagef("--replay: %w", err)
-	}
-	ce := rec.CounterExample
-	if ce == nil || ce.Trace == nil {
-		why := "it holds"
-		if ce != nil {
-			why = "its counter-example has no trace (found in real time, or by an older ratelab)"
-		}
-		return usagef("--replay %s: nothing to replay: %s", f.replay, why)
 	}
 	if f.target.given(c) {
 		if err := f.target.load(c); err != nil {
@@ -229,35 +185,20 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		}
 		f.target.specs = []targets.Spec{spec}
 	}
-	cfg := f.cfg
-	cfg.Limits = rec.Repro.Limits
-	if len(cfg.Limits) == 0 {
-		cfg.Limits = []limit.Limit{{Count: rec.Limit, Window: time.Duration(rec.WindowMS) * time.Millisecond}}
-	}
-	cfg.Seed, cfg.NoDefaults = rec.Repro.Seed, true
-	if err := cfg.Validate(); err != nil {
+	cfg, err := verifyjob.ReplayConfig(rec, f.cfg)
+	if err != nil {
 		return usagef("--replay %s: %w", f.replay, err)
 	}
 	if f.target.specs[0].HTTP != "" {
 		return usagef("--replay: an HTTP endpoint cannot be replayed in virtual time")
 	}
-	rd, err := f.redis.open(c)
+	rd, lim, done, err := f.open(c, &cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-	cfg.RunID = server.NewRunID()
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
-	if err != nil {
-		return err
-	}
-	defer unguard()
-	lim, err := f.target.limiter(rd, cfg.Limits...)
-	if err != nil {
-		return err
-	}
+	defer done()
 	cfg.Progress = stderr
-	rep, err := verify.Replay(c.Context(), rd, lim, cfg, ce)
+	rep, err := verify.Replay(c.Context(), rd, lim, cfg, rec.CounterExample)
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}

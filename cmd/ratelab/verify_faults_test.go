@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/redis/go-redis/v9"
 )
@@ -90,7 +91,7 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 	if took > 2*time.Second {
 		t.Errorf("verify took %v to stop after Ctrl-C", took)
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+	if code := cmd.ProcessState.ExitCode(); code != harness.ExitInterrupted {
 		t.Errorf("exit %d after Ctrl-C, want 130", code)
 	}
 }

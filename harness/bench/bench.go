@@ -372,6 +372,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		return nil
 	}()
 	err = harness.GuardErr(guard, err)
+	err = sess.Explain(ctx, err)
 	res.DurationMS, res.Complete, res.Error = sess.End(err)
 	return res, err
 }

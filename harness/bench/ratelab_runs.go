@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -21,6 +22,11 @@ import (
 func benchKey(prefix string, k int) string { return fmt.Sprintf("%s{%012d}", prefix, k) }
 
 func hotKey(prefix string) string { return prefix + "{hot}" }
+
+// reconnectFor bounds how long a bench worker opens new connections while
+// the server keeps closing them, as run's calls go on within --max-outage
+// (2 s by default).
+const reconnectFor = 2 * time.Second
 
 // ratelabRun is one run of ratelab's load generator.
 type ratelabRun struct {
@@ -72,12 +78,19 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 			r := &results[w]
 			r.hist = newHist()
 			var conn benchConn
+			var reopen func() benchConn
 			if c, ok := b.client.(*redis.Client); ok {
 				cn := c.Conn()
 				defer func() { _ = cn.Close() }() // a pinned connection of ratelab's own pool
 				conn = cn
+				reopen = func() benchConn { // after the server closed it (CLIENT KILL)
+					_ = cn.Close() // a dead connection: nothing to flush
+					cn = c.Conn()
+					return cn
+				}
 			} else {
 				conn = b.client.(*redis.ClusterClient) // the client routes each pipeline's calls
+				reopen = func() benchConn { return conn }
 			}
 			err := conn.Ping(ctx).Err() // connect before the clock starts
 			ready.Done()
@@ -86,7 +99,7 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 				return
 			}
 			<-startGate
-			wk := worker{conn: conn, call: call, keys: keys, id: w, cfg: cfg, counted: n > 0, remaining: &remaining,
+			wk := worker{conn: conn, reopen: reopen, call: call, keys: keys, id: w, cfg: cfg, counted: n > 0, remaining: &remaining,
 				start: start, interval: interval, out: r}
 			r.err = wk.loop(ctx)
 		}(w)
@@ -138,6 +151,7 @@ type workerResult struct {
 // worker is one client of a run.
 type worker struct {
 	conn      benchConn
+	reopen    func() benchConn // a new connection, after the server closed conn
 	call      Call
 	keys      []string
 	id        int
@@ -154,8 +168,12 @@ type worker struct {
 // change, in place. Calls refused with NOSCRIPT (the server's script cache
 // was flushed) did not run: the pipe loads the script again and resends
 // them (algorithms.ScriptPipe; a Redis that forgets the script faster than
-// a round trip is reported, not measured). Error replies are counted; a
-// broken connection is returned.
+// a round trip is reported, not measured). Error replies are counted. A
+// connection the server closed (CLIENT KILL, its timeout setting) is
+// opened again and the loop goes on, the calls that got no reply not
+// counted (returned to the count left to send), unless the server closed
+// connections for reconnectFor: that error is returned, as is any other
+// broken connection.
 func (wk *worker) loop(ctx context.Context) error {
 	call, keys, cfg := wk.call, wk.keys, wk.cfg
 	p := cfg.Pipeline
@@ -181,6 +199,7 @@ func (wk *worker) loop(ctx context.Context) error {
 	intervalUS := wk.interval.Microseconds()
 	next := wk.start
 	h := wk.out.hist
+	var closedSince time.Time // when the server began closing the connections, zero while it does not
 	for {
 		size := p
 		if wk.counted {
@@ -218,9 +237,38 @@ func (wk *worker) loop(ctx context.Context) error {
 		}
 		sent := time.Now()
 		cmds, err := pipe.Exec(ctx, calls[:size])
-		if err != nil {
+		if err != nil && !server.IsClosed(err) {
 			return err
 		}
+		if err != nil {
+			if closedSince.IsZero() {
+				closedSince = time.Now()
+			} else if time.Since(closedSince) > reconnectFor || ctx.Err() != nil {
+				return fmt.Errorf("%w (the server closed every new connection for %s)", err, reconnectFor)
+			}
+			lost := int64(0)
+			for _, cmd := range cmds {
+				if server.IsClosed(cmd.Err()) {
+					lost++
+					continue
+				}
+				if d, err := decode(call, cmd); err != nil {
+					wk.out.errors++
+				} else if d {
+					wk.out.allowed++
+				} else {
+					wk.out.denied++
+				}
+			}
+			if wk.counted {
+				wk.remaining.Add(lost)
+			}
+			wk.conn = wk.reopen()
+			pipe = algorithms.NewScriptPipe(wk.conn)
+			time.Sleep(10 * time.Millisecond) // not a busy loop on a server that closes every connection
+			continue
+		}
+		closedSince = time.Time{}
 		rtt := max(time.Since(sent).Microseconds(), 1)
 		for _, cmd := range cmds {
 			d, err := decode(call, cmd)

@@ -67,10 +67,17 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 	if err == nil {
 		var gctx context.Context
 		var guard func() error
-		if gctx, guard, err = s.Guard(ctx, cfg.estimateBytes(), progress); err == nil {
-			err = harness.GuardErr(guard, measureAll(gctx, s, cfg, res, progress))
+		// registered, so that clean skips the live run's keys and removes
+		// what a killed one left, as run's and verify's
+		if err = s.Start(ctx); err != nil {
+			err = fmt.Errorf("register the run: %w", err)
+		} else if gctx, guard, err = s.Guard(ctx, cfg.estimateBytes(), progress); err == nil {
+			err = harness.GuardErr(guard, measureAll(gctx, s, cfg, res, progress)) // removes the keys
+		} else {
+			s.RemoveKeysOrSay(ctx, progress)
 		}
 	}
+	err = s.Explain(ctx, err)
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }
@@ -119,6 +126,17 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 			limit := l.Count
 			cell++
 			row, err := m.measureCell(ctx, cfg, alg, l, fmt.Sprintf("%sc%d:", prefix, cell), calib)
+			for redo := time.Now().Add(reconnectFor); server.IsClosed(err) && time.Now().Before(redo) && ctx.Err() == nil; {
+				// the server closed a connection mid-cell (CLIENT KILL, its
+				// timeout setting): calls may have run without a reply, so
+				// the cell is measured again on keys of its own, new
+				// connections taking the closed ones' place
+				if kerr := dropKeys(ctx, c, fmt.Sprintf("%sc%d:", prefix, cell)); kerr != nil {
+					return fmt.Errorf("%s at limit %d: %w (then removing its keys: %v)", alg, limit, err, kerr)
+				}
+				cell++
+				row, err = m.measureCell(ctx, cfg, alg, l, fmt.Sprintf("%sc%d:", prefix, cell), calib)
+			}
 			if err != nil {
 				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
 			}
@@ -360,4 +378,18 @@ func loadScript(ctx context.Context, c redis.UniversalClient, lim algorithms.Lim
 		return fmt.Errorf("SCRIPT LOAD: %w", err)
 	}
 	return nil
+}
+
+// reconnectFor bounds how long a cell is measured again after the server
+// closed a connection (CLIENT KILL, its timeout setting), as run's calls
+// go on within --max-outage (2 s by default).
+const reconnectFor = 2 * time.Second
+
+// dropKeys removes every key under prefix.
+func dropKeys(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	keys, err := server.ScanKeys(ctx, c, prefix)
+	if err != nil {
+		return err
+	}
+	return server.DeleteKeys(ctx, c, keys)
 }

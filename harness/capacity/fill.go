@@ -115,7 +115,10 @@ func newBatch(c redis.UniversalClient, lim algorithms.Scripted, flushed *atomic.
 // resends them, in their order. Calls of one key are never reordered but
 // for one case: a call that missed the script runs after later calls of its
 // key that found it (another worker loaded it meanwhile); all calls of a
-// fill are accepted within one window, so the key ends the same.
+// fill are accepted within one window, so the key ends the same. A
+// connection the server closed is returned (server.IsClosed): some calls
+// may have run without a reply, so the cell is measured again
+// (measureAll), never these calls resent.
 func (b *batch) run(ctx context.Context) error {
 	if len(b.calls) == 0 {
 		return nil

@@ -69,7 +69,7 @@ func (m *meter) snapshotNode(ctx context.Context, node *redis.Client) (memSnapsh
 		return nil
 	})
 	if err != nil && mem.Err() != nil {
-		return memSnapshot{}, err
+		return memSnapshot{}, queuedErr(err, list, mem)
 	}
 	f := server.InfoFields(mem.Val())
 	used, err := strconv.ParseInt(f["used_memory"], 10, 64)
@@ -149,7 +149,7 @@ func (m *meter) settledNode(ctx context.Context, node *redis.Client) (bool, stri
 		return nil
 	})
 	if err != nil {
-		return false, "", fmt.Errorf("MEMORY STATS: %w", err)
+		return false, "", fmt.Errorf("MEMORY STATS: %w", queuedErr(err, stats, mem, keyspace))
 	}
 	if f := server.InfoFields(mem.Val()); f["lazyfree_pending_objects"] != "" && f["lazyfree_pending_objects"] != "0" {
 		return false, "lazyfree pending", nil
@@ -236,4 +236,18 @@ func nodeMemory(ctx context.Context, nodes []*redis.Client, before, after []memS
 		}
 	}
 	return out, nil
+}
+
+// queuedErr is the error of a transaction (err) as the command that made
+// Redis discard it said it: EXECABORT hides why (OOM, READONLY, NOPERM).
+func queuedErr(err error, cmds ...redis.Cmder) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && cerr != err {
+			return cerr
+		}
+	}
+	return err
 }

@@ -6,6 +6,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -52,6 +53,9 @@ type Config struct {
 	// speed); at most MaxPace(Limit): the burst before the boundary must
 	// end before it.
 	Pace float64
+	// Progress is told the keys the demo could not remove (a Redis that
+	// hangs, Ctrl-C) and the command that removes them; nil says nothing.
+	Progress io.Writer
 }
 
 // MaxPace is the largest Config.Pace for l (the zero Limit means
@@ -178,7 +182,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 		},
 		Results: []measure.Row{},
 	}
-	defer s.RemoveKeysOrSay(ctx, nil)
+	defer s.RemoveKeysOrSay(ctx, cfg.Progress)
 	guard := func() error { return nil }
 	err := func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live demo

@@ -139,7 +139,11 @@ func startContainer(ctx context.Context, image string, timeout, dial time.Durati
 		// a fresh context: Close also runs after Ctrl-C cancelled ctx
 		tctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		return ctr.Terminate(tctx, testcontainers.StopTimeout(2*time.Second))
+		grace := 2 * time.Second
+		if _, ok := server.GraceDeadline(); ok {
+			grace = 0 // Ctrl-C: killed at once, a throwaway (docker stop's 2 s held the exit up to 3.2 s)
+		}
+		return ctr.Terminate(tctx, testcontainers.StopTimeout(grace))
 	}
 	if err != nil {
 		serr := stop() // a container that would not stop is said with the error

@@ -224,13 +224,24 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 		}
 		workers = append(workers, newReplayWorker(sl, lim, s.Prefix+name+":", cfg))
 	}
+	var replayed, redisCPU float64
+	var redisCores int
 	err = func() error {
 		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
 		harness.Say(progress, "%s: replaying %s (%s) against %d algorithms, limit %s per key, pipeline %d, virtual clock\n",
 			cfg.Name, cfg.Source, src.stats().Format, len(workers), lim, cfg.Pipeline)
-		return runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
+		cpu0, cores, cpuErr := server.CPU(ctx, rd.Client)
+		start := time.Now()
+		err := runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
+		replayed = time.Since(start).Seconds()
+		if cpuErr == nil { // INFO refused (an ACL): no ceiling figure
+			if cpu1, _, cerr := server.CPU(ctx, rd.Client); cerr == nil {
+				redisCPU, redisCores = cpu1-cpu0, cores
+			}
+		}
+		return err
 	}()
 	err = harness.GuardErr(guard, err)
 	info := src.info(cfg)
@@ -284,6 +295,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	if wall := time.Since(s.Started).Seconds(); wall > 0 {
 		info.DecisionsPerSec = float64(info.Decisions) / wall
 	}
+	info.ReplayS, info.RedisCPUS, info.RedisCores = replayed, redisCPU, redisCores
 	info.PeakRSSBytes = peakRSS()
 	res.Traffic = info
 	for _, ex := range info.Examples {
@@ -292,6 +304,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	if info.Malformed > int64(len(info.Examples)) {
 		harness.Say(progress, "%s: %d malformed lines in all (skipped)\n", cfg.Source, info.Malformed)
 	}
+	err = s.Explain(ctx, err)
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

@@ -113,6 +113,10 @@ func TestReplayPerKey(t *testing.T) {
 	if res.Traffic.Keys != 2 || res.Traffic.Format != "jsonl" || res.Config.Scenarios[0] != "traffic" {
 		t.Errorf("traffic %+v scenarios %v", res.Traffic, res.Config.Scenarios)
 	}
+	// the Redis ceiling: INFO cpu of the one server, over the replay's time
+	if tr := res.Traffic; tr.RedisCores != 1 || tr.ReplayS <= 0 || tr.RedisCPUS <= 0 || tr.CeilingFraction() <= 0 {
+		t.Errorf("Redis CPU %v s in %v s on %d nodes", tr.RedisCPUS, tr.ReplayS, tr.RedisCores)
+	}
 }
 
 // Malformed lines are counted and shown with their line numbers, and the

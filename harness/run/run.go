@@ -359,6 +359,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 			res.Complete, res.Error = false, err.Error()
 		}
 	}()
+	err = s.Explain(ctx, err)
 	res.DurationMS, res.Complete, res.Error = s.End(err)
 	return res, err
 }

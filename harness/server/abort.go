@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,7 +23,10 @@ import (
 // Calls made afterwards still work on a Redis that answers (the cleanup
 // after Ctrl-C removes the run's keys), but none of them waits past
 // InterruptGrace after the abort: every deadline a tracked connection is
-// given is clamped to it, and so is every dial.
+// given is clamped to it, and so is every dial. A wait that began before
+// the abort and is not a read or write (a dial under way, a turn in the
+// connection pool, a heartbeat's cleanup context) ends at the same
+// instant: CleanupContext and WithGrace contexts end then (graceOver).
 
 // InterruptGrace is how long the work after AbortCalls (Ctrl-C) may wait
 // on Redis in all: the removal of the run's keys, the last readings.
@@ -35,6 +39,49 @@ var tracked = struct {
 
 // abortedAt is the last AbortCalls in Unix ns; zero: none.
 var abortedAt atomic.Int64
+
+// graceOver's ctx is cancelled InterruptGrace after AbortCalls: it ends
+// the CleanupContext and WithGrace contexts made before the abort, whose
+// deadlines the abort could not shorten (a heartbeat's SET waiting for a
+// pool connection to a stopped Redis held Ctrl-C 1 s). An AbortCalls after
+// it was cancelled arms a fresh one.
+var graceOver struct {
+	sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	armed  bool
+}
+
+func init() { graceOver.ctx, graceOver.cancel = context.WithCancel(context.Background()) }
+
+// armGrace starts graceOver's countdown at an abort (a fresh one when the
+// last has run out).
+func armGrace() {
+	graceOver.Lock()
+	defer graceOver.Unlock()
+	if graceOver.armed && graceOver.ctx.Err() != nil {
+		graceOver.ctx, graceOver.cancel = context.WithCancel(context.Background())
+		graceOver.armed = false
+	}
+	if !graceOver.armed {
+		graceOver.armed = true
+		time.AfterFunc(InterruptGrace, graceOver.cancel)
+	}
+}
+
+// errGraceOver is the cause of a context graceOver ended.
+var errGraceOver = errors.New("interrupted: Redis not waited for past the grace")
+
+// untilGrace returns ctx also ended InterruptGrace after an AbortCalls,
+// whether that came before or comes after this call.
+func untilGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	graceOver.Lock()
+	g := graceOver.ctx
+	graceOver.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(g, func() { cancel(errGraceOver) })
+	return ctx, func() { stop(); cancel(nil) }
+}
 
 // Track makes c's connections abortable by AbortCalls. Call it right after
 // creating c, before its first command (connections dialled earlier are not
@@ -57,6 +104,7 @@ func AbortCalls() int {
 	defer tracked.Unlock()
 	now := time.Now()
 	abortedAt.Store(now.UnixNano())
+	armGrace()
 	for c := range tracked.conns {
 		_ = c.(*trackedConn).Conn.SetDeadline(now) // a closed connection has nothing to end
 	}
@@ -96,14 +144,16 @@ func clamp(t time.Time) time.Time {
 	return t
 }
 
-// WithGrace returns ctx bounded by GraceDeadline once AbortCalls ran (else
-// ctx itself, with a no-op cancel): for waits after Ctrl-C that are not
-// calls (a pause between retries, a child process's exit).
+// WithGrace returns ctx bounded by GraceDeadline once AbortCalls ran, or
+// ended at it when AbortCalls runs later: for waits after Ctrl-C that are
+// not calls (a pause between retries, a child process's exit, a dial).
 func WithGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := untilGrace(ctx)
 	if g, ok := GraceDeadline(); ok {
-		return context.WithDeadline(ctx, g)
+		dctx, dcancel := context.WithDeadline(ctx, g)
+		return dctx, func() { dcancel(); cancel() }
 	}
-	return ctx, func() {}
+	return ctx, cancel
 }
 
 // trackHook is the go-redis hook that registers each dialled connection.
@@ -130,10 +180,64 @@ func (trackHook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-func (trackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+// The hook also sends again, once, a command that only reads or whose
+// second run changes nothing (retrySafe: INFO, SCAN, UNLINK, SCRIPT LOAD,
+// ...) when the server closed its connection (IsClosed: CLIENT KILL, its
+// timeout setting): the client dials a new one. Decisions (EVALSHA, EVAL)
+// and anything else are never resent: a call the server ran before it
+// closed the connection would run twice.
+func (trackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if IsClosed(err) && retrySafe(cmd) && ctx.Err() == nil {
+			cmd.SetErr(nil)
+			err = next(ctx, cmd)
+		}
+		return err
+	}
+}
 
 func (trackHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if !IsClosed(err) || ctx.Err() != nil {
+			return err
+		}
+		var again []redis.Cmder
+		for _, c := range cmds {
+			if !retrySafe(c) {
+				return err
+			}
+			if IsClosed(c.Err()) {
+				c.SetErr(nil)
+				again = append(again, c)
+			}
+		}
+		if len(again) == 0 {
+			return err
+		}
+		return next(ctx, again)
+	}
+}
+
+// retrySafe reports whether cmd may be sent again after its connection
+// was closed without a reply: it only reads, or a second run leaves the
+// server as the first did.
+func retrySafe(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "ping", "info", "scan", "exists", "pttl", "ttl", "pexpiretime", "type", "memory", "dbsize",
+		"get", "hgetall", "zcard", "time", "unlink", "del", "pexpire":
+		return true
+	case "script", "config":
+		args := cmd.Args()
+		if len(args) < 2 {
+			return false
+		}
+		sub, _ := args[1].(string)
+		sub = strings.ToLower(sub)
+		return sub == "load" || sub == "get" || sub == "exists"
+	}
+	return false
 }
 
 // trackedConn is a connection AbortCalls can reach; Close forgets it.
@@ -164,12 +268,14 @@ func (c *trackedSysConn) SyscallConn() (syscall.RawConn, error) {
 }
 
 // CleanupContext is a context for work after ctx may have ended (Ctrl-C,
-// an outage): not cancelled with ctx, bounded by d and, once AbortCalls
-// ran, by GraceDeadline.
+// an outage): not cancelled with ctx, bounded by d and by GraceDeadline of
+// an AbortCalls made before or after it.
 func CleanupContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	deadline := time.Now().Add(d)
 	if g, ok := GraceDeadline(); ok && g.Before(deadline) {
 		deadline = g
 	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	dctx, dcancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	ctx, cancel := untilGrace(dctx)
+	return ctx, func() { cancel(); dcancel() }
 }

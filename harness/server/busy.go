@@ -40,8 +40,6 @@ var ErrScriptUnkillable = errors.New("the script wrote and then ran on past the 
 
 // ErrForeignBusy is wrapped by the error of a call that timed out because
 // another client's script was already running: ratelab never kills it.
-//
-//lint:ignore ST1005 Redis is a proper noun
 var ErrForeignBusy = errors.New("Redis is busy running another client's script (BUSY): ratelab did not send SCRIPT KILL, as the script is not its own")
 
 // DefaultBusyThreshold is Redis's default busy-reply-threshold, assumed

@@ -123,7 +123,10 @@ func (r *Registration) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		hctx, cancel := CleanupContext(ctx, AliveEvery)
-		ok, err := r.c.SetXX(hctx, r.marker, r.value, AliveTTL).Result()
+		// PEXPIRE, not SET: Redis out of memory (noeviction) refuses SET
+		// but not PEXPIRE, and a marker that expired for it would read as
+		// the run's keys removed by someone else
+		ok, err := r.c.PExpire(hctx, r.marker, AliveTTL).Result()
 		if err == nil && !ok {
 			// someone removed it (and likely the run's keys): say so, and mark again
 			r.vanished.Store(true)

@@ -1,5 +1,7 @@
 package server
 
+import "context"
+
 // ProcIdentity is procIdentity, for the external tests.
 var ProcIdentity = procIdentity
 
@@ -8,3 +10,14 @@ var (
 	AccessProbe = accessProbe
 	AccessError = accessError
 )
+
+// ResetAbort forgets every AbortCalls, for the tests of the abort: after
+// one, every call of a tracked client in this process is cut off.
+func ResetAbort() {
+	abortedAt.Store(0)
+	graceOver.Lock()
+	defer graceOver.Unlock()
+	graceOver.cancel()
+	graceOver.ctx, graceOver.cancel = context.WithCancel(context.Background())
+	graceOver.armed = false
+}

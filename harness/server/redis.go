@@ -81,6 +81,9 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // last failure when the time is up, or the first one not worth retrying.
 func WaitReady(ctx context.Context, c redis.UniversalClient, timeout time.Duration) (version string, err error) {
 	deadline := time.Now().Add(timeout)
+	// a server just started answers within ~10 ms: asked again after 2 ms,
+	// then twice as long each time up to 20 ms
+	wait := 2 * time.Millisecond
 	for {
 		pctx, cancel := context.WithDeadline(ctx, deadline)
 		err = c.Ping(pctx).Err()
@@ -88,14 +91,15 @@ func WaitReady(ctx context.Context, c redis.UniversalClient, timeout time.Durati
 		if err == nil {
 			break
 		}
-		if !isTransient(err) || time.Now().Add(20*time.Millisecond).After(deadline) {
+		if !isTransient(err) || time.Now().Add(wait).After(deadline) {
 			return "", err
 		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 20*time.Millisecond)
 	}
 	ictx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

@@ -152,6 +152,9 @@ func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 		go func() { plain <- speaksPlainRESP(ctx, opt.Addr) }()
 	}
 	fail := func(err error) error {
+		if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C, not the connect timeout
+			return fmt.Errorf("connect to Redis at %s: %w", opt.Addr, context.Cause(ctx))
+		}
 		if opt.TLSConfig != nil && ctx.Err() != nil && <-plain {
 			return fmt.Errorf("TLS handshake with %s failed: the server answers plain Redis on this port, not TLS (use redis://)", opt.Addr)
 		}
@@ -185,6 +188,7 @@ func dialOnce(ctx context.Context, opt *redis.Options, timeout time.Duration) er
 	po.DialerRetries = 1
 	po.PoolSize = 1
 	c := redis.NewClient(&po)
+	Track(c)                         // Ctrl-C ends its wait (an untracked one held Ctrl-C the whole connect timeout)
 	defer func() { _ = c.Close() }() // a one-dial probe: its answer is the dial's error
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -207,6 +211,8 @@ func speaksPlainRESP(ctx context.Context, addr string) bool {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl) // a failure shows as the read's error
 	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) }) // Ctrl-C ends the read
+	defer stop()
 	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
 		return false
 	}
@@ -459,6 +465,7 @@ func probeSeeds(ctx context.Context, opt *redis.ClusterOptions, timeout time.Dur
 				Protocol: opt.Protocol, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 				MaxRetries: -1, DialerRetries: 1,
 			})
+			Track(c)                         // Ctrl-C ends its wait
 			defer func() { _ = c.Close() }() // a one-node probe: its answer is the ping's error
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -476,6 +483,9 @@ func probeSeeds(ctx context.Context, opt *redis.ClusterOptions, timeout time.Dur
 		}()
 	}
 	wg.Wait()
+	if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C: not the seeds' fault
+		return fmt.Errorf("connect to Redis Cluster at %s: %w", strings.Join(opt.Addrs, ","), context.Cause(ctx))
+	}
 	var msgs []string
 	same := true
 	for i, err := range errs {

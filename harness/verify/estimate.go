@@ -10,7 +10,7 @@ func (p plan) estimateBytes() int64 {
 	var total int64
 	for _, idx := range [][]int{p.virtual, p.real} {
 		for _, i := range idx {
-			total += 2 * harness.ScheduleBytes(p.trials[i].Schedule.Arrivals)
+			total += 2 * p.shapes[i].units * harness.BytesPerUnit // harness.ScheduleBytes
 		}
 	}
 	for _, i := range p.greedy {

@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -126,4 +127,42 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	if _, err := h.Allow(ctx, "k", 1, algorithms.RedisTime()); err == nil {
 		t.Error("404: no error")
 	}
+}
+
+// issue 24 item 5: an endpoint that answers every request 200 OK, each
+// later than the window, gives no decision that fits a window: verify
+// stops at once with ErrNoAnswerFits (before: HOLDS, after 102 s). The
+// endpoint is a real HTTP server on loopback.
+func TestVerifyNoAnswerFitsAWindow(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Close()
+	lim := limit.Limit{Count: 5, Window: 200 * time.Millisecond}
+	h, err := algorithms.NewHTTPLimiter("http://"+l.Addr().String()+"/", lim, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := verifyConfig(lim)
+	cfg.Timeout = 2 * time.Second
+	start := time.Now()
+	rep, err := verify.Run(ctx, nil, h, cfg)
+	took := time.Since(start)
+	if !errors.Is(err, verify.ErrNoAnswerFits) {
+		t.Fatalf("report %+v, error %v; want ErrNoAnswerFits", rep, err)
+	}
+	// 5 probes of 300 ms: bounded, not the trials' minutes
+	if took > 10*time.Second {
+		t.Errorf("took %v", took)
+	}
+	t.Logf("%v in %v", err, took.Round(time.Millisecond))
 }

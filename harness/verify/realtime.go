@@ -29,15 +29,15 @@ func (s *study) realTimeEstimate(p plan) time.Duration {
 	span := func(idx []int) time.Duration {
 		first, last, seen := time.Duration(0), time.Duration(0), false
 		for _, i := range idx {
-			a := p.trials[i].Schedule.Arrivals
-			if len(a) == 0 {
+			sh := p.shapes[i]
+			if sh.calls == 0 {
 				continue
 			}
-			if !seen || a[0].At < first {
-				first = a[0].At
+			if !seen || sh.first < first {
+				first = sh.first
 			}
-			if !seen || a[len(a)-1].At > last {
-				last = a[len(a)-1].At
+			if !seen || sh.last > last {
+				last = sh.last
 			}
 			seen = true
 		}

@@ -61,8 +61,8 @@ func (s *study) replayable(tr *trialResult) string {
 		return "it was found in real time"
 	case !s.emulated():
 		return "the target is not a script on Redis"
-	case len(tr.src.arrivals) > maxTraceRequests:
-		return fmt.Sprintf("its trace has %d requests, more than %d", len(tr.src.arrivals), maxTraceRequests)
+	case tr.src.count() > maxTraceRequests:
+		return fmt.Sprintf("its trace has %d requests, more than %d", tr.src.count(), maxTraceRequests)
 	}
 	return ""
 }
@@ -84,19 +84,27 @@ func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
 	}
 	src := s.chosen.src
 	sh := &shrinker{s: s, src: src, budget: s.cfg.shrinkBudget()}
-	if ce.Kind != measure.Violated {
-		tr, jr, err := sh.replay(ctx, src.arrivals)
+	if ce.Kind != measure.Violated || s.cfg.ShrinkBudget < 0 {
+		// replayed once, whole: a starvation or interference as found, or
+		// a violation not to be shrunk (ShrinkBudget < 0) that must still
+		// fail again to be a verdict
+		sh.budget = src.count()
+		tr, jr, err := sh.replay(ctx, src.requests())
 		if err != nil {
 			return err
 		}
 		if tr.failure == nil {
+			if ce.Kind == measure.Violated {
+				unreproduced(rep)
+				return nil
+			}
 			rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys: it is shown as found, without a trace")
 			return nil
 		}
 		ce.Trace = s.trace(src, jr, false)
 		return nil
 	}
-	s.progress("verify: shrinking the counter-example (%d requests)\n", len(src.arrivals))
+	s.progress("verify: shrinking the counter-example (%d requests)\n", src.count())
 	best, bestTR, bestJR, minimal, err := sh.run(ctx)
 	if err != nil {
 		return err
@@ -106,17 +114,15 @@ func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
 		// hold: what failed depended on something besides the limiter
 		// and its input (a call slowed on a loaded machine, a key gone on
 		// the real clock). Never a false alarm: no verdict.
-		rep.Verdict, rep.Unreproduced = measure.Inconclusive, true
-		rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys in virtual time: "+
-			"the violation depended on more than the limiter and its input (e.g. a machine too loaded for the call timeout); not a verdict, verify again")
+		unreproduced(rep)
 		return nil
 	}
-	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: len(src.arrivals)}
+	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: src.count()}
 	f := bestTR.failure
 	ce.Accepted, ce.StartUS, ce.EndUS, ce.Decisions = f.Accepted, f.StartUS, f.EndUS, f.Decisions
 	ce.Found = found
 	ce.Trace = s.trace(src, bestJR, true)
-	ce.Trace.FromRequests, ce.Trace.Replays, ce.Trace.Minimal = len(src.arrivals), sh.replays, minimal
+	ce.Trace.FromRequests, ce.Trace.Replays, ce.Trace.Minimal = src.count(), sh.replays, minimal
 	what := "minimal: no single request can be dropped"
 	if !minimal {
 		what = "the shrinking budget ran out before it was minimal"
@@ -156,7 +162,7 @@ type shrinker struct {
 // request can be dropped from it. A nil judgement: even all the requests
 // did not violate again.
 func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *trialResult, bestJR harness.JobResult, minimal bool, err error) {
-	all := sh.src.arrivals
+	all := sh.src.requests()
 	try := func(cand []scenarios.Arrival) (bool, error) {
 		tr, jr, err := sh.replay(ctx, cand)
 		if err != nil || tr.failure == nil {
@@ -300,27 +306,30 @@ func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scena
 	if err != nil {
 		return nil, jr, err
 	}
-	tr := &trialResult{mode: "virtual"}
-	all := tr.collect(t, jr, true)
-	if tr.errors > 0 {
-		return tr, jr, nil
-	}
+	j := &judgement{t: t, tr: &trialResult{mode: "virtual"}, exact: true, keep: true, sent: jr.Job.Schedule.Arrivals}
+	failed := slices.ContainsFunc(jr.Outcomes, func(o harness.Outcome) bool { return o.Err != nil })
 	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
-	switch t.Judge {
-	case scenarios.Isolation:
-		ctl, err := s.replayRun(ctx, isolationControl(scenarios.Trial{Schedule: scenarios.Schedule{Params: t.Schedule.Params, Arrivals: arrivals}}), nil, src.anchor, prefix+"control:")
+	var ctl harness.JobResult
+	switch {
+	case failed: // counted, not judged
+	case t.Judge == scenarios.Isolation:
+		ctl, err = s.replayRun(ctx, isolationControl(scenarios.Trial{Schedule: scenarios.Schedule{Params: t.Schedule.Params, Arrivals: arrivals}}), nil, src.anchor, prefix+"control:")
 		if err != nil {
 			return nil, jr, err
 		}
-		tr.judgeIsolation(t, all, (&trialResult{mode: "virtual"}).collect(t, ctl, true), own, true)
+		j.checkIsolation(own, true)
+		j.control.keep = true
+	case src.floor > 0:
+		j.checkLiveness(own, src.floor)
 	default:
-		if src.floor > 0 {
-			tr.judgeLiveness(t, all, own, src.floor)
-		} else {
-			tr.judgeSafety(t, jr, all, src.broke, src.judged, len(s.limits) > 1)
-		}
+		j.checkSafety(src.broke, src.judged)
+		j.named = len(s.limits) > 1
 	}
-	return tr, jr, nil
+	feed(j, jr)
+	if j.control != nil {
+		feed(j.control, ctl)
+	}
+	return j.finish(), jr, nil
 }
 
 // replayRun runs arrivals of trial t (nil: t's own) in virtual time on
@@ -341,7 +350,7 @@ func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []sce
 		shifted[i] = a
 	}
 	rt := t
-	rt.Greedy = nil
+	rt.Greedy, rt.Build = nil, nil
 	rt.Schedule.Arrivals = shifted
 	r := s.runner(harness.VirtualClock)
 	r.Log, r.Progress, r.Parallel = nil, nil, 1
@@ -365,4 +374,13 @@ func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []sce
 	}
 	jr.Job.Schedule.Arrivals = arrivals
 	return jr, nil
+}
+
+// unreproduced makes rep INCONCLUSIVE: its violation did not fail again
+// when its requests were replayed at the same virtual instants on fresh
+// keys, so it depended on more than the limiter and its input.
+func unreproduced(rep *measure.VerifyReport) {
+	rep.Verdict, rep.Unreproduced = measure.Inconclusive, true
+	rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys in virtual time: "+
+		"the violation depended on more than the limiter and its input (e.g. a machine too loaded for the call timeout); not a verdict, verify again")
 }

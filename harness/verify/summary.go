@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
@@ -32,6 +33,7 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("absolute key expiries (%s) compare the virtual clock with Redis's real one: not emulated in virtual time", strings.Join(found, "; ")))
 	}
 	slow, judged := 0, 0
+	var skipped int64
 	for _, fam := range scenarios.Families {
 		fr := measure.FamilyResult{Family: fam, Verdict: measure.Holds}
 		modes := map[string]bool{}
@@ -45,6 +47,7 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 					continue
 				}
 				modes[tr.mode] = true
+				skipped += tr.skipped
 				if s.addTrial(rep, &fr, t, tr, !counted) {
 					slow++
 				}
@@ -71,6 +74,10 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 		}
 		judged += fr.Trials
 		rep.Families = append(rep.Families, fr)
+	}
+	if skipped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("bursts thinned: %d requests of bursts denied %d times in a row were not sent (%d decisions made); "+
+			"a fault that needs more denials in a row than that is not reached within a burst", skipped, harness.ThinAfter, rep.Decisions))
 	}
 	if rep.Verdict == measure.Holds && (judged == 0 || slow == judged) {
 		rep.Verdict = measure.Inconclusive

@@ -2,8 +2,9 @@ package verify
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
-	"slices"
+	"hash/maphash"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -26,6 +27,44 @@ type plan struct {
 	// ttlSkipped: the target sets absolute key expiries, which virtual time
 	// cannot emulate: the TTL families are left out of virtual time.
 	ttlSkipped bool
+	// shapes are the trials' arrivals in brief (by trial): the trials
+	// make theirs on demand (scenarios.Trial.Build), when they run.
+	shapes []shape
+}
+
+// shape is a trial's arrivals in brief: how many (calls; on
+// scenarios.IsolationKey: isolated), their cost units, first and last
+// times, and a digest of them all (sameSchedule).
+type shape struct {
+	calls, isolated int
+	units           int64
+	first, last     time.Duration
+	digest          uint64
+}
+
+// shapeOf is arrivals in brief; seed keys the digest (one per plan).
+func shapeOf(arrivals []scenarios.Arrival, seed maphash.Seed) shape {
+	sh := shape{calls: len(arrivals)}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var buf [8 * 3]byte
+	for _, a := range arrivals {
+		sh.units += max(a.Cost, 1)
+		if a.Key == scenarios.IsolationKey {
+			sh.isolated++
+		}
+		binary.LittleEndian.PutUint64(buf[0:], uint64(a.At))
+		binary.LittleEndian.PutUint64(buf[8:], uint64(a.Cost))
+		binary.LittleEndian.PutUint64(buf[16:], uint64(a.Client))
+		_, _ = h.Write(buf[:])
+		_, _ = h.WriteString(a.Key)
+		_ = h.WriteByte(0)
+	}
+	if len(arrivals) > 0 {
+		sh.first, sh.last = arrivals[0].At, arrivals[len(arrivals)-1].At
+	}
+	sh.digest = h.Sum64()
+	return sh
 }
 
 // ttlFamily reports whether family fam is there to exercise key TTLs.
@@ -50,7 +89,7 @@ func (s *study) plan() plan {
 	}
 	for k, l := range s.limits {
 		params := scenarios.Params{Limit: l.Count, Window: l.Window, Seed: s.cfg.Seed}
-		for _, t := range scenarios.Adversarial(params, attack) {
+		for _, t := range scenarios.AdversarialPlan(params, attack) {
 			if len(s.limits) > 1 {
 				t.Name = fmt.Sprintf("[%s] %s", l, t.Name)
 			}
@@ -67,10 +106,12 @@ func (s *study) plan() plan {
 		least = min(least, l.Count)
 	}
 	for i := range p.trials {
-		for k := range p.trials[i].Schedule.Arrivals {
-			a := &p.trials[i].Schedule.Arrivals[k]
-			a.Cost = min(a.Cost, least)
-		}
+		p.trials[i] = atMost(p.trials[i], least)
+	}
+	seed := maphash.MakeSeed()
+	p.shapes = make([]shape, len(p.trials))
+	for i, t := range p.trials {
+		p.shapes[i] = shapeOf(t.Arrivals(), seed) // one trial's arrivals at a time
 	}
 	for i, t := range p.trials {
 		switch {
@@ -95,6 +136,22 @@ func (s *study) plan() plan {
 		}
 	}
 	return p
+}
+
+// atMost is trial t with its costs at most least.
+func atMost(t scenarios.Trial, least int64) scenarios.Trial {
+	clamp := func(arrivals []scenarios.Arrival) []scenarios.Arrival {
+		for k := range arrivals {
+			arrivals[k].Cost = min(arrivals[k].Cost, least)
+		}
+		return arrivals
+	}
+	if build := t.Build; build != nil {
+		t.Build = func() []scenarios.Arrival { return clamp(build()) }
+		return t
+	}
+	clamp(t.Schedule.Arrivals)
+	return t
 }
 
 // readsRedisTime reports a script that reads Redis TIME itself (run on
@@ -175,7 +232,8 @@ const (
 // their judgements in results. In virtual time the calls are pipelined and
 // key TTLs run on the virtual clock (harness.Runner.Pipeline, Expiry), and
 // isolation trials run a control beside them: the same requests on a fresh
-// key alone. A target without Redis keys (or not algorithms.Scripted) in
+// key alone; the safety trials' mostly denied bursts are thinned (thinned:
+// their results hold only what was sent). A target without Redis keys (or not algorithms.Scripted) in
 // virtual time goes one call at a time with real TTLs: a trial that took
 // half a window or more of real time is run again alone, and stays
 // unjudged if still slow.
@@ -185,25 +243,36 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 	}
 	virtual := clock == harness.VirtualClock
 	jobs := make([]harness.Job, 0, len(idx))
-	control := map[int]int{} // trial -> its control job
-	run := map[int]int{}     // trial -> the job whose outcomes it is judged on
-	var distinct []int       // trials with a job of their own
+	judged := map[int]*judgement{} // trial -> its judgement, its job's Sink
+	var distinct []int             // trials with a job of their own
+	var sinks []fanOut             // by job
+	jobOf := map[int]int{}         // trial -> its job
 next:
 	for _, i := range idx {
-		for _, j := range distinct {
-			if virtual && sameSchedule(p.trials[j], p.trials[i]) {
-				run[i] = run[j] // overload's safety and liveness: run once, judged twice
+		judged[i] = s.judgement(p.trials[i], virtual, virtual && p.trials[i].Judge == scenarios.Isolation)
+		for k, j := range distinct {
+			if virtual && sameSchedule(p, j, i) {
+				sinks[k] = append(sinks[k], judged[i]) // overload's safety and liveness: run once, judged twice
+				jobs[k].Thin = jobs[k].Thin && s.thinned(p.trials[i])
+				jobOf[i] = k
 				continue next
 			}
 		}
-		run[i] = len(jobs)
 		distinct = append(distinct, i)
+		sinks = append(sinks, fanOut{judged[i]})
 		jobs = append(jobs, s.job(p.trials[i], fmt.Sprintf("%s%d:", s.prefix, i)))
+		jobOf[i] = len(jobs) - 1
+		jobs[len(jobs)-1].Thin = virtual && s.thinned(p.trials[i])
+		jobs[len(jobs)-1].Calls = p.shapes[i].calls
+	}
+	for k := range jobs {
+		jobs[k].Sink = sinks[k]
 	}
 	for _, i := range idx {
-		if virtual && p.trials[i].Judge == scenarios.Isolation {
-			control[i] = len(jobs)
-			jobs = append(jobs, s.job(isolationControl(p.trials[i]), fmt.Sprintf("%s%d:control:", s.prefix, i)))
+		if c := judged[i].control; c != nil {
+			job := s.job(isolationControl(p.trials[i]), fmt.Sprintf("%s%d:control:", s.prefix, i))
+			job.Sink, job.Calls = c, p.shapes[i].isolated
+			jobs = append(jobs, job)
 		}
 	}
 	r := s.runner(clock)
@@ -216,15 +285,11 @@ next:
 	}
 	var slow []int
 	for _, i := range idx {
-		k := run[i]
-		if k >= len(jrs) {
-			continue
+		if len(jrs) < len(jobs) {
+			break // no run (a real-time anchor that could not be read)
 		}
-		var ctl *harness.JobResult
-		if c, ok := control[i]; ok && c < len(jrs) {
-			ctl = &jrs[c]
-		}
-		results[i] = s.judge(p.trials[i], jrs[k], ctl, virtual)
+		results[i] = judged[i].finish()
+		results[i].skipped = jrs[jobOf[i]].Skipped
 		if results[i].slow {
 			slow = append(slow, i)
 		}
@@ -235,14 +300,31 @@ next:
 	r.Parallel = 1
 	again := make([]harness.Job, len(slow))
 	for n, i := range slow {
+		judged[i] = s.judgement(p.trials[i], virtual, false)
 		again[n] = s.job(p.trials[i], fmt.Sprintf("%sretry:%d:", s.prefix, i))
+		again[n].Sink, again[n].Calls = judged[i], p.shapes[i].calls
 	}
 	jrs, err = r.Execute(ctx, again)
-	for n, jr := range jrs {
+	for n := range jrs {
 		i := slow[n]
-		results[i] = s.judge(p.trials[i], jr, nil, virtual)
+		results[i] = judged[i].finish()
 	}
 	return err
+}
+
+// ThinMinLimit is the smallest limit whose trials are thinned
+// (harness.Job.Thin: a burst mostly denied is probed, not sent whole);
+// under it every trial sends every request.
+const ThinMinLimit = 1000
+
+// thinned reports whether trial t's bursts are thinned in virtual time:
+// a safety trial of a burst family (not the dense stream: its point is
+// every phase), at a limit of ThinMinLimit or more, unless
+// Config.FullBursts. Liveness and isolation trials (and the controls),
+// the adaptive families and real-time runs send every request.
+func (s *study) thinned(t scenarios.Trial) bool {
+	return !s.cfg.FullBursts && t.Judge == scenarios.Safety && t.Family != scenarios.DenseFamily && !t.Adaptive() &&
+		t.Schedule.Params.Limit >= ThinMinLimit
 }
 
 // runner is the harness.Runner of the trials on clock.
@@ -269,20 +351,28 @@ func (s *study) emulated() bool {
 // isolationControl is the control of isolation trial t: its requests on
 // scenarios.IsolationKey alone, at the same times, on keys of their own.
 func isolationControl(t scenarios.Trial) scenarios.Trial {
-	c := t
-	c.Schedule.Arrivals = nil
-	for _, a := range t.Schedule.Arrivals {
-		if a.Key == scenarios.IsolationKey {
-			c.Schedule.Arrivals = append(c.Schedule.Arrivals, a)
+	alone := func(arrivals []scenarios.Arrival) []scenarios.Arrival {
+		var out []scenarios.Arrival
+		for _, a := range arrivals {
+			if a.Key == scenarios.IsolationKey {
+				out = append(out, a)
+			}
 		}
+		return out
 	}
+	c := t
+	if build := t.Build; build != nil {
+		c.Build = func() []scenarios.Arrival { return alone(build()) }
+		return c
+	}
+	c.Schedule.Arrivals = alone(t.Schedule.Arrivals)
 	return c
 }
 
 // job is trial t against the target, on keys under prefix.
 func (s *study) job(t scenarios.Trial, prefix string) harness.Job {
 	l := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
-	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Skew: t.Skew, Prefix: prefix}
+	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Build: t.Build, Calls: len(t.Schedule.Arrivals), Skew: t.Skew, Prefix: prefix}
 }
 
 func (s *study) progress(format string, args ...any) {
@@ -311,9 +401,10 @@ func sequentialSubset(trials []scenarios.Trial, idx []int) []int {
 	return out
 }
 
-// sameSchedule reports whether trials a and b send the same arrivals the
-// same way (same family, no skew), so one run can be judged for both.
-func sameSchedule(a, b scenarios.Trial) bool {
-	return a.Family == b.Family && len(a.Skew) == 0 && len(b.Skew) == 0 &&
-		slices.Equal(a.Schedule.Arrivals, b.Schedule.Arrivals)
+// sameSchedule reports whether trials a and b of p send the same
+// arrivals the same way (same family, no skew, the same arrivals by their
+// digest), so one run can be judged for both.
+func sameSchedule(p plan, a, b int) bool {
+	ta, tb := p.trials[a], p.trials[b]
+	return ta.Family == tb.Family && len(ta.Skew) == 0 && len(tb.Skew) == 0 && p.shapes[a] == p.shapes[b]
 }

@@ -1,7 +1,7 @@
 // Package verify proves or refutes "never more than Limit in any Window" for
 // one rate limiter — a built-in algorithm, a user's Lua script or an HTTP
 // endpoint — by driving it with every adversarial family of
-// scenarios.Adversarial and judging what it accepted: the study behind
+// scenarios.AdversarialPlan and judging what it accepted: the study behind
 // `ratelab verify`, the CI gate.
 //
 // A target that takes an injected clock runs every family in virtual time:
@@ -16,6 +16,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -139,6 +140,12 @@ type Config struct {
 	// Redis that hangs still ends the verification (a *harness.StallError,
 	// never a verdict). Set it when the user did not choose the timeout.
 	AdaptTimeout bool
+	// FullBursts sends every request of every trial. False: at a limit of
+	// ThinMinLimit or more, the safety trials' bursts that a limiter
+	// denies ThinAfter times in a row are probed instead of sent whole
+	// (harness.Job.Thin; docs/verify.md says what that keeps and what it
+	// may miss), which roughly halves the decisions of the burst families.
+	FullBursts bool
 	// NoDefaults refuses a zero Timeout, MaxOutage or Clients instead of
 	// taking the default: for a caller, such as a command line, whose
 	// values already carry their defaults, so that a zero is a mistake.
@@ -288,7 +295,26 @@ func (c Config) skewDelta() time.Duration {
 // and the command that removes them (harness.Session.RemoveKeysOrSay), and
 // they expire with their TTLs. Concurrent calls are safe when their RunIDs
 // differ (an empty RunID is a fresh one).
+//
+// An error, or the first failed call of an inconclusive report, that a
+// state of the server caused (out of memory, a read-only replica, the
+// connection closed by the server) names that state first
+// (harness.Explain).
 func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
+	rep, err := run(ctx, rd, lim, cfg)
+	if rd == nil {
+		return rep, err
+	}
+	if rep != nil && rep.Errors > 0 && len(rep.ErrorSamples) > 0 {
+		first := errors.New(rep.ErrorSamples[0])
+		if ce := server.Cause(first); ce != nil {
+			rep.ErrorSamples[0] = harness.Explain(ctx, rd, first).Error() // with the figures
+		}
+	}
+	return rep, harness.Explain(ctx, rd, err)
+}
+
+func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -339,6 +365,9 @@ func Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}
+	}
+	if err == nil && !st.caps.InjectsTime {
+		err = st.answersFit(ctx, time.Since(sent), probeBound)
 	}
 	if err != nil {
 		return nil, harness.GuardErr(guard, err)
@@ -442,4 +471,43 @@ func (s *study) limitsDesc() string {
 		parts[i] = l.String()
 	}
 	return strings.Join(parts, " and ")
+}
+
+// fitProbes is how many probe calls answersFit makes at most.
+const fitProbes = 5
+
+// ErrNoAnswerFits is wrapped by the error of a verification whose target
+// answered no probe call within the shortest window.
+var ErrNoAnswerFits = errors.New("no answer fit one window")
+
+// answersFit checks that a target judged on the wall clock (one that does
+// not take an injected time: an HTTP endpoint, a script on Redis's clock)
+// can answer within the shortest window: a decision is placed in time
+// between its call's send and its answer, so a target whose every answer
+// takes a window or longer gives nothing that can be judged, and its
+// trials would only run long to say HOLDS. took is the first probe's
+// round trip; up to fitProbes-1 more are made (each bounded by bound) until
+// one answers within the window. Errors: a probe call's error, or one
+// wrapping ErrNoAnswerFits.
+func (s *study) answersFit(ctx context.Context, took, bound time.Duration) error {
+	w := s.limit.Window
+	for _, l := range s.limits {
+		w = min(w, l.Window)
+	}
+	fastest := took
+	for i := 1; i < fitProbes && fastest >= w; i++ {
+		pctx, cancel := context.WithTimeout(ctx, bound)
+		sent := time.Now()
+		_, err := s.lim.Allow(pctx, fmt.Sprintf("%s{probe%d}", s.prefix, i), 1, algorithms.At(harness.VirtualEpoch))
+		cancel()
+		if err != nil {
+			return err
+		}
+		fastest = min(fastest, time.Since(sent))
+	}
+	if fastest < w {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %d probe calls each took a window (%s) or longer (the fastest %s), so no decision can be placed in a window and nothing could be judged; verify it with a longer window",
+		s.lim.Name(), ErrNoAnswerFits, fitProbes, w, fastest.Round(time.Millisecond))
 }

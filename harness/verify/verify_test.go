@@ -340,3 +340,28 @@ func TestVerifySeveralLimits(t *testing.T) {
 		t.Fatalf("sliding-log 5/1s against 5/1s and 300/1m: %v %s %+v", err, rep.Verdict, rep.CounterExample)
 	}
 }
+
+// A negative shrinking budget shows the counter-example as found, not
+// shrunk, yet replays it once: a fixed window is still VIOLATED, its trace
+// as long as what was found (before: the first replay was refused and the
+// violation came out INCONCLUSIVE).
+func TestVerifyNoShrink(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	lim, err := algorithms.New("fixed-window", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := verifyConfig(l)
+	cfg.ShrinkBudget = -1
+	rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce := rep.CounterExample
+	if rep.Verdict != measure.Violated || ce == nil || ce.Trace == nil {
+		t.Fatalf("verdict %s, counter-example %+v; want violated with a trace", rep.Verdict, ce)
+	}
+	if ce.Found != nil || ce.Trace.Minimal || len(ce.Trace.Requests) <= int(l.Count)+1 {
+		t.Errorf("trace of %d requests, found %+v, minimal %v: want the trace as found, not shrunk", len(ce.Trace.Requests), ce.Found, ce.Trace.Minimal)
+	}
+}

@@ -1,0 +1,73 @@
+// Package cleanup finds, lists and removes what killed ratelab runs left
+// on a Redis: their keys (server.FindLeftovers), the ACL users of their
+// script guards (server.FindGuardUsers) and, on this machine, the
+// temporary directories of their local clusters (engine.SweepClusterDirs).
+package cleanup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// Run lists on w what killed runs left on rd that cfg selects, and with
+// remove removes it: the keys of runs that are over (reports.WriteLeftovers),
+// the guards' ACL users whose run is over, and this machine's cluster
+// directories of killed runs. A live run's keys and users are left alone;
+// live says whether cfg.Run names a run that is still running. Errors say
+// what failed ("removed 3 keys, then: ...", "ACL USERS: ..."); w's errors
+// are returned as they are.
+func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove bool, w io.Writer) (live bool, err error) {
+	runs, err := server.FindLeftovers(ctx, rd.Client, cfg)
+	if err != nil {
+		return false, err
+	}
+	removed := 0
+	if remove {
+		removed, err = server.RemoveLeftovers(ctx, rd.Client, runs)
+		if err != nil {
+			return false, fmt.Errorf("removed %d keys, then: %w", removed, err)
+		}
+	}
+	if err := reports.WriteLeftovers(w, runs, remove, removed); err != nil {
+		return false, err
+	}
+	users, err := server.FindGuardUsers(ctx, rd.Client, cfg)
+	if err != nil {
+		return false, fmt.Errorf("ACL USERS: %w", err)
+	}
+	if err := cleanUsers(ctx, w, rd, users, remove); err != nil {
+		return false, err
+	}
+	if remove { // the temporary directories of --redis cluster runs that were killed
+		for _, d := range engine.SweepClusterDirs() {
+			fmt.Fprintf(w, "removed %s (a killed --redis cluster run's)\n", d)
+		}
+	}
+	return cfg.Run != "" && slices.ContainsFunc(runs, func(l server.Leftover) bool { return l.Live }), nil
+}
+
+// cleanUsers, with remove, removes the guards' ACL users whose run is
+// over, and lists them all on w.
+func cleanUsers(ctx context.Context, w io.Writer, rd *server.Redis, users []server.GuardUser, remove bool) error {
+	var err error
+	if remove {
+		_, err = server.RemoveGuardUsers(ctx, rd.Client, users) // marks those found live since
+	}
+	for _, u := range users {
+		state := "its run is over: remove it with --yes"
+		switch {
+		case u.Live:
+			state = "its run is still running: left alone"
+		case remove && err == nil:
+			state = "removed"
+		}
+		fmt.Fprintf(w, "ACL user %s (run %s): %s\n", u.Name, u.RunID, state)
+	}
+	return err
+}

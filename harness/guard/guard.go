@@ -1,0 +1,159 @@
+// Package guard protects the user's Redis from the user's scripts (issue
+// 14, server.GuardScript): on a Redis ratelab did not start, the scripts'
+// calls run as a temporary ACL user limited to the run's keys, unless the
+// user trusts them; before that, each script is tried on a throwaway
+// redis-server (Probe), so that one that would keep the user's Redis busy
+// is refused before it runs there.
+package guard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// Mode says how the user's scripts run on the command's Redis.
+type Mode int
+
+const (
+	// Unguarded: no script, or a Redis ratelab started (the scripts may do
+	// anything there).
+	Unguarded Mode = iota
+	// Trusted: on the user's own Redis, trusted by the user: the scripts
+	// run with the connection's rights.
+	Trusted
+	// Guarded: on the user's own Redis, as a temporary ACL user that may
+	// touch only the run's keys.
+	Guarded
+)
+
+// Scripts is the connection the user's scripts run on under guard. The
+// nil *Scripts is no guard: On returns the caller's connection and Close
+// does nothing. Safe for concurrent use.
+type Scripts struct {
+	g      *server.Guard
+	ctx    context.Context // Open's, for Close
+	stderr io.Writer
+}
+
+// Open guards the scripts among specs on rd for the run runID
+// (server.GuardScript; trust lifts the guard; viaLimiter says whether the
+// command sends the scripts' calls through the limiter, as run and verify
+// do) after Probe tried them. It returns the Redis the command must use
+// from then on (rd, or rd seen through the guard, so that pipelined calls
+// are guarded too), the guard (nil when none: no script, rd nil, a server
+// ratelab started, or trusted) and how the scripts run. The caller closes
+// the guard. Errors: server.GuardScript's (field "script" when rd cannot
+// guard the script, "redis" when creating the user failed) and Probe's.
+func Open(ctx context.Context, rd *server.Redis, specs []targets.Spec, runID string, trust, viaLimiter bool, stderr io.Writer) (*server.Redis, *Scripts, Mode, error) {
+	if !targets.HasScript(specs) || rd == nil {
+		return rd, nil, Unguarded, nil
+	}
+	g, err := server.GuardScript(ctx, rd, runID, trust, viaLimiter)
+	switch {
+	case err != nil:
+		return nil, nil, Unguarded, err
+	case g == nil && trust && !server.Started(rd):
+		return rd, nil, Trusted, nil
+	case g == nil:
+		return rd, nil, Unguarded, nil
+	}
+	if err := Probe(ctx, specs, stderr); err != nil {
+		_ = g.Close(ctx) // refused before any call: the user goes with it
+		return nil, nil, Unguarded, err
+	}
+	return g.Redis(rd), &Scripts{g: g, ctx: ctx, stderr: stderr}, Guarded, nil
+}
+
+// On is the connection spec s runs on: the guarded one when s is a script
+// under guard, else rdb.
+func (s *Scripts) On(rdb redis.Scripter, spec targets.Spec) redis.Scripter {
+	if s != nil && spec.Script != "" {
+		return s.g.Client
+	}
+	return rdb
+}
+
+// Close removes the temporary ACL user, within Open's ctx; when that
+// fails, stderr says the user may be left on the Redis.
+func (s *Scripts) Close() {
+	if s == nil {
+		return
+	}
+	if err := s.g.Close(s.ctx); err != nil {
+		fmt.Fprintf(s.stderr, "ratelab: the script's temporary ACL user may be left on your Redis: %v\n", err)
+	}
+}
+
+// ProbeCalls and ProbeBound: the user's scripts are tried ProbeCalls times
+// each on a throwaway redis-server, each call bounded by ProbeBound, before
+// they run on the user's Redis (server.ProbeScript).
+const (
+	ProbeCalls = 8
+	ProbeBound = time.Second
+)
+
+// RefusedError is Probe's refusal of the script named Name: Err is the
+// field error ("script: ...") saying why.
+type RefusedError struct {
+	Name string
+	Err  error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Probe tries the scripts among specs on a throwaway redis-server (issue
+// 24 item 3): one that writes and then runs past ProbeBound would leave the
+// user's Redis answering BUSY to everyone (SCRIPT KILL cannot stop it), so
+// it is refused with a *RefusedError. A script that cannot be built for the
+// probe's limit is a *targets.SpecError. Without redis-server on PATH, or
+// when the throwaway server fails, nothing is refused, and stderr says so.
+func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		fmt.Fprintln(stderr, "ratelab: redis-server is not on PATH: your script is not tried on a throwaway Redis first")
+		return nil
+	}
+	p, err := engine.OpenWith(ctx, "exec", engine.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "ratelab: your script is not tried on a throwaway Redis first: %v\n", err)
+		return nil
+	}
+	defer func() { _ = p.Close() }() // ratelab's throwaway server
+	l := limit.Limit{Count: 10, Window: time.Second}
+	for _, s := range specs {
+		if s.Script == "" {
+			continue
+		}
+		lim, err := s.Build(p.Client, l)
+		if err != nil {
+			return &targets.SpecError{Spec: s, Err: err}
+		}
+		seq := 0
+		_, err = server.ProbeScript(ctx, p, ProbeCalls, ProbeBound, func(ctx context.Context, _ redis.UniversalClient) error {
+			seq++
+			_, err := lim.Allow(ctx, "ratelab:probe:{k"+strconv.Itoa(seq%3)+"}", 1, algorithms.At(harness.VirtualEpoch.Add(time.Duration(seq)*100*time.Millisecond)))
+			return err
+		})
+		if name, _ := field.Name(err); name == "script" {
+			return &RefusedError{Name: s.Name, Err: err}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "ratelab: your script could not be tried on a throwaway Redis: %v\n", err)
+		}
+	}
+	return nil
+}

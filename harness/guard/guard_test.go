@@ -1,0 +1,71 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// Probe refuses a script that writes and then loops (it would wedge the
+// user's Redis), naming it; a well-behaved script and a built-in pass.
+func TestProbe(t *testing.T) {
+	dir := t.TempDir()
+	script := func(name, src string) targets.Spec {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := targets.Load(targets.Given{Scripts: []string{p}, BesideBuiltins: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specs[0]
+	}
+	for _, tc := range []struct {
+		name   string
+		spec   targets.Spec
+		refuse bool
+	}{
+		{"writes then loops", script("wedge.lua", "local n = redis.call('INCR', KEYS[1])\nif n >= 2 then while true do end end\nreturn 1\n"), true},
+		{"well-behaved", script("good.lua", "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], 1000)\nif n <= 10 then return 1 end\nreturn 0\n"), false},
+		{"built-in", targets.Spec{Algorithm: "fixed-window"}, false},
+	} {
+		var stderr bytes.Buffer
+		err := Probe(context.Background(), []targets.Spec{tc.spec}, &stderr)
+		var refused *RefusedError
+		switch {
+		case tc.refuse && (!errors.As(err, &refused) || refused.Name != tc.spec.Name):
+			t.Errorf("%s: got %v, want a RefusedError naming %s", tc.name, err, tc.spec.Name)
+		case tc.refuse:
+			if name, _ := field.Name(err); name != "script" {
+				t.Errorf("%s: %v names %q, want the field script", tc.name, err, name)
+			}
+		case err != nil:
+			t.Errorf("%s: %v (stderr %s)", tc.name, err, stderr.String())
+		}
+	}
+}
+
+// The nil guard: the caller's connection, for every target, and a Close
+// that does nothing; Open without a script guards nothing.
+func TestNoGuard(t *testing.T) {
+	var g *Scripts
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	if got := g.On(rdb, targets.Spec{Script: "x.lua"}); got != rdb {
+		t.Errorf("nil guard: On = %v, want the caller's connection", got)
+	}
+	g.Close()
+	rd, g, mode, err := Open(context.Background(), nil, []targets.Spec{{Algorithm: "fixed-window"}}, "run", false, true, nil)
+	if rd != nil || g != nil || mode != Unguarded || err != nil {
+		t.Errorf("Open without a script: %v %v %v %v", rd, g, mode, err)
+	}
+}

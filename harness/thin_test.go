@@ -1,0 +1,109 @@
+package harness_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/scenarios"
+)
+
+// burstAt is n cost-1 arrivals on UserKey from start, step apart.
+func burstAt(start time.Duration, n int, step time.Duration) []scenarios.Arrival {
+	out := make([]scenarios.Arrival, n)
+	for i := range out {
+		out[i] = scenarios.Arrival{At: start + time.Duration(i)*step, Key: scenarios.UserKey, Cost: 1}
+	}
+	return out
+}
+
+// Thinning sends a mostly denied burst as ThinAfter denials and probes,
+// always its last arrival; the outcomes are those of the arrivals sent
+// (their Seq index the schedule) and JobResult.Skipped counts the rest; a limiter that accepts again mid-burst is sent
+// every arrival from the first accepted probe on, so at most a stride
+// (L/64) of what the whole burst would have had accepted is lost. Runs
+// without Thin, or not pipelined, send everything.
+func TestThinBursts(t *testing.T) {
+	const L = 2000
+	w := time.Hour
+	us := time.Microsecond
+	l := limit.Limit{Count: L, Window: w}
+	// the second burst in the first one's window: all denied
+	denied := append(burstAt(-w/2, L, us), burstAt(0, L, us)...)
+	// the second burst straddles an epoch-aligned boundary: its first half
+	// is denied by a fixed window, its second half accepted
+	straddle := append(burstAt(-w/2, L, us), burstAt(-L/2*us, L, us)...)
+	cases := []struct {
+		name     string
+		alg      string
+		arr      []scenarios.Arrival
+		thin     bool
+		pipeline int
+		maxSent  int   // sent at most (0: all of them)
+		accepted int64 // at least
+		maxInW   int64 // max in a window, at least
+	}{
+		// sliding log: L accepted, then 256 denials and ~70 probes
+		{"denied burst thinned", "sliding-log", denied, true, 256, L + harness.ThinAfter + 80, L, L},
+		{"denied burst whole without Thin", "sliding-log", denied, false, 256, 0, L, L},
+		{"not pipelined: Thin ignored", "sliding-log", denied, true, 0, 0, L, L},
+		// a fixed window accepts again at the boundary: a probe at most L/64
+		// after it finds it, and every arrival after that probe is sent
+		{"fixed window reopens mid-burst", "fixed-window", straddle, true, 256, L + L/2 + harness.ThinAfter + 40, L + L/2 - L/64, L + L/2 - L/64},
+		{"fixed window whole", "fixed-window", straddle, false, 256, 0, L + L/2, L + L/2},
+	}
+	for k, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lim, err := algorithms.New(c.alg, srv.Client(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sched := scenarios.Schedule{Scenario: "thin", Params: scenarios.Params{Limit: L, Window: w}, Arrivals: c.arr}
+			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: c.pipeline}
+			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Thin: c.thin,
+				Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), k)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jr := jrs[0]
+			sent := make([]scenarios.Arrival, 0, len(jr.Outcomes))
+			var acc int64
+			var events []measure.Event
+			last := -1 // the outcomes' Seq index the schedule, rising: the sent arrivals are a subsequence
+			for i, o := range jr.Outcomes {
+				if o.Err != nil {
+					t.Fatalf("outcome %d: %v", i, o.Err)
+				}
+				if o.Seq <= last || o.Seq >= len(c.arr) || o.Arrival != c.arr[o.Seq] {
+					t.Fatalf("outcome %d: Seq %d, arrival %+v: not the schedule's arrival after Seq %d", i, o.Seq, o.Arrival, last)
+				}
+				last = o.Seq
+				sent = append(sent, o.Arrival)
+				if o.Decision.Allowed {
+					acc++
+					events = append(events, measure.Event{At: o.Arrival.At, Cost: 1})
+				}
+			}
+			if got := int64(len(c.arr) - len(sent)); jr.Skipped != got {
+				t.Errorf("Skipped %d, want %d (of %d, %d sent)", jr.Skipped, got, len(c.arr), len(sent))
+			}
+			if sent[len(sent)-1] != c.arr[len(c.arr)-1] {
+				t.Errorf("the last arrival %+v was not sent", c.arr[len(c.arr)-1])
+			}
+			maxW, _ := measure.MaxInWindow(events, w)
+			switch {
+			case c.maxSent == 0 && len(sent) != len(c.arr):
+				t.Errorf("sent %d of %d, want all", len(sent), len(c.arr))
+			case c.maxSent > 0 && len(sent) > c.maxSent:
+				t.Errorf("sent %d of %d, want at most %d", len(sent), len(c.arr), c.maxSent)
+			case acc < c.accepted || maxW < c.maxInW:
+				t.Errorf("accepted %d, max in a window %d; want at least %d and %d", acc, maxW, c.accepted, c.maxInW)
+			}
+			t.Logf("sent %d of %d, accepted %d, max in a window %d", len(sent), len(c.arr), acc, maxW)
+		})
+	}
+}

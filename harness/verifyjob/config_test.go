@@ -1,0 +1,55 @@
+package verifyjob
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// TargetConfig takes the caller's limits unless only the target file has
+// some, and says whose limits were wrong: a field error for the caller's,
+// a *FileError for the file's.
+func TestTargetConfig(t *testing.T) {
+	base := verify.Config{Clients: 8, Timeout: time.Second, MaxOutage: time.Second, Seed: 1}
+	ten := []limit.Limit{{Count: 10, Window: time.Second}}
+	two := []limit.Limit{{Count: 10, Window: time.Second}, {Count: 100, Window: time.Minute}}
+	fw := targets.Spec{Algorithm: "fixed-window"}
+	fileFW := targets.Spec{Algorithm: "fixed-window", From: "ratelab.yaml", Limits: two}
+	for _, c := range []struct {
+		name      string
+		spec      targets.Spec
+		ls        Limits
+		wantLimit int    // limits in the Config, when no error
+		wantField string // the field error's name, "" for none
+		wantFile  bool   // the error is a *FileError
+	}{
+		{"given", fw, Limits{Given: ten, Gave: true, Precision: time.Millisecond}, 1, "", false},
+		{"none", fw, Limits{Window: time.Second}, 0, "limit", false},
+		{"file's, too many", fileFW, Limits{}, 0, "limits", true},
+		{"given over the file's", fileFW, Limits{Given: ten, Gave: true}, 1, "", false},
+		{"given, too many", fw, Limits{Given: two, Gave: true}, 0, "limits", false},
+		{"bucketed-hash: several", targets.Spec{Algorithm: "bucketed-hash"}, Limits{Given: two, Gave: true}, 2, "", false},
+	} {
+		cfg, err := TargetConfig(base, c.spec, c.ls)
+		name, _ := field.Name(err)
+		var fe *FileError
+		if name != c.wantField || errors.As(err, &fe) != c.wantFile {
+			t.Errorf("%s: error %v (field %q), want field %q, file %v", c.name, err, name, c.wantField, c.wantFile)
+			continue
+		}
+		if fe != nil && fe.File != "ratelab.yaml" {
+			t.Errorf("%s: file %q", c.name, fe.File)
+		}
+		if err != nil {
+			continue
+		}
+		if len(cfg.Limits) != c.wantLimit || !cfg.NoDefaults || cfg.Budget != -1 || cfg.Limits[0].Precision != c.ls.Precision {
+			t.Errorf("%s: got %+v", c.name, cfg)
+		}
+	}
+}

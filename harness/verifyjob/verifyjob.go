@@ -1,0 +1,91 @@
+// Package verifyjob runs one target's verification as `ratelab verify`
+// does, with the files it leaves: the results directory, the decision
+// file, verify.json and report.html (reports.FinishVerify), and the
+// counter-example's trace as a traffic file.
+package verifyjob
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
+)
+
+// TraceCSV is the traffic file of the counter-example's trace beside
+// verify.json.
+const TraceCSV = "counter-example.csv"
+
+// Job is one target's verification and where its files go.
+type Job struct {
+	// Config is verify.Run's; Run sets its Log and Progress.
+	Config verify.Config
+	// Target is recorded in the report (measure.VerifyReport.TargetSpec),
+	// complete or not; nil records none.
+	Target *measure.TargetSpec
+	// Out is the results directory, created when missing; "" writes no
+	// files but the decision file.
+	Out string
+	// Decisions is the decision file (reports.CreateDecisionFile); ""
+	// for none.
+	Decisions string
+}
+
+// Run verifies lim on rd (nil for an HTTP target) with j.Config, its
+// progress on progress, and writes j's files. It returns the report
+// (valid when runErr is nil), runErr, the verification's error with the
+// decision file's joined (j.Out's verify.json then says why it stopped,
+// marked incomplete), and werr, the error creating or writing the files:
+// a *field.Error naming "out" or "decisions" when they could not be
+// created, and then nothing ran; or the trace's, and then nothing more was
+// written. Not safe for concurrent use on one Out.
+func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (rep *measure.VerifyReport, runErr, werr error) {
+	cfg := j.Config
+	if j.Out != "" {
+		// created before the run, as the decision log used to create it
+		if err := os.MkdirAll(j.Out, 0o755); err != nil {
+			return nil, nil, field.Errorf("out", "%w", err)
+		}
+	}
+	if j.Decisions != "" {
+		var err error
+		if cfg.Log, err = reports.CreateDecisionFile(j.Decisions); err != nil {
+			return nil, nil, err
+		}
+	}
+	cfg.Progress = progress
+	started := time.Now()
+	rep, err := verify.Run(ctx, rd, lim, cfg)
+	if rep != nil {
+		rep.TargetSpec = j.Target
+		if err := writeTraceCSV(j.Out, rep.CounterExample); err != nil {
+			return nil, nil, err
+		}
+	}
+	runErr, werr = reports.FinishVerify(j.Out, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
+		inc := verify.Incomplete(rd, lim, cfg, started, err)
+		inc.TargetSpec = j.Target
+		return inc
+	})
+	return rep, runErr, werr
+}
+
+// writeTraceCSV writes the trace of ce (if any) to dir's TraceCSV and
+// names it in the trace; nothing when dir is "" or there is no trace.
+func writeTraceCSV(dir string, ce *measure.CounterExample) error {
+	if dir == "" || ce == nil || ce.Trace == nil {
+		return nil
+	}
+	if err := reports.WriteFile(filepath.Join(dir, TraceCSV), ce.Trace.WriteCSV); err != nil {
+		return err
+	}
+	ce.Trace.CSV = TraceCSV
+	return nil
+}
