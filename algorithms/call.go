@@ -26,11 +26,19 @@ type Capabilities struct {
 	// UsesKeys: the key passed to Allow selects its state. False (an HTTP
 	// endpoint without {key}): every key shares one limit.
 	UsesKeys bool
+	// LoopFree: every script the limiter sends is one of ratelab's own or a
+	// peer library's, without loops over unbounded input, so a call that
+	// timed out never leaves it running until Redis's busy-reply-threshold:
+	// the harness does not look for a script of its own to SCRIPT KILL
+	// (which waits for that threshold, 5 s by default, on a server that
+	// hangs). False (a user's script): it may loop, and a timed-out call
+	// is followed by that look.
+	LoopFree bool
 }
 
 // builtIn is the capability set of ratelab's own scripts: injected µs
-// clock, weighted cost, one state per key.
-var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true}
+// clock, weighted cost, one state per key, no loops.
+var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true, LoopFree: true}
 
 // ScriptCall is the one Lua script call a Scripted limiter makes for one
 // decision: EVALSHA Script.Hash() with Keys and Args (EVAL of the source

@@ -322,7 +322,7 @@ func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algori
 	defer cancel()
 	sent := time.Now()
 	cmds, err := st.pipe.Exec(cctx, calls)
-	if err != nil && bound > 0 && server.IsTimeout(err) {
+	if err != nil && bound > 0 && server.IsTimeout(err) && !st.s.Capabilities().LoopFree {
 		r.killBusy(ctx, sent)
 	}
 	if err == nil {

@@ -490,7 +490,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
 	o.Recv = time.Now()
 	cancel()
-	if o.Err != nil && bound > 0 && r.Redis != nil && server.IsTimeout(o.Err) {
+	if o.Err != nil && bound > 0 && r.Redis != nil && server.IsTimeout(o.Err) && !j.Limiter.Capabilities().LoopFree {
 		r.killBusy(ctx, o.Sent)
 	}
 	if o.Err == nil {

@@ -357,7 +357,7 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	sent := time.Now()
 	_, err = lim.Allow(pctx, st.prefix+"{probe}", 1, algorithms.At(harness.VirtualEpoch))
 	cancel()
-	if err != nil && rd != nil && server.IsTimeout(err) {
+	if err != nil && rd != nil && server.IsTimeout(err) && !st.caps.LoopFree {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
 		// (only if it is ratelab's: another client's script is left alone)
 		if found, kerr := server.KillBusyScript(ctx, rd.Client, sent, threshold); found != server.NotBusy {
