@@ -17,6 +17,12 @@ type trialResult struct {
 	// its failures are not trusted (keys may have expired on the real clock)
 	slow      bool
 	decisions int64
+	// shared: the trial was judged on another trial's run (overload's
+	// safety and liveness), whose result counts its decisions and errors;
+	// controlDecisions and controlErrors are its isolation control's
+	// (counted in the report, not in decisions)
+	shared                          bool
+	controlDecisions, controlErrors int64
 	// skipped: the requests of thinned bursts not sent (harness.Job.Thin)
 	skipped      int64
 	errors       int64

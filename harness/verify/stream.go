@@ -281,6 +281,7 @@ func (j *judgement) finish() *trialResult {
 		if j.control != nil {
 			j.control.finish()
 			ctl = j.control.oks
+			tr.controlDecisions, tr.controlErrors = j.control.tr.decisions, j.control.tr.errors
 		}
 		tr.judgeIsolation(j.t, j.iso, ctl, j.isoLimit, j.control != nil)
 	}

@@ -143,8 +143,12 @@ func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t 
 	if tr.slow {
 		fr.Note = "some trials ran slower than half a window of real time and were not judged"
 	}
-	rep.Decisions += tr.decisions
-	rep.Errors += tr.errors
+	if !tr.shared { // a run judged twice is counted once
+		rep.Decisions += tr.decisions
+		rep.Errors += tr.errors
+	}
+	rep.Decisions += tr.controlDecisions
+	rep.Errors += tr.controlErrors
 	for _, e := range tr.errorSamples {
 		if len(rep.ErrorSamples) < 5 {
 			rep.ErrorSamples = append(rep.ErrorSamples, e)

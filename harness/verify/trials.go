@@ -290,6 +290,7 @@ next:
 		}
 		results[i] = judged[i].finish()
 		results[i].skipped = jrs[jobOf[i]].Skipped
+		results[i].shared = distinct[jobOf[i]] != i
 		if results[i].slow {
 			slow = append(slow, i)
 		}

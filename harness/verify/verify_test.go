@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -364,4 +366,56 @@ func TestVerifyNoShrink(t *testing.T) {
 	if ce.Found != nil || ce.Trace.Minimal || len(ce.Trace.Requests) <= int(l.Count)+1 {
 		t.Errorf("trace of %d requests, found %+v, minimal %v: want the trace as found, not shrunk", len(ce.Trace.Requests), ce.Found, ce.Trace.Minimal)
 	}
+}
+
+// The report's decisions are the limiter calls Redis ran: counted once
+// for overload's run judged twice (safety and liveness), the isolation
+// controls' included. Redis's own command counts are the reference (a
+// NOSCRIPT answered EVALSHA is followed by an EVAL: counted once; the
+// probe decision and a few set-up calls are the slack).
+func TestDecisionsAreTheCallsMade(t *testing.T) {
+	calls := func() int64 {
+		info, err := srv.Client().Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, line := range strings.Split(info, "\r\n") {
+			for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+				if rest, ok := strings.CutPrefix(line, cmd); ok {
+					var c, failed int64
+					for _, f := range strings.Split(rest, ",") {
+						k, v, _ := strings.Cut(f, "=")
+						x, _ := strconv.ParseInt(v, 10, 64)
+						switch k {
+						case "calls":
+							c = x
+						case "failed_calls":
+							failed = x
+						}
+					}
+					if cmd == "cmdstat_evalsha:" {
+						c -= failed // NOSCRIPT: sent again as EVAL
+					}
+					n += c
+				}
+			}
+		}
+		return n
+	}
+	l := limit.Limit{Count: 200, Window: time.Minute}
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls()
+	rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := calls() - before
+	if rep.Decisions > made || made-rep.Decisions > 10 {
+		t.Errorf("report says %d decisions, Redis ran %d script calls", rep.Decisions, made)
+	}
+	t.Logf("%d decisions, %d script calls", rep.Decisions, made)
 }
