@@ -114,6 +114,9 @@ func TestMidRunStateNamed(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tc.exit, r.stderr)
 			case r.code == exitUsage && !strings.Contains(r.stderr, tc.msg):
 				t.Errorf("exit 2 without naming the cause %q: %s", tc.msg, r.stderr)
+			case r.code == exitUsage && !strings.Contains(lastLine(r.stderr), tc.msg):
+				// before: capacity's fill workers each added the raw error on a line of its own
+				t.Errorf("the cause is not stderr's last line: %s", r.stderr)
 			}
 			t.Logf("exit %d: %s", r.code, lastLine(r.stderr))
 		})

@@ -75,8 +75,10 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 	if flushed.Load() && !slices.Contains(m.warnings, flushWarning) {
 		m.warnings = append(m.warnings, flushWarning)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the workers fail alike on one fault (READONLY, OOM): the first is said once
+		}
 	}
 	return keys, nil
 }
