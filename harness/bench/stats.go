@@ -69,9 +69,7 @@ func nodeStats(ctx context.Context, node *redis.Client) (serverStats, error) {
 			s.failed += n
 		}
 	}
-	u, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
-	sy, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
-	s.cpu = u + sy
+	s.cpu = server.CPUSeconds(f)
 	return s, nil
 }
 

@@ -24,10 +24,16 @@ func CPU(ctx context.Context, c redis.UniversalClient) (seconds float64, cores i
 		if err != nil {
 			return 0, 0, err
 		}
-		f := InfoFields(info)
-		u, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
-		s, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
-		seconds += u + s
+		seconds += CPUSeconds(InfoFields(info))
 	}
 	return seconds, len(nodes), nil
+}
+
+// CPUSeconds is the CPU time in INFO fields f (InfoFields of an INFO
+// answer holding its cpu section): used_cpu_user + used_cpu_sys, seconds;
+// a field missing or not a number counts zero.
+func CPUSeconds(f map[string]string) float64 {
+	u, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
+	s, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
+	return u + s
 }
