@@ -53,17 +53,7 @@ func writeBenchText(w io.Writer, r *measure.BenchResults, markdown, wide bool) e
 	if markdown {
 		escape, bullet = escapeMarkdown, "- "
 	}
-	if !r.Complete {
-		reason := r.Error
-		if reason == "" {
-			reason = "the run stopped early (no error recorded)"
-		}
-		if markdown {
-			fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(reason))
-		} else {
-			fmt.Fprintf(&b, "INCOMPLETE: %s\n", reason)
-		}
-	}
+	writeIncomplete(&b, r.Complete, r.Error, markdown)
 	if len(r.Results) == 0 {
 		b.WriteString("no results\n")
 		_, err := io.WriteString(w, b.String())
@@ -173,10 +163,7 @@ func WriteBenchHTML(w io.Writer, r *measure.BenchResults, figures []Figure) erro
 	c := r.Config
 	doc := HTMLDoc{Title: "ratelab bench report", Figures: figures, Notes: benchNotes(r, benchCompared(r))}
 	if !r.Complete {
-		doc.Incomplete = r.Error
-		if doc.Incomplete == "" {
-			doc.Incomplete = "the run stopped early (no error recorded)"
-		}
+		doc.Incomplete = incompleteText(r.Error)
 	}
 	doc.Config = [][2]string{
 		{"algorithms", orNone(strings.Join(c.Algorithms, ", "))},

@@ -78,17 +78,7 @@ func writeCapacityText(w io.Writer, r *measure.CapacityResults, markdown, wide b
 	if markdown {
 		escape, bullet = escapeMarkdown, "- "
 	}
-	if !r.Complete {
-		reason := r.Error
-		if reason == "" {
-			reason = "the run stopped early (no error recorded)"
-		}
-		if markdown {
-			fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(reason))
-		} else {
-			fmt.Fprintf(&b, "INCOMPLETE: %s\n", reason)
-		}
-	}
+	writeIncomplete(&b, r.Complete, r.Error, markdown)
 	if len(r.Results) == 0 {
 		b.WriteString("no results\n")
 		_, err := io.WriteString(w, b.String())

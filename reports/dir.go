@@ -32,9 +32,7 @@ func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 		cmd = "run"
 	}
 	fmt.Fprintf(&b, "# ratelab %s report\n\n", escapeMarkdown(cmd))
-	if !r.Complete {
-		fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteReason(r)))
-	}
+	writeIncomplete(&b, r.Complete, r.Error, true)
 
 	c := r.Config
 	var items []string

@@ -88,7 +88,7 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 	}
 	doc := HTMLDoc{Title: "ratelab " + cmd + " report", Config: configItems(r), Verdicts: algorithmVerdicts(r), Figures: figures}
 	if !r.Complete {
-		doc.Incomplete = incompleteReason(r)
+		doc.Incomplete = incompleteText(r.Error)
 	}
 	t := HTMLTable{Title: "Results",
 		Header: []string{"algorithm", "scenario", "limit", "offered", "accepted", "max in W", "ratio", "ideal", "fidelity", "memory", "keys", "p50 µs", "p99 µs", "errors"},
@@ -155,10 +155,7 @@ func WriteCapacityHTML(w io.Writer, r *measure.CapacityResults, figures []Figure
 	}
 	doc := HTMLDoc{Title: "ratelab capacity report", Figures: figures, Notes: capacityNotes(r)}
 	if !r.Complete {
-		doc.Incomplete = r.Error
-		if doc.Incomplete == "" {
-			doc.Incomplete = "the run stopped early (no error recorded)"
-		}
+		doc.Incomplete = incompleteText(r.Error)
 	}
 	doc.Config = [][2]string{
 		{"algorithms", orNone(strings.Join(r.Config.Algorithms, ", "))},

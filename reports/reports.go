@@ -128,9 +128,7 @@ func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
 // the per-key figures.
 func writeTable(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
-	if !r.Complete {
-		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))
-	}
+	writeIncomplete(&b, r.Complete, r.Error, false)
 	if len(r.Results) == 0 {
 		b.WriteString("no results\n")
 		_, err := io.WriteString(w, b.String())
@@ -209,9 +207,7 @@ func scenarioBlocks(rows []measure.Row) [][]measure.Row {
 // writeTableWide writes every column of every row in one table (Wide).
 func writeTableWide(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
-	if !r.Complete {
-		fmt.Fprintf(&b, "INCOMPLETE: %s\n", incompleteReason(r))
-	}
+	writeIncomplete(&b, r.Complete, r.Error, false)
 	if len(r.Results) == 0 {
 		b.WriteString("no results\n")
 		_, err := io.WriteString(w, b.String())
@@ -236,9 +232,7 @@ func writeTableWide(w io.Writer, r *measure.Results) error {
 // the verdicts as a bullet list, separated by blank lines.
 func writeMarkdown(w io.Writer, r *measure.Results) error {
 	var b strings.Builder
-	if !r.Complete {
-		fmt.Fprintf(&b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteReason(r)))
-	}
+	writeIncomplete(&b, r.Complete, r.Error, true)
 	if len(r.Results) == 0 {
 		b.WriteString("No results.\n")
 		_, err := io.WriteString(w, b.String())
@@ -360,11 +354,26 @@ func verdicts(r *measure.Results) []string {
 	return out
 }
 
-func incompleteReason(r *measure.Results) string {
-	if r.Error != "" {
-		return r.Error
+// incompleteText is why a run stopped early: its recorded error
+// (errText), or a sentence saying that none was recorded.
+func incompleteText(errText string) string {
+	if errText != "" {
+		return errText
 	}
 	return "the run stopped early (no error recorded)"
+}
+
+// writeIncomplete writes the INCOMPLETE line of a run that stopped early
+// (nothing when complete): plain, or bold in Markdown and followed by a
+// blank line.
+func writeIncomplete(b io.Writer, complete bool, errText string, markdown bool) {
+	switch {
+	case complete:
+	case markdown:
+		fmt.Fprintf(b, "**INCOMPLETE:** %s\n\n", escapeMarkdown(incompleteText(errText)))
+	default:
+		fmt.Fprintf(b, "INCOMPLETE: %s\n", incompleteText(errText))
+	}
 }
 
 // limitDesc is the limiter's own description, or "L per W" when it has none.
