@@ -11,6 +11,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -247,33 +248,17 @@ func (cfg Config) WithDefaults() Config {
 	if len(cfg.Paths) == 0 {
 		cfg.Paths = slices.Clone(measure.BenchPaths)
 	}
-	if cfg.Limit == (limit.Limit{}) {
-		cfg.Limit = DefaultLimit
+	cfg.Limit = cmp.Or(cfg.Limit, DefaultLimit)
+	cfg.Clients = cmp.Or(cfg.Clients, DefaultClients)
+	cfg.Pipeline = cmp.Or(cfg.Pipeline, DefaultPipeline)
+	cfg.Keys = cmp.Or(cfg.Keys, DefaultKeys)
+	duration, rounds := DefaultDuration, 1
+	if cfg.CompareRedisBenchmark {
+		duration, rounds = DefaultCompareDuration, DefaultRounds
 	}
-	if cfg.Clients == 0 {
-		cfg.Clients = DefaultClients
-	}
-	if cfg.Pipeline == 0 {
-		cfg.Pipeline = DefaultPipeline
-	}
-	if cfg.Keys == 0 {
-		cfg.Keys = DefaultKeys
-	}
-	if cfg.Duration == 0 {
-		cfg.Duration = DefaultDuration
-		if cfg.CompareRedisBenchmark {
-			cfg.Duration = DefaultCompareDuration
-		}
-	}
-	if cfg.Rounds == 0 {
-		cfg.Rounds = 1
-		if cfg.CompareRedisBenchmark {
-			cfg.Rounds = DefaultRounds
-		}
-	}
-	if cfg.RedisBenchmark == "" {
-		cfg.RedisBenchmark = "redis-benchmark"
-	}
+	cfg.Duration = cmp.Or(cfg.Duration, duration)
+	cfg.Rounds = cmp.Or(cfg.Rounds, rounds)
+	cfg.RedisBenchmark = cmp.Or(cfg.RedisBenchmark, "redis-benchmark")
 	return cfg
 }
 

@@ -15,6 +15,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -231,21 +232,11 @@ func (c Config) livenessFloor() float64 {
 // DefaultTimeout, MaxOutage DefaultMaxOutage, Budget DefaultBudget. Run
 // calls it.
 func (c Config) WithDefaults() Config {
-	if c.Clients == 0 {
-		c.Clients = DefaultClients
-	}
-	if c.RealTimeMax == 0 {
-		c.RealTimeMax = DefaultRealTimeMax
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.MaxOutage == 0 {
-		c.MaxOutage = DefaultMaxOutage
-	}
-	if c.Budget == 0 {
-		c.Budget = DefaultBudget
-	}
+	c.Clients = cmp.Or(c.Clients, DefaultClients)
+	c.RealTimeMax = cmp.Or(c.RealTimeMax, DefaultRealTimeMax)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MaxOutage = cmp.Or(c.MaxOutage, DefaultMaxOutage)
+	c.Budget = cmp.Or(c.Budget, DefaultBudget)
 	return c
 }
 
