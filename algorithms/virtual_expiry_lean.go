@@ -1,6 +1,9 @@
 package algorithms
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The lean form of WithVirtualExpiry (see the comment in virtual_expiry.go).
 //
@@ -19,7 +22,9 @@ import "strings"
 // positive integer time t (at most 1e15) sends PEXPIRE key S instead (its
 // real TTL becomes the safety TTL at once) and, when Redis answers 1, notes
 // the exact virtual deadline vnow + t (ms). The suffix then records, for every
-// tracked or touched key:
+// tracked or touched key (every key a lean body writes is its command's
+// first argument, so noted; keys of KEYS the body never touched are not
+// looked at, unlike the full form):
 //   - untouched by a command that may set or clear a TTL: its deadline as
 //     before, its real TTL set again to S with PEXPIRE ... XX (a key with
 //     no deadline: PEXPIRE S); a 0 (the key was gone at the start, or the body
@@ -41,7 +46,13 @@ import "strings"
 // when it has something to hold (the full form makes one with an empty
 // field to read the clock from), and a key without deadline that was made
 // persistent behind ratelab's back stays tracked (the full form's PERSIST
-// answered 0 and it was dropped).
+// answered 0 and it was dropped), a key of KEYS the body did not touch
+// and the companion does not track is left as it is, and a body that
+// raises an error leaves every key as it was (the full form has made keys
+// without deadline persistent by then). ExpiryCall's key and arguments are
+// taken off KEYS and ARGV only when the body could see them: when it reads
+// KEYS and ARGV otherwise than as KEYS[n] and ARGV[n], or past the call's
+// own.
 
 // leanCommands are the commands a lean body may send (besides TIME and
 // plain EXPIRE and PEXPIRE): none reads, sets or carries a TTL, and none
@@ -98,6 +109,30 @@ func leanExpiry(body string, toks []luaToken, sites []callSite) bool {
 		}
 	}
 	return true
+}
+
+// argIndexes returns the highest indexes of KEYS and ARGV in toks when
+// both are only ever read as KEYS[<integer>] and ARGV[<integer>] (0 when
+// not read at all), else -1, -1.
+func argIndexes(toks []luaToken) (maxKey, maxArg int) {
+	for i, t := range toks {
+		if t.kind != tokName || (t.val != "KEYS" && t.val != "ARGV") || (i > 0 && (toks[i-1].is(".") || toks[i-1].is(":"))) {
+			continue
+		}
+		if i+3 >= len(toks) || !toks[i+1].is("[") || toks[i+2].kind != tokNumber || !toks[i+3].is("]") {
+			return -1, -1
+		}
+		n, err := strconv.Atoi(toks[i+2].val)
+		if err != nil || n < 1 {
+			return -1, -1
+		}
+		if t.val == "KEYS" {
+			maxKey = max(maxKey, n)
+		} else {
+			maxArg = max(maxArg, n)
+		}
+	}
+	return maxKey, maxArg
 }
 
 // plainExpire reports whether literal call site c has exactly two
@@ -180,13 +215,22 @@ func leanEdits(toks []luaToken, c callSite, real string) []edit {
 // purpose, measured (BenchmarkExpiryRedisCPU): strings rather than numbers
 // to redis.call where one is at hand (a number is formatted for each call),
 // no string.format, few tables and closures.
-func leanPrefix(withTime bool, uses func(name string) bool) string {
+//
+// maxKey and maxArg are the highest KEYS and ARGV indexes the body reads
+// when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
+// ExpiryCall's key and arguments are then taken off only when the call
+// has fewer keys or arguments than that (else the body cannot see them).
+func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) string {
 	c := vtCall
+	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
+	if maxKey >= 0 && maxArg >= 0 && !withTime {
+		pop = "if __ratelab_nk - 1 < " + strconv.Itoa(maxKey) + " or __ratelab_na - 3 < " + strconv.Itoa(maxArg) + " then " + pop + " end;"
+	}
 	l := []string{
 		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
 		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
 		"if not (__ratelab_na >= 3 and __ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
-		"KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;",
+		pop,
 	}
 	if withTime {
 		l = append(l, vtPop...)
@@ -248,7 +292,6 @@ func leanIn(a string) string {
 // the deadlines (see the comment above).
 var leanSuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
-	"for i = 1, #KEYS do local a = KEYS[i]; if __ratelab_n[a] == nil and " + leanIn("a") + " then __ratelab_n[a] = 'n' end end;",
 	"for k in pairs(__ratelab_d) do if __ratelab_n[k] == nil then __ratelab_n[k] = 'n' end end;",
 	"do local hs, hdel, off;",
 	"for k, s in pairs(__ratelab_n) do local d, v, capped = __ratelab_d[k], nil, false;",

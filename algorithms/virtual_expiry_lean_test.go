@@ -210,6 +210,9 @@ func TestVirtualExpiryLeanSameAsFull(t *testing.T) {
 		badExpire   = "redis.call('INCR', KEYS[1]) local r = redis.pcall('PEXPIRE', KEYS[1], 'soon') return type(r)"
 		twoKeys     = "local b = KEYS[1] .. ':b' redis.call('INCR', KEYS[1]) redis.call('INCR', b) redis.call('PEXPIRE', b, ARGV[1]) return redis.call('PEXPIRE', KEYS[1], ARGV[2])"
 		hugeExpire  = "redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], '2000000000000000')"
+		// reads past the keys and arguments it was given: nil, as without
+		// ExpiryCall's (taken off then)
+		pastArgs = "redis.call('INCR', KEYS[1]) return tostring(ARGV[2]) .. ':' .. tostring(KEYS[2]) .. ':' .. ARGV[1]"
 	)
 	s := time.Second
 	steps := []struct {
@@ -239,6 +242,8 @@ func TestVirtualExpiryLeanSameAsFull(t *testing.T) {
 		{16500 * time.Millisecond, get, nil, false}, // the second key gone
 		{17 * s, hugeExpire, nil, false},
 		{18 * s, get, nil, false},
+		{19 * s, pastArgs, []any{"a"}, false},
+		{20 * s, pastArgs, []any{"a", "b"}, false},
 	}
 	l, f := newSide(t, "lean", false), newSide(t, "full", true)
 	for i, st := range steps {

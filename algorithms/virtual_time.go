@@ -196,7 +196,8 @@ func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, erro
 	}
 	switch {
 	case lean:
-		b.WriteString(leanPrefix(withTime, func(name string) bool {
+		maxKey, maxArg := argIndexes(toks)
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, func(name string) bool {
 			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.HasPrefix(e.text, name+"(") })
 		}))
 	case expiry:
