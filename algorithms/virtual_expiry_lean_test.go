@@ -242,6 +242,8 @@ func TestVirtualExpiryLeanSameAsFull(t *testing.T) {
 		{16500 * time.Millisecond, get, nil, false}, // the second key gone
 		{17 * s, hugeExpire, nil, false},
 		{18 * s, get, nil, false},
+		// a call inside another's arguments: both rewritten
+		{18500 * time.Millisecond, "return redis.call('INCRBY', KEYS[1], redis.call('PEXPIRE', KEYS[1], ARGV[1]))", []any{"700"}, false},
 		{19 * s, pastArgs, []any{"a"}, false},
 		{20 * s, pastArgs, []any{"a", "b"}, false},
 	}

@@ -206,7 +206,8 @@ func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, erro
 		b.WriteString(virtualTimePrefix)
 	}
 	// in source order (a site's closing edit comes after its nested sites'
-	// edits; literal sites' edits never share a position)
+	// edits; where two sites' edits share a position, they insert the same
+	// text, or the outer site inserts before the inner one's replacement)
 	slices.SortStableFunc(edits, func(x, y edit) int { return x.pos - y.pos })
 	last := 0
 	for _, e := range edits {
