@@ -26,6 +26,13 @@ import (
 // at chunk level or in a function), and the function's end and the suffix
 // go on a new last line.
 //
+// There are two forms. The lean one (virtual_expiry_lean.go) is taken when
+// every call site of the script is a literal command that never looks at a
+// TTL (the built-in limiters: reads, writes, a plain PEXPIRE key ms): it
+// does less per call (no clock read, no TTL given back before the body)
+// and ends in the same keys and deadlines. The full one, described here,
+// is taken for every other script.
+//
 //   - Before the body: B, the base Redis counts relative expiries from (its
 //     cached clock, which can lag TIME: read back as the companion's
 //     PEXPIRETIME minus the safety TTL just set on it), and the offset
@@ -122,17 +129,24 @@ var (
 	destCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "MOVE": true, "BITOP": true, "SORT": true}
 )
 
+// expiryPop pops ExpiryCall's key and arguments off KEYS and ARGV.
+var expiryPop = []string{
+	"local __ratelab_xc = KEYS[#KEYS]; KEYS[#KEYS] = nil;",
+	"local __ratelab_xs = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
+	"local __ratelab_xv = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
+	"local __ratelab_xp = ARGV[#ARGV]; ARGV[#ARGV] = nil;",
+	"if not (__ratelab_xc and __ratelab_xs and __ratelab_xv and __ratelab_xp) then return redis.error_reply('" + expiryArgsError + "') end;",
+}
+
+// expiryArgsError is the error reply of a call without ExpiryCall's key
+// and arguments.
+const expiryArgsError = "ERR ratelab key expiry: the last key must be the companion hash and the last three ARGV the tracked prefix, the virtual time (ms) and the safety TTL (ms)"
+
 // expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
 // script's TIME answers the virtual time too, as with WithVirtualTime).
 func expiryPrefix(withTime bool) string {
 	c := vtCall
-	l := []string{
-		"local __ratelab_xc = KEYS[#KEYS]; KEYS[#KEYS] = nil;",
-		"local __ratelab_xs = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
-		"local __ratelab_xv = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
-		"local __ratelab_xp = ARGV[#ARGV]; ARGV[#ARGV] = nil;",
-		"if not (__ratelab_xc and __ratelab_xs and __ratelab_xv and __ratelab_xp) then return redis.error_reply('ERR ratelab key expiry: the last key must be the companion hash and the last three ARGV the tracked prefix, the virtual time (ms) and the safety TTL (ms)') end;",
-	}
+	l := append([]string{}, expiryPop...)
 	if withTime {
 		l = append(l, vtPop...)
 	}
@@ -313,7 +327,7 @@ func firstArg(toks []luaToken, c callSite) (first, last int, ok bool) {
 // WithVirtualTime does (the virtual time then comes before ExpiryCall's
 // arguments in ARGV). Errors as WithVirtualTime's.
 func WithVirtualExpiry(src string, withTime bool) (VirtualTimeScript, error) {
-	return rewrite(src, withTime, true)
+	return rewrite(src, withTime, true, true)
 }
 
 // scriptSource is what a registered script was made from.

@@ -139,14 +139,15 @@ func (s VirtualTimeScript) Args(now time.Time, args ...any) []any {
 // It fails on a function library shebang (ErrFunctionLibrary) and on an
 // unterminated string or long comment (the script would not compile).
 func WithVirtualTime(src string) (VirtualTimeScript, error) {
-	return rewrite(src, true, false)
+	return rewrite(src, true, false, false)
 }
 
 // rewrite is WithVirtualTime (withTime) and WithVirtualExpiry (expiry,
-// with or without time): one prefix on the body's first line, the literal
-// call sites rewritten in place, and with expiry the body wrapped in a
-// function whose end and the emulation's suffix go on a new last line.
-func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
+// with or without time; leanOK: in the lean form when the body allows it,
+// else always the full one): one prefix on the body's first line, the
+// literal call sites rewritten in place, and with expiry the body wrapped
+// in a function whose end and the emulation's suffix go on a new last line.
+func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, error) {
 	if isFunctionLibrary(src) {
 		return VirtualTimeScript{}, ErrFunctionLibrary
 	}
@@ -159,17 +160,7 @@ func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
 	sites := callSites(toks)
 	out := VirtualTimeScript{AbsoluteExpiries: absoluteExpiries(toks, sites)}
 
-	var b strings.Builder
-	b.WriteString(src[:bodyAt])
-	if bodyAt == len(src) && bodyAt > 0 && !strings.HasSuffix(src, "\n") {
-		b.WriteString("\n") // a shebang and nothing else
-	}
-	switch {
-	case expiry:
-		b.WriteString(expiryPrefix(withTime))
-	default:
-		b.WriteString(virtualTimePrefix)
-	}
+	lean := expiry && leanOK && leanExpiry(body, toks, sites)
 	var edits []edit
 	for _, c := range sites {
 		switch {
@@ -177,6 +168,10 @@ func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
 			out.DynamicCalls++
 		case strings.EqualFold(c.cmd, "TIME"):
 			out.TimeCalls++
+			if lean && withTime {
+				// no shadowed redis in the lean form: the site answers itself
+				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: xVTime})
+			}
 		case !strings.Contains(body[c.start:c.end], "\n"):
 			// a literal command other than TIME: call the real function
 			// from the user's line, so its errors keep that line
@@ -184,15 +179,35 @@ func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
 			if c.pcall {
 				real = vtPcall
 			}
-			if expiry {
+			switch {
+			case lean:
+				edits = append(edits, leanEdits(toks, c, real)...)
+			case expiry:
 				edits = append(edits, expiryEdits(toks, c, real)...)
-				continue
+			default:
+				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 			}
-			edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 		}
 	}
+	var b strings.Builder
+	b.WriteString(src[:bodyAt])
+	if bodyAt == len(src) && bodyAt > 0 && !strings.HasSuffix(src, "\n") {
+		b.WriteString("\n") // a shebang and nothing else
+	}
+	switch {
+	case lean:
+		maxKey, maxArg := argIndexes(toks)
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, func(name string) bool {
+			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.HasPrefix(e.text, name+"(") })
+		}))
+	case expiry:
+		b.WriteString(expiryPrefix(withTime))
+	default:
+		b.WriteString(virtualTimePrefix)
+	}
 	// in source order (a site's closing edit comes after its nested sites'
-	// edits; literal sites' edits never share a position)
+	// edits; where two sites' edits share a position, they insert the same
+	// text, or the outer site inserts before the inner one's replacement)
 	slices.SortStableFunc(edits, func(x, y edit) int { return x.pos - y.pos })
 	last := 0
 	for _, e := range edits {
@@ -201,7 +216,10 @@ func rewrite(src string, withTime, expiry bool) (VirtualTimeScript, error) {
 		last = e.pos + e.del
 	}
 	b.WriteString(body[last:])
-	if expiry {
+	switch {
+	case lean:
+		b.WriteString(leanSuffix)
+	case expiry:
 		b.WriteString(expirySuffix)
 	}
 	out.Source = b.String()

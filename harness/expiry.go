@@ -23,7 +23,9 @@ import (
 // hash tag, so same cluster slot); every real TTL is the virtual one plus
 // a safety TTL, which keeps any stall of Redis from expiring a key early.
 // No MULTI: nothing runs between the emulation and the limiter because
-// they are one script.
+// they are one script. A limiter that never looks at a TTL (the built-in
+// ones) gets a lean form of the same emulation, which skips what it could
+// not see (algorithms.WithVirtualExpiry).
 //
 // Soundness: a key never vanishes earlier than Redis would remove it at
 // the virtual time (a TTL set by the script counts from Redis's live

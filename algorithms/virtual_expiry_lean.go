@@ -1,0 +1,315 @@
+package algorithms
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The lean form of WithVirtualExpiry (see the comment in virtual_expiry.go).
+//
+// Most limiters never look at a TTL: they read and write their keys and end
+// with a plain PEXPIRE key ms. For a script whose every redis.call and
+// redis.pcall is a literal call site of such a command (leanCommands, TIME,
+// and EXPIRE or PEXPIRE with exactly a key and a time: no NX, XX, GT or LT),
+// which uses redis only as redis.<name> (no alias of the table), nothing in
+// the body can tell a key's real TTL (no TTL read, no KEEPTTL, no option
+// that compares with the current TTL, no RENAME or COPY carrying one): only
+// whether the key exists, which the emulation does not change. The lean
+// prefix therefore does not read Redis's cached clock and does not give
+// tracked keys their virtual remainder back; it reads the companion, removes
+// the keys whose virtual deadline has passed (one UNLINK, one HDEL for all of
+// them), and the body runs. A lean EXPIRE or PEXPIRE of a tracked key with a
+// positive integer time t (at most 1e15) sends PEXPIRE key S instead (its
+// real TTL becomes the safety TTL at once) and, when Redis answers 1, notes
+// the exact virtual deadline vnow + t (ms). The suffix then records, for every
+// tracked or touched key (every key a lean body writes is its command's
+// first argument, so noted; keys of KEYS the body never touched are not
+// looked at, unlike the full form):
+//   - untouched by a command that may set or clear a TTL: its deadline as
+//     before, its real TTL set again to S with PEXPIRE ... XX (a key with
+//     no deadline: PEXPIRE S); a 0 (the key was gone at the start, or the body
+//     made it again without a TTL) is resolved by PEXPIRETIME as below;
+//   - else by PEXPIRETIME (skipped when the key's lean PEXPIRE was the body's
+//     last command: its TTL is then that one): none when it has no TTL, no
+//     longer tracked when gone, else the deadline its last lean (P)EXPIRE
+//     noted, or the one it had before the body (nothing else in a lean body
+//     sets a TTL), or, for a TTL the emulation did not set (an EXPIRE beyond
+//     1e15 ms, a key of the prefix that had a real TTL of its own),
+//     PEXPIRETIME - off - S with off read then (B as in the full form, read
+//     after the body: such a deadline may be early by the time the body took);
+//   - the cap and the companion's TTL as in the full form.
+//
+// Deadlines are those of the full form without its lag (the full form counts
+// a TTL the body sets from the cached clock at that command, the lean one
+// from vnow, exactly); a key missing at the start and made again without a
+// TTL ends with none, as there. What differs: a companion is created only
+// when it has something to hold (the full form makes one with an empty
+// field to read the clock from), and a key without deadline that was made
+// persistent behind ratelab's back stays tracked (the full form's PERSIST
+// answered 0 and it was dropped), a key of KEYS the body did not touch
+// and the companion does not track is left as it is, and a body that
+// raises an error leaves every key as it was (the full form has made keys
+// without deadline persistent by then). ExpiryCall's key and arguments are
+// taken off KEYS and ARGV only when the body could see them: when it reads
+// KEYS and ARGV otherwise than as KEYS[n] and ARGV[n], or past the call's
+// own.
+
+// leanCommands are the commands a lean body may send (besides TIME and
+// plain EXPIRE and PEXPIRE): none reads, sets or carries a TTL, and none
+// answers differently for a key with a TTL; they may remove a key (emptied
+// or deleted) or make one without a TTL.
+var leanCommands = map[string]bool{}
+
+func init() {
+	for _, c := range strings.Fields(`GET MGET STRLEN GETRANGE SETRANGE APPEND INCR INCRBY INCRBYFLOAT DECR DECRBY SETNX
+		GETBIT SETBIT BITCOUNT BITPOS EXISTS TYPE DEL UNLINK GETDEL
+		HGET HMGET HGETALL HSET HMSET HSETNX HDEL HLEN HEXISTS HKEYS HVALS HINCRBY HINCRBYFLOAT HSTRLEN
+		ZADD ZCARD ZCOUNT ZRANGE ZRANGEBYSCORE ZREVRANGE ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZLEXCOUNT
+		ZREM ZREMRANGEBYSCORE ZREMRANGEBYRANK ZREMRANGEBYLEX ZSCORE ZMSCORE ZRANK ZREVRANK ZINCRBY ZPOPMIN ZPOPMAX
+		LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LRANGE LLEN LTRIM LINDEX LSET LREM LINSERT LPOS
+		SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP SRANDMEMBER PFADD PFCOUNT`) {
+		leanCommands[c] = true
+	}
+}
+
+// Names only the lean form declares.
+const (
+	xLeanExp = "__ratelab_xe" // a lean EXPIRE or PEXPIRE: notes, sends S
+	xLeanRep = "__ratelab_xq" // its reply: the deadline noted when it is 1
+	xVTime   = "__ratelab_vtime"
+)
+
+// leanExpiry reports whether the body of toks (call sites sites) can take
+// the lean form: see the comment above.
+func leanExpiry(body string, toks []luaToken, sites []callSite) bool {
+	for _, c := range sites {
+		open := c.argTok - 1
+		if c.dynamic || strings.Contains(body[c.start:c.end], "\n") || open <= c.first+2 || !toks[open].is("(") {
+			return false
+		}
+		cmd := strings.ToUpper(c.cmd)
+		switch {
+		case cmd == "TIME" || leanCommands[cmd]:
+		case cmd == "EXPIRE" || cmd == "PEXPIRE":
+			if !plainExpire(toks, c) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	// redis only as redis.<name>: an alias (local r = redis) would call
+	// around the rewrite
+	for i, t := range toks {
+		if t.kind != tokName || t.val != "redis" || (i > 0 && (toks[i-1].is(".") || toks[i-1].is(":"))) {
+			continue
+		}
+		if i+2 >= len(toks) || !toks[i+1].is(".") || toks[i+2].kind != tokName {
+			return false
+		}
+	}
+	return true
+}
+
+// argIndexes returns the highest indexes of KEYS and ARGV in toks when
+// both are only ever read as KEYS[<integer>] and ARGV[<integer>] (0 when
+// not read at all), else -1, -1.
+func argIndexes(toks []luaToken) (maxKey, maxArg int) {
+	for i, t := range toks {
+		if t.kind != tokName || (t.val != "KEYS" && t.val != "ARGV") || (i > 0 && (toks[i-1].is(".") || toks[i-1].is(":"))) {
+			continue
+		}
+		if i+3 >= len(toks) || !toks[i+1].is("[") || toks[i+2].kind != tokNumber || !toks[i+3].is("]") {
+			return -1, -1
+		}
+		n, err := strconv.Atoi(toks[i+2].val)
+		if err != nil || n < 1 {
+			return -1, -1
+		}
+		if t.val == "KEYS" {
+			maxKey = max(maxKey, n)
+		} else {
+			maxArg = max(maxArg, n)
+		}
+	}
+	return maxKey, maxArg
+}
+
+// plainExpire reports whether literal call site c has exactly two
+// arguments after its command, the last a single value (see singleValue).
+func plainExpire(toks []luaToken, c callSite) bool {
+	_, last, ok := firstArg(toks, c)
+	if !ok || !toks[last+1].is(",") {
+		return false
+	}
+	second, depth := last+2, 0
+	for j := second; j < c.endTok; j++ {
+		switch t := toks[j]; {
+		case t.is("(") || t.is("{") || t.is("["):
+			depth++
+		case t.is(")") || t.is("}") || t.is("]"):
+			depth--
+		case t.is(",") && depth == 0:
+			return false // a third argument
+		}
+	}
+	return second < c.endTok && singleValue(toks[second:c.endTok])
+}
+
+// singleValue reports whether the expression toks, the last argument of a
+// call, gives exactly one value: not "..." and not a call standing alone,
+// unless the call is math.<name>(...), tonumber(...) or tostring(...).
+func singleValue(toks []luaToken) bool {
+	end := toks[len(toks)-1]
+	switch {
+	case end.is("."):
+		return false // "..." gives any number
+	case end.is("}") && !toks[0].is("{"), end.kind == tokString && len(toks) > 1:
+		return false // maybe f{...} or f'...': a call
+	case !end.is(")"):
+		return true
+	}
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.is("(") || t.is("{") || t.is("["):
+			depth++
+		case t.is(")") || t.is("}") || t.is("]"):
+			depth--
+		case depth == 0 && i > 0 && t.kind == tokPunct && strings.Contains("+-*/%^<>=~", t.val):
+			return true // a binary operator: one value
+		case depth == 0 && t.kind == tokName && (t.val == "and" || t.val == "or" || t.val == "not"):
+			return true
+		}
+	}
+	// a call standing alone: one value for the functions known to give one
+	n := len(toks)
+	switch {
+	case n >= 5 && toks[0].kind == tokName && toks[0].val == "math" && toks[1].is(".") && toks[2].kind == tokName && toks[3].is("("):
+		return closing(toks, 3) == n-1
+	case n >= 3 && toks[0].kind == tokName && (toks[0].val == "tonumber" || toks[0].val == "tostring") && toks[1].is("("):
+		return closing(toks, 1) == n-1
+	}
+	return false
+}
+
+// leanEdits are the edits of literal call site c (not TIME) under the lean
+// form; real is the real function's name.
+func leanEdits(toks []luaToken, c callSite, real string) []edit {
+	cmd := strings.ToUpper(c.cmd)
+	if cmd == "EXPIRE" || cmd == "PEXPIRE" {
+		// __ratelab_xq(__ratelab_call(__ratelab_xe('PEXPIRE', k, t))):
+		// the call stays on the user's line
+		return []edit{
+			{pos: c.start, del: c.end - c.start, text: xLeanRep + "(" + real},
+			{pos: toks[c.argTok-1].pos + 1, text: xLeanExp + "("},
+			{pos: toks[c.endTok].pos, text: ")"},
+			{pos: toks[c.endTok].pos + 1, text: ")"},
+		}
+	}
+	return expiryEdits(toks, c, real)
+}
+
+// leanPrefix is the one-line prefix of the lean form; uses reports the
+// helper names the rewritten body calls (only those are defined). Lean on
+// purpose, measured (BenchmarkExpiryRedisCPU): strings rather than numbers
+// to redis.call (Redis formats a number with %.17g, slower than Lua's
+// string.format('%d'), and slower still than a string at hand), few tables
+// and closures.
+//
+// maxKey and maxArg are the highest KEYS and ARGV indexes the body reads
+// when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
+// ExpiryCall's key and arguments are then taken off only when the call
+// has fewer keys or arguments than that (else the body cannot see them).
+func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) string {
+	c := vtCall
+	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
+	if maxKey >= 0 && maxArg >= 0 && !withTime {
+		pop = "if __ratelab_nk - 1 < " + strconv.Itoa(maxKey) + " or __ratelab_na - 3 < " + strconv.Itoa(maxArg) + " then " + pop + " end;"
+	}
+	l := []string{
+		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
+		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
+		"if not (__ratelab_na >= 3 and __ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
+		pop,
+	}
+	if withTime {
+		l = append(l, vtPop...)
+	}
+	l = append(l,
+		"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
+		// n: the keys noted: 'n' touched, 's' sent a command that may set
+		// or clear a TTL, a number: the deadline its last lean (P)EXPIRE
+		// answered 1 gave it, 'x': a TTL that one gave it without a
+		// deadline to name (or it removed the key); lk: the key of the
+		// body's last command when that was such a (P)EXPIRE with a
+		// deadline; d: the deadlines before the body
+		"local __ratelab_xl, __ratelab_lk, __ratelab_n, __ratelab_d = #__ratelab_xp, nil, {}, {};",
+		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
+		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local k, v = __ratelab_f[i], __ratelab_f[i + 1]; if k ~= '' then",
+		"if v ~= 'none' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = k else __ratelab_d[k] = v end end end;",
+		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
+	)
+	if uses(xKey) {
+		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n' end; return a end;")
+	}
+	if uses(xKeySet) {
+		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
+	}
+	if uses(xNote) || uses(xSet) {
+		l = append(l,
+			"local function __ratelab_args(set, m, ...) __ratelab_lk = nil; for i = 1, (m <= 16 and m or 1) do local a = (select(i, ...));",
+			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
+			"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
+			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
+		)
+	}
+	if uses(xLeanExp) {
+		l = append(l,
+			"local __ratelab_pk, __ratelab_pv = nil, nil;",
+			"local function "+xLeanExp+"(cmd, k, t, ...) __ratelab_lk, __ratelab_pk = nil, nil;",
+			"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
+			"if not ("+leanIn("k")+") then return cmd, k, t end;",
+			"local s = __ratelab_n[k]; if s == nil or s == 'n' then __ratelab_n[k] = 's' end; __ratelab_pk, __ratelab_pv = k, 'x';",
+			"local x = tonumber(t); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 or x <= 0 then return cmd, k, t end;",
+			"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
+			"__ratelab_pv = x + __ratelab_xv; return 'PEXPIRE', k, __ratelab_xs end;",
+			"local function "+xLeanRep+"(r) local k = __ratelab_pk; if k then __ratelab_pk = nil; if r == 1 then __ratelab_n[k] = __ratelab_pv; if __ratelab_pv ~= 'x' then __ratelab_lk = k end end end; return r end;",
+		)
+	}
+	if uses(xVTime) {
+		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
+	}
+	l = append(l, "local function "+xBody+"(...) ")
+	return strings.Join(l, " ")
+}
+
+// leanIn is the Lua test that a is a key of the tracked prefix.
+func leanIn(a string) string {
+	return "type(" + a + ") == 'string' and string.sub(" + a + ", 1, __ratelab_xl) == __ratelab_xp"
+}
+
+// leanSuffix ends the body's function on a new line, runs it and records
+// the deadlines (see the comment above).
+var leanSuffix = strings.Join([]string{
+	"\nend; local __ratelab_r = " + xBody + "();",
+	"for k in pairs(__ratelab_d) do if __ratelab_n[k] == nil then __ratelab_n[k] = 'n' end end;",
+	"do local hs, hdel, off;",
+	"for k, s in pairs(__ratelab_n) do local d, v, capped = __ratelab_d[k], nil, false;",
+	"if s == 'n' and d == 'none' then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
+	"else if s == 'n' and d then if " + vtCall + "('PEXPIRE', k, __ratelab_xs, 'XX') == 1 then v, capped = d, true end end;",
+	"if v == nil then local px = 0; if __ratelab_lk ~= k then px = " + vtCall + "('PEXPIRETIME', k) end;",
+	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs)",
+	"elseif px >= 0 then if type(s) == 'number' then v, capped = s, true",
+	"elseif s ~= 'x' and d then v = d; if d == 'none' then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end",
+	// a TTL the emulation did not set: off as the full form reads it
+	"else if off == nil then if " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) == 0 then " + vtCall + "('HSET', __ratelab_xc, '', ''); " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end;",
+	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = px - off - tonumber(__ratelab_xs) end end end end;",
+	"if v == nil then if d then hdel = hdel or {}; hdel[#hdel + 1] = k end",
+	"elseif d == nil or (v ~= d and tonumber(v) ~= tonumber(d)) then hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = type(v) == 'number' and string.format('%d', v) or v end;",
+	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end end;",
+	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
+	"if hs then for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end end;",
+	"if #__ratelab_f > 0 or hs then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
+	"return __ratelab_r",
+}, " ")

@@ -1,0 +1,338 @@
+package algorithms_test
+
+import (
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/limit"
+)
+
+// lean reports whether x is in the lean form (it has no wrapper of
+// redis.call: see virtual_expiry_lean.go).
+func lean(x algorithms.VirtualTimeScript) bool { return !strings.Contains(x.Source, "__ratelab_tcall") }
+
+// TestVirtualExpiryLeanForm: which scripts take the lean form.
+func TestVirtualExpiryLeanForm(t *testing.T) {
+	for _, name := range algorithms.Names() {
+		src := builtinSource(t, name)
+		if src == "" {
+			continue
+		}
+		x, err := algorithms.WithVirtualExpiry(src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !lean(x) {
+			t.Errorf("%s: full form, want the lean one (its commands never look at a TTL)", name)
+		}
+	}
+	cases := []struct {
+		src  string
+		lean bool
+	}{
+		{"redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], ARGV[1])", true},
+		{"redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], math.ceil(ARGV[1] / 1000))", true},
+		{"redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], ARGV[1] * 2)", true},
+		{"local t = redis.call('TIME') return redis.call('GET', KEYS[1])", true},
+		{"return redis.status_reply(redis.call('GET', KEYS[1]) or 'none')", true},
+		// TTL-sensitive: read, options, KEEPTTL, TTL carried
+		{"return redis.call('PTTL', KEYS[1])", false},
+		{"return redis.call('PEXPIRE', KEYS[1], ARGV[1], 'NX')", false},
+		{"return redis.call('PEXPIRE', KEYS[1], unpack(ARGV))", false},
+		{"return redis.call('PEXPIRE', KEYS[1], f(ARGV[1]))", false},
+		{"return redis.call('PEXPIRE', KEYS[1], ...)", false},
+		{"return redis.call('SET', KEYS[1], 'v', 'KEEPTTL')", false},
+		{"return redis.call('RENAME', KEYS[1], KEYS[1] .. 'x')", false},
+		{"return redis.call('PERSIST', KEYS[1])", false},
+		{"return redis.call('PEXPIREAT', KEYS[1], ARGV[1])", false},
+		// calls the rewrite cannot see the command of
+		{"local c = 'GET' return redis.call(c, KEYS[1])", false},
+		{"local r = redis return r.call('GET', KEYS[1])", false},
+		{"return redis.call'PING'", false},
+	}
+	for _, c := range cases {
+		x, err := algorithms.WithVirtualExpiry(c.src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lean(x) != c.lean {
+			t.Errorf("%q: lean %v, want %v", c.src, lean(x), c.lean)
+		}
+	}
+}
+
+// builtinSource is the source of the script of the built-in algorithm
+// name: its .lua file, checked against the SHA1 its calls name. "" for an
+// algorithm whose script is built otherwise (GCRA's, rewritten for virtual
+// time already).
+func builtinSource(t *testing.T, name string) string {
+	t.Helper()
+	lim, err := algorithms.New(name, srv.Client(), limit.Limit{Count: 3, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lim.(algorithms.Scripted).Call("k", 1, algorithms.At(vt0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(strings.ReplaceAll(name, "-", "_") + ".lua")
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := fmt.Sprintf("%x", sha1.Sum(b)); sum != c.Script.Hash() {
+		t.Fatalf("%s: its .lua file has SHA1 %s, its calls name %s", name, sum, c.Script.Hash())
+	}
+	return string(b)
+}
+
+// side is one form of the rewrite run on keys of its own.
+type side struct {
+	name       string
+	full       bool
+	base       string // the tracked prefix: every key is base + a suffix
+	companion  string
+	safety     time.Duration
+	srcScripts map[string]algorithms.VirtualTimeScript
+}
+
+func newSide(t *testing.T, name string, full bool) *side {
+	b := srv.Key(t)
+	return &side{name: name, full: full, base: b + "{u}", companion: b + "~vt{u}", safety: time.Hour, srcScripts: map[string]algorithms.VirtualTimeScript{}}
+}
+
+// eval runs src on the side at virtual time now with KEYS[1] = base.
+func (s *side) eval(t *testing.T, src string, now time.Time, args ...any) (any, error) {
+	t.Helper()
+	x, ok := s.srcScripts[src]
+	if !ok {
+		var err error
+		if s.full {
+			x, err = algorithms.WithFullVirtualExpiry(src, false)
+		} else {
+			x, err = algorithms.WithVirtualExpiry(src, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lean(x) == s.full {
+			t.Fatalf("%s: %q: lean %v", s.name, src, lean(x))
+		}
+		s.srcScripts[src] = x
+	}
+	args = append(args, s.base, strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(s.safety.Milliseconds(), 10))
+	return srv.Client().Eval(t.Context(), x.Source, []string{s.base, s.companion}, args...).Result()
+}
+
+// state is what a side's keys look like: each key's suffix (after base)
+// with its virtual deadline ("none", a number of ms, "-" when untracked),
+// and the suffixes of the keys that exist.
+func (s *side) state(t *testing.T) (deadlines map[string]string, exist []string) {
+	t.Helper()
+	ctx := t.Context()
+	h, err := srv.Client().HGetAll(ctx, s.companion).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadlines = map[string]string{}
+	for k, v := range h {
+		if k != "" {
+			deadlines[strings.TrimPrefix(k, s.base)] = v
+		}
+	}
+	keys, err := srv.Client().Keys(ctx, s.base+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		exist = append(exist, strings.TrimPrefix(k, s.base))
+		ttl := srv.Client().PTTL(ctx, k).Val()
+		if ttl <= 0 || ttl > s.safety {
+			t.Errorf("%s: key %s has a real TTL of %v between calls, want in (0, %v]", s.name, k, ttl, s.safety)
+		}
+	}
+	slices.Sort(exist)
+	return deadlines, exist
+}
+
+// sameState fails unless lean's state is full's: the same keys exist and
+// are tracked, with the same deadlines; full's may be later by the time
+// Redis's cached clock moved during the call (a few ms), never earlier.
+func sameState(t *testing.T, step string, lean, full *side) {
+	t.Helper()
+	ld, le := lean.state(t)
+	fd, fe := full.state(t)
+	if fmt.Sprint(le) != fmt.Sprint(fe) {
+		t.Errorf("%s: keys %v (lean), %v (full)", step, le, fe)
+	}
+	if len(ld) != len(fd) {
+		t.Errorf("%s: deadlines %v (lean), %v (full)", step, ld, fd)
+	}
+	for k, f := range fd {
+		l, ok := ld[k]
+		if !ok {
+			t.Errorf("%s: key %q: deadline %s (full), untracked (lean)", step, k, f)
+			continue
+		}
+		li, err1 := strconv.ParseInt(l, 10, 64)
+		fi, err2 := strconv.ParseInt(f, 10, 64)
+		if l == f || (err1 == nil && err2 == nil && fi-li >= 0 && fi-li <= 5) {
+			continue
+		}
+		t.Errorf("%s: key %q: deadline %s (lean), %s (full)", step, k, l, f)
+	}
+}
+
+// TestVirtualExpiryLeanSameAsFull: a lean script leaves the keys, replies
+// and deadlines the full form leaves, step by step, including keys that
+// vanish behind ratelab's back, are made again without a TTL, or are given
+// a TTL that removes them.
+func TestVirtualExpiryLeanSameAsFull(t *testing.T) {
+	const (
+		incrExpire  = "redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], ARGV[1])"
+		incrExpireS = "redis.call('INCR', KEYS[1]) return redis.call('EXPIRE', KEYS[1], ARGV[1])"
+		expireGet   = "redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])"
+		incr        = "return redis.call('INCR', KEYS[1])"
+		get         = "return redis.call('GET', KEYS[1])"
+		delIncr     = "redis.call('DEL', KEYS[1]) return redis.call('INCR', KEYS[1])"
+		remake      = "local z = KEYS[1] .. ':z' redis.call('ZADD', z, 1, 'a') redis.call('PEXPIRE', z, ARGV[1]) redis.call('ZREM', z, 'a') return redis.call('ZADD', z, 2, 'b')"
+		badExpire   = "redis.call('INCR', KEYS[1]) local r = redis.pcall('PEXPIRE', KEYS[1], 'soon') return type(r)"
+		twoKeys     = "local b = KEYS[1] .. ':b' redis.call('INCR', KEYS[1]) redis.call('INCR', b) redis.call('PEXPIRE', b, ARGV[1]) return redis.call('PEXPIRE', KEYS[1], ARGV[2])"
+		hugeExpire  = "redis.call('INCR', KEYS[1]) return redis.call('PEXPIRE', KEYS[1], '2000000000000000')"
+		// reads past the keys and arguments it was given: nil, as without
+		// ExpiryCall's (taken off then)
+		pastArgs = "redis.call('INCR', KEYS[1]) return tostring(ARGV[2]) .. ':' .. tostring(KEYS[2]) .. ':' .. ARGV[1]"
+	)
+	s := time.Second
+	steps := []struct {
+		at     time.Duration
+		src    string
+		args   []any
+		delete bool // the key is deleted behind ratelab's back first
+	}{
+		{0, incrExpire, []any{"1000"}, false},
+		{500 * time.Millisecond, get, nil, false},
+		{900 * time.Millisecond, expireGet, []any{"2000"}, false},
+		{2900 * time.Millisecond, get, nil, false},
+		{2901 * time.Millisecond, get, nil, false}, // gone: past its deadline
+		{3 * s, incr, nil, false},                  // made without a TTL
+		{4 * s, incr, nil, false},
+		{5 * s, incrExpireS, []any{"3"}, false},
+		{6 * s, badExpire, nil, false},             // its deadline kept
+		{7 * s, incrExpire, []any{"0"}, false},     // removed by its PEXPIRE
+		{8 * s, incrExpire, []any{"-5"}, false},    // made, then removed
+		{9 * s, incrExpire, []any{"10000"}, false}, // made with a deadline
+		{10 * s, incr, nil, true},                  // gone behind its back, made again without a TTL
+		{11 * s, incrExpire, []any{"10000"}, false},
+		{12 * s, get, nil, true}, // gone behind its back
+		{13 * s, delIncr, nil, false},
+		{14 * s, remake, []any{"5000"}, false}, // its TTL lost when emptied
+		{15 * s, twoKeys, []any{"1000", "50000"}, false},
+		{16500 * time.Millisecond, get, nil, false}, // the second key gone
+		{17 * s, hugeExpire, nil, false},
+		{18 * s, get, nil, false},
+		// a call inside another's arguments: both rewritten
+		{18500 * time.Millisecond, "return redis.call('INCRBY', KEYS[1], redis.call('PEXPIRE', KEYS[1], ARGV[1]))", []any{"700"}, false},
+		{19 * s, pastArgs, []any{"a"}, false},
+		{20 * s, pastArgs, []any{"a", "b"}, false},
+	}
+	l, f := newSide(t, "lean", false), newSide(t, "full", true)
+	for i, st := range steps {
+		now := vt0.Add(st.at)
+		var replies [2]string
+		for j, sd := range []*side{l, f} {
+			if st.delete {
+				srv.Client().Del(t.Context(), sd.base)
+			}
+			r, err := sd.eval(t, st.src, now, st.args...)
+			replies[j] = scriptSHA.ReplaceAllString(fmt.Sprint(r, err), "script: SHA")
+		}
+		step := fmt.Sprintf("step %d at %v: %s", i, st.at, st.src)
+		if replies[0] != replies[1] {
+			t.Errorf("%s: replied %s (lean), %s (full)", step, replies[0], replies[1])
+		}
+		sameState(t, step, l, f)
+	}
+}
+
+// TestVirtualExpiryLeanAlgorithms: every built-in algorithm decides alike
+// in the lean and the full form, through keys that expire on the virtual
+// clock, and leaves the same keys and deadlines.
+func TestVirtualExpiryLeanAlgorithms(t *testing.T) {
+	l := limit.Limit{Count: 3, Window: 10 * time.Second}
+	// bursts, gaps shorter and longer than the window
+	var at []time.Duration
+	for _, burst := range []time.Duration{0, 4 * time.Second, 9 * time.Second, 30 * time.Second, 31 * time.Second, 75 * time.Second} {
+		for k := range 4 {
+			at = append(at, burst+time.Duration(k)*700*time.Millisecond)
+		}
+	}
+	for _, name := range algorithms.Names() {
+		t.Run(name, func(t *testing.T) {
+			src := builtinSource(t, name)
+			if src == "" {
+				t.Skip("no .lua file: a script built otherwise")
+			}
+			lim, err := algorithms.New(name, srv.Client(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := lim.(algorithms.Scripted)
+			ls, fs := newSide(t, "lean", false), newSide(t, "full", true)
+			for i, d := range at {
+				now := vt0.Add(d)
+				var replies [2]string
+				for j, sd := range []*side{ls, fs} {
+					c, err := s.Call(sd.base, 1, algorithms.At(now))
+					if err != nil {
+						t.Fatal(err)
+					}
+					r, err := sd.eval(t, src, now, c.Args...)
+					if err != nil {
+						t.Fatalf("decision %d: %s: %v", i, sd.name, err)
+					}
+					dec, err := s.Decode(c, r)
+					replies[j] = fmt.Sprint(dec.Allowed, dec.Remaining, dec.RetryAfter, err)
+				}
+				step := fmt.Sprintf("decision %d at %v", i, d)
+				if replies[0] != replies[1] {
+					t.Errorf("%s: %s (lean), %s (full)", step, replies[0], replies[1])
+				}
+				sameState(t, step, ls, fs)
+			}
+		})
+	}
+}
+
+// TestVirtualExpiryLeanTime: in the lean form with virtual time, TIME
+// answers the virtual time (the site answers itself: no shadowed redis).
+func TestVirtualExpiryLeanTime(t *testing.T) {
+	src := "local t = redis.call('TIME') redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], 1000) return t[1] .. ':' .. t[2]"
+	x, err := algorithms.WithVirtualExpiry(src, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lean(x) {
+		t.Fatalf("%q: full form, want the lean one", src)
+	}
+	key := srv.Key(t)
+	now := vt0.Add(1234567 * time.Microsecond)
+	got, err := xcall(t, src, true, now, key, key+"~vt")
+	if want := fmt.Sprintf("%d:%d", now.Unix(), now.Nanosecond()/1000); err != nil || got != want {
+		t.Fatalf("got %v, %v, want %s", got, err, want)
+	}
+	if ttl := srv.Client().PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("real TTL %v between calls, want in (0, 1h]", ttl)
+	}
+}
