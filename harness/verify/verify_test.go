@@ -30,8 +30,11 @@ func TestMain(m *testing.M) {
 
 var ctx = context.Background()
 
+// verifyConfig is the command's default configuration at l: the call
+// bound adapted to the round trips seen (AdaptTimeout), so that a loaded
+// test machine is waited for, as the command waits for a user's.
 func verifyConfig(l limit.Limit) verify.Config {
-	return verify.Config{Limits: []limit.Limit{l}, Seed: 1}
+	return verify.Config{Limits: []limit.Limit{l}, Seed: 1, AdaptTimeout: true}
 }
 
 func family(t *testing.T, rep *measure.VerifyReport, name string) measure.FamilyResult {
