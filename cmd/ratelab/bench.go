@@ -60,7 +60,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if err := f.target.load(c); err != nil {
 		return f.cfg, err
 	}
-	if err := f.target.atomicOnly("bench", f.cfg.Algorithms); err != nil {
+	if err := f.target.atomicOnly(c, "bench", f.cfg.Algorithms); err != nil {
 		return f.cfg, err
 	}
 	cfg := f.cfg

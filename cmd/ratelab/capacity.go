@@ -44,7 +44,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := f.target.load(c); err != nil {
 		return err
 	}
-	if err := f.target.atomicOnly("capacity", f.cfg.Algorithms); err != nil {
+	if err := f.target.atomicOnly(c, "capacity", f.cfg.Algorithms); err != nil {
 		return err
 	}
 	cfg := f.cfg

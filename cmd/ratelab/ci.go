@@ -74,7 +74,7 @@ func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) e
 	found := false
 	if !f.target.given(c) {
 		if _, err := os.Stat(targets.DefaultFile); err == nil {
-			f.target.configs, found = []string{targets.DefaultFile}, true
+			f.target.g.Files, found = []string{targets.DefaultFile}, true
 			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
 		}
 	}

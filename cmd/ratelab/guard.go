@@ -35,6 +35,8 @@ func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string,
 	case mode == guard.Guarded:
 		fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
 	}
-	t.guarded = g
-	return rd, g.Close, nil
+	if g != nil {
+		t.guarded = *g
+	}
+	return rd, t.guarded.Close, nil
 }
