@@ -40,7 +40,7 @@ func (f *redisFlags) add(c *cobra.Command) {
 // open checks the flags (engine.Options.Check) and opens the Redis of
 // --redis. The caller closes it.
 func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
-	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL (ci.go)
+	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL
 	o, err := f.opts.Check(f.spec)
 	if err != nil {
 		return nil, flagError(nil, err)
@@ -61,4 +61,16 @@ func closeRedis(rd *server.Redis, stderr io.Writer) {
 	if err := rd.Close(); err != nil {
 		fmt.Fprintf(stderr, "ratelab: closing Redis (%s at %s): %v\n", rd.Info.Mode, rd.Info.Addr, err)
 	}
+}
+
+// redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL
+// when the flag was not given, and says on stderr which variable was used
+// (its value with any password hidden). The flag wins over both.
+func redisFromEnv(c *cobra.Command, spec *string) {
+	v, name := engine.FromEnv()
+	if c.Flags().Changed("redis") || v == "" || *spec == v { // the flag wins; or said for an earlier target
+		return
+	}
+	*spec = v
+	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
 }

@@ -53,7 +53,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer server.AbortOnCancel(ctx)()
 	out, errOut := ci.Writers(args, stdout, stderr) // --format json's error object, --quiet
 	root := newRoot(out, errOut)
-	bindQuiet(root)
+	// --quiet (-q) on every command; ci.Writers acts on it
+	root.PersistentFlags().BoolP("quiet", "q", false, "print only the result on stdout and, on failure, the error on stderr (no progress, no notes)")
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -73,7 +74,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &fe):
 		code = exitFail
 	}
-	printErrorJSON(cmd, out, msg, code)
+	if fl := cmd.Flags().Lookup("format"); fl != nil && fl.Value.String() == string(reports.JSON) {
+		_ = ci.WriteErrorJSONIfSilent(out, cmd.Name(), msg, code) // stdout gone: the error is on stderr already
+	}
 	return code
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"time"
@@ -13,10 +12,10 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/harness/verifyjob"
-	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -28,8 +27,9 @@ type verifyFlags struct {
 	limits    []string
 	window    time.Duration
 	precision time.Duration
-	replay    string  // --replay: a verify.json whose counter-example to send again
-	ci        ciFlags // --junit and the suite's reports (ci.go)
+	replay    string                // --replay: a verify.json whose counter-example to send again
+	ci        ci.Collect            // --junit and the suite's reports (ci.go)
+	current   *measure.VerifyReport // the running target's report, once it has one
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -40,7 +40,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.out.addDecisions(c)
 	f.target.add(c)
-	f.ci.add(c)
+	fl.StringVar(&f.ci.JUnit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
@@ -80,9 +80,6 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
-	if f.replay != "" {
-		return runReplay(c, f, stdout, stderr)
-	}
 	cfg, err := f.config(c)
 	if err != nil {
 		return err
@@ -100,31 +97,22 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
 	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
-		if server.IsGuardRefusal(err) && !errors.Is(err, server.ErrRefusedByGuard) {
-			err = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err) // said as run says it, with --trust-script
-		}
 		err = errors.Join(err, flagError(nil, werr))
 		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)
 	}
-	f.ci.record(rep)
-	if werr != nil {
+	if f.current = rep; werr != nil {
 		return flagError(nil, werr)
 	}
-	input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
-	if err := f.ci.print(f, rep, stdout); err != nil {
-		return err
+	if f.ci.Prints() {
+		if err := f.format.render(rep)(stdout); err != nil {
+			return err
+		}
 	}
-	switch rep.Verdict {
-	case measure.Holds:
-		return nil
-	case measure.Inconclusive:
-		// nothing was checked, or calls failed: not a verdict on the limiter (exit 2)
-		return fmt.Errorf("verify: %s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason())
-	}
-	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
+	msg, failed := verifyjob.Outcome(rep, false)
+	return outcome(prefix("verify: ", msg), failed)
 }
 
 // open opens the Redis of verify's one target (none for --http), guards
@@ -206,11 +194,14 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err := f.format.render(rep)(stdout); err != nil {
 		return err
 	}
-	switch rep.Verdict {
-	case measure.Holds:
-		return nil
-	case measure.Inconclusive:
-		return fmt.Errorf("verify --replay: %s: inconclusive — %s", rep.Target, rep.Reason())
+	msg, failed := verifyjob.Outcome(rep, true)
+	return outcome(prefix("verify --replay: ", msg), failed)
+}
+
+// prefix is p+msg, or "" when msg is "".
+func prefix(p, msg string) string {
+	if msg == "" {
+		return ""
 	}
-	return failError{fmt.Sprintf("verify --replay: %s %s again (see the counter-example above)", rep.Target, rep.Verdict)}
+	return p + msg
 }
