@@ -92,7 +92,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	defer unguard()
 	var res *measure.Results
-	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
+	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
 		return err
 	})

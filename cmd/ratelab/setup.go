@@ -66,14 +66,15 @@ func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stder
 	return rd, dir, undo, nil
 }
 
-// logDecisions streams the decisions of run to the decision file path
-// (reports.CreateDecisionFile; none when path is "": run gets a nil log)
-// and closes it; an error closing it is run's error when run had none.
-func logDecisions(path string, run func(log *measure.DecisionLog) error) error {
-	if path == "" {
+// logDecisions streams the decisions of run to the decision file
+// --decisions (reports.CreateDecisionFile; none when it is "": run gets a
+// nil log) and closes it; an error closing it is run's error when run had
+// none.
+func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
+	if o.decisions == "" {
 		return run(nil)
 	}
-	log, err := reports.CreateDecisionFile(path)
+	log, err := reports.CreateDecisionFile(o.decisions)
 	if err != nil {
 		return flagError(nil, err)
 	}

@@ -61,7 +61,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	defer closeRedis(rd, stderr)
 	var res *measure.Results
-	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
+	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
 		res, err = replay.Run(c.Context(), rd, file, cfg, log, stderr)
 		return err
 	})
