@@ -94,16 +94,11 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
+	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
-	if err != nil {
-		return err
-	}
-	defer unguard()
+	defer done()
 	if pf != nil {
 		cfg.CPUProfile = pf
 	}

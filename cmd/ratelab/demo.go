@@ -52,11 +52,11 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, _, err := openOut(c, &f.redis, f.out, runID, stderr)
+	rd, out, _, done, err := f.start(c, nil, runID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
+	defer done()
 	cfg := f.cfg
 	cfg.RunID, cfg.Progress = runID, stderr
 	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.value == string(reports.JSON), Render: f.format.render,

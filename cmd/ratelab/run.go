@@ -81,16 +81,11 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.RunID = server.NewRunID()
-	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
+	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
-	if err != nil {
-		return err
-	}
-	defer unguard()
+	defer done()
 	var res *measure.Results
 	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
 		res, err = run.Run(c.Context(), rd, cfg, log, stderr)

@@ -49,21 +49,33 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
-// openOut gets a command its results directory and its Redis, in the
+// start gets a command its results directory and its Redis, in the
 // order that loses nothing: --out is checked and made writable
 // (reports.PrepareOut) before Redis is opened, so a bad --out stops the
 // command before it measures; a directory it created is removed again when
-// Redis cannot be opened. The caller closes the Redis; undo removes the
-// directory when the command ends with nothing in it.
-func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stderr io.Writer) (rd *server.Redis, dir string, undo func(), err error) {
-	if dir, undo, err = reports.PrepareOut(out.dir, runID, out.force); err != nil {
-		return nil, "", nil, flagError(nil, err)
+// Redis cannot be opened. It says which Redis on stderr, then guards the
+// scripts of t (nil: none; viaLimiter as targetFlags.guard's) and returns
+// the Redis to use from then on. undo removes the directory when the
+// command ends with nothing in it; done removes the guard and closes the
+// Redis.
+func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (rd *server.Redis, dir string, undo, done func(), err error) {
+	if dir, undo, err = reports.PrepareOut(f.out.dir, runID, f.out.force); err != nil {
+		return nil, "", nil, nil, flagError(nil, err)
 	}
-	if rd, err = openRedis(c, rf, stderr); err != nil {
+	opened, err := f.redis.open(c)
+	if err != nil {
 		undo()
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
-	return rd, dir, undo, nil
+	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", opened.Info.Version, opened.Info.Addr, opened.Info.Mode)
+	rd, unguard := opened, func() {}
+	if t != nil {
+		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
+			closeRedis(opened, stderr)
+			return nil, "", nil, nil, err
+		}
+	}
+	return rd, dir, undo, func() { unguard(); closeRedis(opened, stderr) }, nil
 }
 
 // logDecisions streams the decisions of run to the decision file
@@ -83,15 +95,4 @@ func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
 		runErr = err
 	}
 	return runErr
-}
-
-// openRedis opens the Redis of rf and says which one on stderr. The caller
-// closes it.
-func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*server.Redis, error) {
-	rd, err := rf.open(c)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
-	return rd, nil
 }

@@ -55,11 +55,11 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	defer func() { _ = file.Close() }() // read only: nothing to flush
 	cfg.Size = size
 	cfg.RunID = server.NewRunID()
-	rd, out, undo, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
+	rd, out, undo, done, err := f.start(c, nil, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
+	defer done()
 	var res *measure.Results
 	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
 		res, err = replay.Run(c.Context(), rd, file, cfg, log, stderr)
