@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/spf13/cobra"
 )
 
 // commonFlags are the flags of every command that talks to Redis and
@@ -95,4 +97,110 @@ func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
 		runErr = err
 	}
 	return runErr
+}
+
+// redisFlags are the flags every command that talks to Redis shares.
+// opts holds --connect-timeout, --redis-image, --redis-ca (CAFile) and
+// --allow-eviction (addEviction).
+type redisFlags struct {
+	spec string
+	opts engine.Options
+}
+
+// addEviction adds --allow-eviction, for the commands that write keys.
+func (f *redisFlags) addEviction(c *cobra.Command) {
+	c.Flags().BoolVar(&f.opts.AllowEviction, "allow-eviction", false,
+		"run on a Redis given by URL that may evict keys to make room (maxmemory with an allkeys-* or volatile-* policy): "+
+			"warn instead of refusing (exit 2) when this command may write more than its headroom, and do not stop when it evicts")
+}
+
+func (f *redisFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.spec, "redis", "auto",
+		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
+			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
+			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
+			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
+	c.Flags().DurationVar(&f.opts.Timeout, "connect-timeout", engine.DefaultConnectTimeout, "how long to wait for Redis to answer")
+	c.Flags().StringVar(&f.opts.Image, "redis-image", "",
+		"container image of --redis container (default $"+engine.ImageEnv+", else "+engine.DefaultImage+"; without a registry: make redis-image, then "+engine.LocalImage+")")
+	c.Flags().StringVar(&f.opts.CAFile, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
+}
+
+// open checks the flags (engine.Options.Check) and opens the Redis of
+// --redis. The caller closes it.
+func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
+	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL
+	o, err := f.opts.Check(f.spec)
+	if err != nil {
+		return nil, flagError(nil, err)
+	}
+	rd, err := engine.OpenWith(c.Context(), f.spec, o)
+	if err != nil {
+		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
+	}
+	rd.AllowEviction = o.AllowEviction // also on the servers ratelab starts
+	return rd, nil
+}
+
+// closeRedis closes rd, a command's deferred cleanup: stopping what ratelab
+// started can fail (a redis-server that will not stop, a container Docker
+// will not remove), and that is said on stderr, since the command's own
+// result is decided by then.
+func closeRedis(rd *server.Redis, stderr io.Writer) {
+	if err := rd.Close(); err != nil {
+		fmt.Fprintf(stderr, "ratelab: closing Redis (%s at %s): %v\n", rd.Info.Mode, rd.Info.Addr, err)
+	}
+}
+
+// redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL
+// when the flag was not given, and says on stderr which variable was used
+// (its value with any password hidden). The flag wins over both.
+func redisFromEnv(c *cobra.Command, spec *string) {
+	v, name := engine.FromEnv()
+	if c.Flags().Changed("redis") || v == "" || *spec == v { // the flag wins; or said for an earlier target
+		return
+	}
+	*spec = v
+	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
+}
+
+// formatFlag is a command's --format: how its results go to stdout. Every
+// command declares it with add, which checks it before the command runs
+// (cobra's PreRunE), and prints with render (reports.Render), so the check
+// is made once, here.
+type formatFlag struct {
+	value   string
+	allowed []reports.Format
+	wide    bool // --wide: tables with every column (reports.Wide)
+}
+
+// add declares --format on c (default table), taking allowed (every
+// reports.Format when none).
+func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
+	if len(allowed) == 0 {
+		allowed = reports.Formats
+	}
+	f.allowed = allowed
+	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.Flags().BoolVar(&f.wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		_, err := f.get()
+		return err
+	}
+}
+
+// get returns --format, or a usage error naming the flag when the command
+// does not take it (`--format: unknown format "csv" (want table or json)`).
+func (f *formatFlag) get() (reports.Format, error) {
+	v, err := reports.ParseFormat(f.value, f.allowed...)
+	return v, flagError(nil, err)
+}
+
+// render returns the writer of results in --format, for publish.
+func (f *formatFlag) render(results any) func(io.Writer) error {
+	format := reports.Format(f.value)
+	if f.wide && format == reports.Table {
+		format = reports.Wide
+	}
+	return func(w io.Writer) error { return reports.Render(w, format, results) }
 }
