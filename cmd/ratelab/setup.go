@@ -73,28 +73,19 @@ func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaL
 	rd, unguard := opened, func() {}
 	if t != nil {
 		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
-			closeRedis(opened, stderr)
+			opened.CloseOrSay(stderr)
 			return nil, "", nil, nil, err
 		}
 	}
-	return rd, dir, undo, func() { unguard(); closeRedis(opened, stderr) }, nil
+	return rd, dir, undo, func() { unguard(); opened.CloseOrSay(stderr) }, nil
 }
 
-// logDecisions streams the decisions of run to the decision file
-// --decisions (reports.CreateDecisionFile; none when it is "": run gets a
-// nil log) and closes it; an error closing it is run's error when run had
-// none.
+// logDecisions runs run with the decision log of --decisions
+// (reports.LogDecisions; nil when none).
 func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
-	if o.decisions == "" {
-		return run(nil)
-	}
-	log, err := reports.CreateDecisionFile(o.decisions)
+	runErr, err := reports.LogDecisions(o.decisions, run)
 	if err != nil {
 		return flagError(nil, err)
-	}
-	runErr := run(log)
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
 	}
 	return runErr
 }
@@ -140,16 +131,6 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	}
 	rd.AllowEviction = o.AllowEviction // also on the servers ratelab starts
 	return rd, nil
-}
-
-// closeRedis closes rd, a command's deferred cleanup: stopping what ratelab
-// started can fail (a redis-server that will not stop, a container Docker
-// will not remove), and that is said on stderr, since the command's own
-// result is decided by then.
-func closeRedis(rd *server.Redis, stderr io.Writer) {
-	if err := rd.Close(); err != nil {
-		fmt.Fprintf(stderr, "ratelab: closing Redis (%s at %s): %v\n", rd.Info.Mode, rd.Info.Addr, err)
-	}
 }
 
 // redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL

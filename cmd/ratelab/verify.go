@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,7 +129,7 @@ func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Write
 	}
 	closeIt := func() {
 		if rd != nil {
-			closeRedis(rd, stderr)
+			rd.CloseOrSay(stderr)
 		}
 	}
 	cfg.RunID = server.NewRunID()
@@ -164,35 +163,30 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	case err != nil:
 		return usagef("--replay: %w", err)
 	}
+	var spec *targets.Spec // the flags' target, else the one verify.json records
 	if f.target.given(c) {
 		if err := f.target.load(c); err != nil {
 			return err
 		}
-	} else {
-		spec, err := targets.FromRecord(rec.TargetSpec, filepath.Dir(f.replay))
-		if err != nil {
-			return usagef("--replay %s: %w", f.replay, err)
-		}
-		f.target.specs = []targets.Spec{spec}
+		spec = &f.target.specs[0]
 	}
-	cfg, err := verifyjob.ReplayConfig(rec, f.cfg)
-	if err != nil {
+	r, err := verifyjob.NewReplay(rec, f.replay, spec, f.cfg)
+	switch {
+	case errors.Is(err, verifyjob.ErrHTTPReplay):
+		return usagef("--replay: %w", err)
+	case err != nil:
 		return usagef("--replay %s: %w", f.replay, err)
 	}
-	if f.target.specs[0].HTTP != "" {
-		return usagef("--replay: an HTTP endpoint cannot be replayed in virtual time")
-	}
-	rd, lim, done, err := f.open(c, &cfg, stderr)
+	f.target.specs = []targets.Spec{r.Spec}
+	rd, lim, done, err := f.open(c, &r.Config, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	cfg.Progress = stderr
-	rep, err := verify.Replay(c.Context(), rd, lim, cfg, rec.CounterExample)
+	rep, err := r.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}
-	rep.TargetSpec = f.target.specs[0].Record()
 	if err := f.format.render(rep)(stdout); err != nil {
 		return err
 	}
