@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -82,17 +81,11 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	}
 	var pf *reports.Output
 	if f.cpuprofile != "" { // before anything is measured: an existing file is refused without --force
-		pf, err = reports.CreateOutput(f.cpuprofile, f.out.force)
-		if err != nil {
+		if pf, err = reports.CreateOutput(f.cpuprofile, f.out.force); err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
-		defer func() { // after Run stopped the profile: one that did not reach the disk is said
-			if cfg.CPUProfile == nil { // stopped before Run: no profile, and the path left as it was
-				pf.Abort()
-			} else if err := pf.Close(); err != nil {
-				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
-			}
-		}()
+		// after Run stopped the profile; stopped before Run: no profile, and the path left as it was
+		defer func() { pf.Finish(cfg.CPUProfile != nil, stderr, "--cpuprofile") }()
 	}
 	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
