@@ -29,7 +29,7 @@ type verifyFlags struct {
 	window    time.Duration
 	precision time.Duration
 	replay    string                // --replay: a verify.json whose counter-example to send again
-	ci        ci.Collect            // --junit and the suite's reports (ci.go)
+	ci        ci.Collect            // --junit and the suite's reports (verifyTargets)
 	current   *measure.VerifyReport // the running target's report, once it has one
 }
 
