@@ -84,7 +84,7 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		if pf, err = reports.CreateOutput(f.cpuprofile, f.out.force); err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
-		// after Run stopped the profile; stopped before Run: no profile, and the path left as it was
+		// once Run has stopped the profile; a bench that stops before Run leaves the path as it was
 		defer func() { pf.Finish(cfg.CPUProfile != nil, stderr, "--cpuprofile") }()
 	}
 	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)

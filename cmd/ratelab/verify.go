@@ -23,14 +23,13 @@ import (
 // verifyFlags are verify's flags: most go straight into the verify.Config.
 type verifyFlags struct {
 	commonFlags
-	target    targetFlags
-	cfg       verify.Config
-	limits    []string
-	window    time.Duration
-	precision time.Duration
-	replay    string                // --replay: a verify.json whose counter-example to send again
-	ci        ci.Collect            // --junit and the suite's reports (verifyTargets)
-	current   *measure.VerifyReport // the running target's report, once it has one
+	target  targetFlags
+	cfg     verify.Config
+	limits  []string              // --limit, into lim.Given
+	lim     verifyjob.Limits      // --window, --precision
+	replay  string                // --replay: a verify.json whose counter-example to send again
+	ci      ci.Collect            // --junit and the suite's reports (verifyTargets)
+	current *measure.VerifyReport // the running target's report, once it has one
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -44,8 +43,8 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.ci.JUnit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
-	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
-	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
+	windowVar(fl, &f.lim.Window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
+	fl.DurationVar(&f.lim.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&cfg.Skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&cfg.Clients, "clients", 8, "concurrent clients of the concurrency families")
 	fl.BoolVar(&cfg.RealTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
@@ -67,12 +66,13 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	cfg := f.cfg
 	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
-	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
-	if err != nil {
+	ls := f.lim
+	var err error
+	if ls.Given, err = limit.ParseFlags(f.limits, ls.Window, c.Flags().Changed("window")); err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
-	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], verifyjob.Limits{Given: limits, Window: f.window, Precision: f.precision,
-		Gave: c.Flags().Changed("limit") || c.Flags().Changed("window")}) // else the --config file's
+	ls.Gave = c.Flags().Changed("limit") || c.Flags().Changed("window") // else the --config file's
+	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], ls)
 	var fe *verifyjob.FileError
 	if errors.As(err, &fe) { // the file's limits, not --limit or --window
 		return cfg, usagef("--config %s: %w", fe.File, fe.Err)
