@@ -62,6 +62,26 @@ func DecisionFileFormat(path string) (json bool, compression string) {
 	return strings.HasSuffix(name, ".jsonl"), compression
 }
 
+// LogDecisions runs run with the decision log of the file path
+// (CreateDecisionFile; none when path is "": run gets a nil log) and
+// closes it: runErr is run's error, else the error closing the log.
+// createErr is CreateDecisionFile's (a *field.Error naming "decisions"),
+// and then run was not called.
+func LogDecisions(path string, run func(log *measure.DecisionLog) error) (runErr, createErr error) {
+	if path == "" {
+		return run(nil), nil
+	}
+	log, err := CreateDecisionFile(path)
+	if err != nil {
+		return nil, err
+	}
+	runErr = run(log)
+	if err := log.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr, nil
+}
+
 // CreateDecisionFile creates the decision file path (its directory must
 // exist), replacing an earlier one, and returns the log that writes it in
 // the encoding and compression its name says (DecisionFileFormat). The

@@ -158,3 +158,37 @@ func TestDecisionFileErrors(t *testing.T) {
 		t.Errorf("fn's error: %v after %d records, want stop after 1", err, n)
 	}
 }
+
+// LogDecisions: no path gives run a nil log; a file that cannot be made is
+// createErr (naming decisions) and run is not called; run's error wins
+// over the log's, and the records reach the file.
+func TestLogDecisions(t *testing.T) {
+	runErr, createErr := reports.LogDecisions("", func(log *measure.DecisionLog) error {
+		if log != nil {
+			t.Error("no path: got a log")
+		}
+		return errors.New("ran")
+	})
+	if runErr == nil || runErr.Error() != "ran" || createErr != nil {
+		t.Errorf("no path: %v, %v; want run's error alone", runErr, createErr)
+	}
+	called := false
+	runErr, createErr = reports.LogDecisions(filepath.Join(t.TempDir(), "missing", "d.jsonl"), func(*measure.DecisionLog) error { called = true; return nil })
+	if called || runErr != nil || createErr == nil || !strings.Contains(createErr.Error(), "decisions") {
+		t.Errorf("missing directory: called %v, %v, %v; want createErr naming decisions, run not called", called, runErr, createErr)
+	}
+	path := filepath.Join(t.TempDir(), "d.jsonl")
+	stop := errors.New("stop")
+	runErr, createErr = reports.LogDecisions(path, func(log *measure.DecisionLog) error {
+		for _, r := range decisionRecords(3) {
+			if err := log.Write(&r); err != nil {
+				return err
+			}
+		}
+		return stop
+	})
+	b, err := os.ReadFile(path)
+	if !errors.Is(runErr, stop) || createErr != nil || err != nil || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("got %v, %v, %d lines (%v); want stop and 3 records in the file", runErr, createErr, strings.Count(string(b), "\n"), err)
+	}
+}

@@ -164,3 +164,41 @@ func TestRerenderCleansForgedResults(t *testing.T) {
 		}
 	}
 }
+
+// Finish: an unused Output leaves nothing at its path; a used one is put
+// there; a Close that fails is said on w with the name given.
+func TestOutputFinish(t *testing.T) {
+	dir := t.TempDir()
+	unused := filepath.Join(dir, "unused.prof")
+	o, err := CreateOutput(unused, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	o.Finish(false, &said, "--cpuprofile")
+	if _, err := os.Lstat(unused); !errors.Is(err, fs.ErrNotExist) || said.Len() != 0 {
+		t.Errorf("unused: %v, said %q; want no file and nothing said", err, said.String())
+	}
+	used := filepath.Join(dir, "used.prof")
+	if o, err = CreateOutput(used, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.WriteString("profile"); err != nil {
+		t.Fatal(err)
+	}
+	o.Finish(true, &said, "--cpuprofile")
+	if b, err := os.ReadFile(used); err != nil || string(b) != "profile" || said.Len() != 0 {
+		t.Errorf("used: %q, %v, said %q; want the file", b, err, said.String())
+	}
+	late := filepath.Join(dir, "late.prof")
+	if o, err = CreateOutput(late, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(late, []byte("someone else's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Finish(true, &said, "--cpuprofile")
+	if !strings.HasPrefix(said.String(), "ratelab: --cpuprofile: ") || !strings.Contains(said.String(), "already exists") {
+		t.Errorf("a failed close said %q; want it named --cpuprofile", said.String())
+	}
+}

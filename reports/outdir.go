@@ -225,6 +225,17 @@ func (o *Output) Close() error {
 	return err
 }
 
+// Finish ends o as a command's deferred cleanup: Close when used (o was
+// written), else Abort (the path left as it was); a Close that fails, the
+// file not at its path, is said on w as "ratelab: NAME: ERROR".
+func (o *Output) Finish(used bool, w io.Writer, name string) {
+	if !used {
+		o.Abort()
+	} else if err := o.Close(); err != nil {
+		fmt.Fprintf(w, "ratelab: %s: %v\n", name, err)
+	}
+}
+
 // Abort closes the temporary file and removes it: path is left as it was.
 func (o *Output) Abort() {
 	if o.done {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -60,7 +59,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	if err := f.target.load(c); err != nil {
 		return f.cfg, err
 	}
-	if err := f.target.atomicOnly("bench", f.cfg.Algorithms); err != nil {
+	if err := f.target.atomicOnly(c, "bench", f.cfg.Algorithms); err != nil {
 		return f.cfg, err
 	}
 	cfg := f.cfg
@@ -82,28 +81,17 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	}
 	var pf *reports.Output
 	if f.cpuprofile != "" { // before anything is measured: an existing file is refused without --force
-		pf, err = reports.CreateOutput(f.cpuprofile, f.out.force)
-		if err != nil {
+		if pf, err = reports.CreateOutput(f.cpuprofile, f.out.force); err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
-		defer func() { // after Run stopped the profile: one that did not reach the disk is said
-			if cfg.CPUProfile == nil { // stopped before Run: no profile, and the path left as it was
-				pf.Abort()
-			} else if err := pf.Close(); err != nil {
-				fmt.Fprintf(stderr, "ratelab: --cpuprofile: %v\n", err)
-			}
-		}()
+		// once Run has stopped the profile; a bench that stops before Run leaves the path as it was
+		defer func() { pf.Finish(cfg.CPUProfile != nil, stderr, "--cpuprofile") }()
 	}
-	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
+	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
-	if err != nil {
-		return err
-	}
-	defer unguard()
+	defer done()
 	if pf != nil {
 		cfg.CPUProfile = pf
 	}

@@ -44,7 +44,7 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := f.target.load(c); err != nil {
 		return err
 	}
-	if err := f.target.atomicOnly("capacity", f.cfg.Algorithms); err != nil {
+	if err := f.target.atomicOnly(c, "capacity", f.cfg.Algorithms); err != nil {
 		return err
 	}
 	cfg := f.cfg
@@ -54,16 +54,11 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := cfg.Validate(); err != nil {
 		return flagError(c.Flags(), err)
 	}
-	rd, out, _, err := openOut(c, &f.redis, f.out, cfg.RunID, stderr)
+	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-	rd, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, false, stderr)
-	if err != nil {
-		return err
-	}
-	defer unguard()
+	defer done()
 	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
 	return reports.Publish(c.Context(), stdout, stderr, "capacity", out, res, res.DurationMS, runErr, f.format.render(res))
 }

@@ -30,7 +30,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
 			}
-			defer closeRedis(rd, stderr)
+			defer rd.CloseOrSay(stderr)
 			live, err := cleanup.Run(c.Context(), rd, cfg, yes, stdout)
 			if err != nil {
 				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,9 +9,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/demo"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/live"
 	"github.com/ratelab/ratelab/limit"
-	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -41,15 +37,13 @@ func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-func (f *demoFlags) check(c *cobra.Command) error {
+func (f *demoFlags) check(c *cobra.Command) (err error) {
 	if f.cfg.Limit == (limit.Limit{}) { // the zero Limit would mean the default in the library
 		return usagef("--limit: must be >= 1, got 0")
 	}
-	pace, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f.pace), "x"), 64)
-	if err != nil {
-		return usagef("--pace: want a factor such as 20x, got %q", f.pace)
+	if f.cfg.Pace, err = demo.ParsePace(f.pace); err != nil {
+		return flagError(c.Flags(), err)
 	}
-	f.cfg.Pace = pace
 	return flagError(c.Flags(), f.cfg.Validate())
 }
 
@@ -58,46 +52,14 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, _, err := openOut(c, &f.redis, f.out, runID, stderr)
+	rd, out, _, done, err := f.start(c, nil, runID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer closeRedis(rd, stderr)
-
-	// the show goes to stdout, unless stdout carries the JSON results
-	show := stdout
-	format, _ := f.format.get() // checked
-	if format == reports.JSON {
-		show = stderr
-	}
-	tty, width := live.Terminal(show)
-
-	view := live.NewDemo(show, tty, width)
+	defer done()
 	cfg := f.cfg
 	cfg.RunID, cfg.Progress = runID, stderr
-	var res *measure.Results
-	runErr := logDecisions(f.out.decisions, func(log *measure.DecisionLog) (err error) {
-		view.Start()
-		defer view.Stop()
-		res, err = demo.Run(c.Context(), rd, cfg, view, log)
-		return err
-	})
-	files, err := reports.WriteResults(c.Context(), out, res)
-	if err != nil {
-		return err
-	}
-	if format != reports.JSON {
-		fmt.Fprintln(stdout)
-	}
-	if err := f.format.render(res)(stdout); err != nil {
-		return err
-	}
-	if f.explain {
-		_ = live.WriteExplained(show, reports.Explain(res), width)
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (%s) — %.1fs\n", out, files, float64(res.DurationMS)/1000)
-	if runErr != nil {
-		return fmt.Errorf("demo stopped early (results marked incomplete): %w", runErr)
-	}
-	return nil
+	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.value == string(reports.JSON), Render: f.format.render,
+		Explain: f.explain, Out: out, Decisions: f.out.logDecisions}
+	return show.Run(c.Context(), rd, cfg)
 }

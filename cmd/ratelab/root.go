@@ -1,12 +1,16 @@
+// Command ratelab compares Redis rate-limiting algorithms running as Lua
+// scripts in a real Redis, and verifies their behaviour at window boundaries.
 package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -53,7 +57,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer server.AbortOnCancel(ctx)()
 	out, errOut := ci.Writers(args, stdout, stderr) // --format json's error object, --quiet
 	root := newRoot(out, errOut)
-	bindQuiet(root)
+	// --quiet (-q) on every command; ci.Writers acts on it
+	root.PersistentFlags().BoolP("quiet", "q", false, "print only the result on stdout and, on failure, the error on stderr (no progress, no notes)")
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -73,7 +78,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &fe):
 		code = exitFail
 	}
-	printErrorJSON(cmd, out, msg, code)
+	if fl := cmd.Flags().Lookup("format"); fl != nil && fl.Value.String() == string(reports.JSON) {
+		_ = ci.WriteErrorJSONIfSilent(out, cmd.Name(), msg, code) // stdout gone: the error is on stderr already
+	}
 	return code
 }
 
@@ -131,4 +138,37 @@ func noDuplicates(c *cobra.Command) error {
 		}
 	}
 	return nil
+}
+
+// command is the command of use (named by its first word) and short, whose
+// long help and examples are help/<name>.*.txt (helpText, args filling the
+// long help), that takes no arguments and runs run.
+func command(use, short string, run func(c *cobra.Command) error, args ...string) *cobra.Command {
+	name, _, _ := strings.Cut(use, " ")
+	return &cobra.Command{Use: use, Short: short, Long: helpText(name, "long", args...), Example: helpText(name, "example"),
+		Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error { return run(c) }}
+}
+
+// helpFiles are the commands' long help and examples, kept as text beside
+// the code: help/<command>.long.txt and help/<command>.example.txt.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText returns help/<command>.<part>.txt with {{0}}, {{1}}, ... replaced
+// by args (lists that come from the registries, such as the scenario names).
+func helpText(command, part string, args ...string) string {
+	b, err := helpFiles.ReadFile("help/" + command + "." + part + ".txt")
+	if err != nil {
+		panic(fmt.Sprintf("ratelab: no help text for %s %s", command, part))
+	}
+	s := string(b)
+	for i, a := range args {
+		s = strings.ReplaceAll(s, fmt.Sprintf("{{%d}}", i), a)
+	}
+	return s
+}
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
+	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/spf13/cobra"
 )
 
 // commonFlags are the flags of every command that talks to Redis and
@@ -49,48 +51,137 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
-// openOut gets a command its results directory and its Redis, in the
+// start gets a command its results directory and its Redis, in the
 // order that loses nothing: --out is checked and made writable
 // (reports.PrepareOut) before Redis is opened, so a bad --out stops the
 // command before it measures; a directory it created is removed again when
-// Redis cannot be opened. The caller closes the Redis; undo removes the
-// directory when the command ends with nothing in it.
-func openOut(c *cobra.Command, rf *redisFlags, out outFlags, runID string, stderr io.Writer) (rd *server.Redis, dir string, undo func(), err error) {
-	if dir, undo, err = reports.PrepareOut(out.dir, runID, out.force); err != nil {
-		return nil, "", nil, flagError(nil, err)
+// Redis cannot be opened. It says which Redis on stderr, then guards the
+// scripts of t (nil: none; viaLimiter as targetFlags.guard's) and returns
+// the Redis to use from then on. undo removes the directory when the
+// command ends with nothing in it; done removes the guard and closes the
+// Redis.
+func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (rd *server.Redis, dir string, undo, done func(), err error) {
+	if dir, undo, err = reports.PrepareOut(f.out.dir, runID, f.out.force); err != nil {
+		return nil, "", nil, nil, flagError(nil, err)
 	}
-	if rd, err = openRedis(c, rf, stderr); err != nil {
+	opened, err := f.redis.open(c)
+	if err != nil {
 		undo()
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
-	return rd, dir, undo, nil
+	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", opened.Info.Version, opened.Info.Addr, opened.Info.Mode)
+	rd, unguard := opened, func() {}
+	if t != nil {
+		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
+			opened.CloseOrSay(stderr)
+			return nil, "", nil, nil, err
+		}
+	}
+	return rd, dir, undo, func() { unguard(); opened.CloseOrSay(stderr) }, nil
 }
 
-// logDecisions streams the decisions of run to the decision file path
-// (reports.CreateDecisionFile; none when path is "": run gets a nil log)
-// and closes it; an error closing it is run's error when run had none.
-func logDecisions(path string, run func(log *measure.DecisionLog) error) error {
-	if path == "" {
-		return run(nil)
-	}
-	log, err := reports.CreateDecisionFile(path)
+// logDecisions runs run with the decision log of --decisions
+// (reports.LogDecisions; nil when none).
+func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
+	runErr, err := reports.LogDecisions(o.decisions, run)
 	if err != nil {
 		return flagError(nil, err)
-	}
-	runErr := run(log)
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
 	}
 	return runErr
 }
 
-// openRedis opens the Redis of rf and says which one on stderr. The caller
-// closes it.
-func openRedis(c *cobra.Command, rf *redisFlags, stderr io.Writer) (*server.Redis, error) {
-	rd, err := rf.open(c)
+// redisFlags are the flags every command that talks to Redis shares.
+// opts holds --connect-timeout, --redis-image, --redis-ca (CAFile) and
+// --allow-eviction (addEviction).
+type redisFlags struct {
+	spec string
+	opts engine.Options
+}
+
+// addEviction adds --allow-eviction, for the commands that write keys.
+func (f *redisFlags) addEviction(c *cobra.Command) {
+	c.Flags().BoolVar(&f.opts.AllowEviction, "allow-eviction", false,
+		"run on a Redis given by URL that may evict keys to make room (maxmemory with an allkeys-* or volatile-* policy): "+
+			"warn instead of refusing (exit 2) when this command may write more than its headroom, and do not stop when it evicts")
+}
+
+func (f *redisFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.spec, "redis", "auto",
+		"where Redis is: auto (exec when redis-server is on PATH, else container when Docker answers), "+
+			"exec (a throwaway redis-server), container (a throwaway Redis container), cluster (a throwaway local 3-master Redis Cluster), "+
+			"a redis:// or rediss:// (TLS) URL, [user:password@ for ACL users], "+
+			"or a redis+cluster://host:port,host:port URL of your Redis Cluster (rediss+cluster:// for TLS)")
+	c.Flags().DurationVar(&f.opts.Timeout, "connect-timeout", engine.DefaultConnectTimeout, "how long to wait for Redis to answer")
+	c.Flags().StringVar(&f.opts.Image, "redis-image", "",
+		"container image of --redis container (default $"+engine.ImageEnv+", else "+engine.DefaultImage+"; without a registry: make redis-image, then "+engine.LocalImage+")")
+	c.Flags().StringVar(&f.opts.CAFile, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
+}
+
+// open checks the flags (engine.Options.Check) and opens the Redis of
+// --redis. The caller closes it.
+func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
+	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL
+	o, err := f.opts.Check(f.spec)
 	if err != nil {
-		return nil, err
+		return nil, flagError(nil, err)
 	}
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", rd.Info.Version, rd.Info.Addr, rd.Info.Mode)
+	rd, err := engine.OpenWith(c.Context(), f.spec, o)
+	if err != nil {
+		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
+	}
+	rd.AllowEviction = o.AllowEviction // also on the servers ratelab starts
 	return rd, nil
+}
+
+// redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL
+// when the flag was not given, and says on stderr which variable was used
+// (its value with any password hidden). The flag wins over both.
+func redisFromEnv(c *cobra.Command, spec *string) {
+	v, name := engine.FromEnv()
+	if c.Flags().Changed("redis") || v == "" || *spec == v { // the flag wins; or said for an earlier target
+		return
+	}
+	*spec = v
+	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
+}
+
+// formatFlag is a command's --format: how its results go to stdout. Every
+// command declares it with add, which checks it before the command runs
+// (cobra's PreRunE), and prints with render (reports.Render), so the check
+// is made once, here.
+type formatFlag struct {
+	value   string
+	allowed []reports.Format
+	wide    bool // --wide: tables with every column (reports.Wide)
+}
+
+// add declares --format on c (default table), taking allowed (every
+// reports.Format when none).
+func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
+	if len(allowed) == 0 {
+		allowed = reports.Formats
+	}
+	f.allowed = allowed
+	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.Flags().BoolVar(&f.wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		_, err := f.get()
+		return err
+	}
+}
+
+// get returns --format, or a usage error naming the flag when the command
+// does not take it (`--format: unknown format "csv" (want table or json)`).
+func (f *formatFlag) get() (reports.Format, error) {
+	v, err := reports.ParseFormat(f.value, f.allowed...)
+	return v, flagError(nil, err)
+}
+
+// render returns the writer of results in --format, for publish.
+func (f *formatFlag) render(results any) func(io.Writer) error {
+	format := reports.Format(f.value)
+	if f.wide && format == reports.Table {
+		format = reports.Wide
+	}
+	return func(w io.Writer) error { return reports.Render(w, format, results) }
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -20,23 +22,14 @@ import (
 // templates and its --allowed predicate, an --http endpoint, or a --config
 // file describing one of these; for run, capacity and bench any number of
 // --script (sharing --key, --arg, --allowed) and --config targets, beside
-// the built-ins of --algorithms.
+// the built-ins of --algorithms. Most flags go straight into g.
 type targetFlags struct {
-	many        bool // run, capacity, bench
-	algorithm   string
-	script      string   // verify's one --script
-	scripts     []string // run's, capacity's, bench's
-	keys        []string
-	args        []string
-	allowed     string
+	g           targets.Given
+	script      string // verify's one --script (g.Scripts: run's, capacity's, bench's)
 	allowedWhen int64
-	setup       string // --setup
-	http        string
-	configs     []string
 	specs       []targets.Spec // read by load
 	trust       bool           // --trust-script
-	clientSide  bool           // --client-side
-	guarded     *guard.Scripts // the scripts' connection under guard (see guard); nil: the command's own
+	guarded     guard.Scripts  // the scripts' connection under guard (see guard); zero: the command's own
 }
 
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
@@ -44,30 +37,31 @@ const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {wi
 // add declares verify's target flags on c.
 func (t *targetFlags) add(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringVar(&t.algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Known(), ", "))
+	t.g.Several = true
+	fl.StringVar(&t.g.Algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Known(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
-	fl.StringVar(&t.http, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
-	fl.StringArrayVar(&t.configs, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
+	fl.StringVar(&t.g.HTTP, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
+	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
 	t.addScriptFlags(c)
 }
 
 // addMany declares the target flags of run, capacity and bench on c.
 func (t *targetFlags) addMany(c *cobra.Command) {
-	t.many = true
+	t.g.BesideBuiltins = true
 	fl := c.Flags()
-	fl.StringArrayVar(&t.scripts, "script", nil, "a Lua file to add beside the built-ins, named by its file, repeatable (all share --key, --arg, --allowed)")
-	fl.StringArrayVar(&t.configs, "config", nil, "a target file to add beside the built-ins (ratelab.yaml; docs/config.md), repeatable")
+	fl.StringArrayVar(&t.g.Scripts, "script", nil, "a Lua file to add beside the built-ins, named by its file, repeatable (all share --key, --arg, --allowed)")
+	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file to add beside the built-ins (ratelab.yaml; docs/config.md), repeatable")
 	t.addScriptFlags(c)
 }
 
 func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl := c.Flags()
-	fl.StringArrayVar(&t.keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
-	fl.StringArrayVar(&t.args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
-	fl.StringVar(&t.allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
-	fl.StringVar(&t.setup, "setup", "", "a Lua set-up script for --script, run once per key before its first call, with the same --key and --arg templates (e.g. to store the limiter's rate in a hash)")
+	fl.StringArrayVar(&t.g.Keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
+	fl.StringArrayVar(&t.g.Args, "arg", nil, "an ARGV template for --script, repeatable, in order; "+templateHelp)
+	fl.StringVar(&t.g.Allowed, "allowed", "", "when the --script reply means allowed: an expression over reply (nil for Lua false; arrays from 1) and the placeholders, e.g. 'reply != nil', 'reply <= limit', 'reply[2] >= 0', 'reply in [1, 2]'")
+	fl.StringVar(&t.g.Setup, "setup", "", "a Lua set-up script for --script, run once per key before its first call, with the same --key and --arg templates (e.g. to store the limiter's rate in a hash)")
 	fl.BoolVar(&t.trust, "trust-script", false, "on your own Redis, let the --script touch any key and run any command (default: it runs as a temporary ACL user limited to this run's keys)")
-	fl.BoolVar(&t.clientSide, "client-side", false, "run the --script (and --config scripts) client-side: every redis.call its own round trip from ratelab, as application code sends it, instead of one atomic script in Redis (redis.pipeline, redis.transaction and WATCH too; verify adds the race family)")
+	fl.BoolVar(&t.g.ClientSide, "client-side", false, "run the --script (and --config scripts) client-side: every redis.call its own round trip from ratelab, as application code sends it, instead of one atomic script in Redis (redis.pipeline, redis.transaction and WATCH too; verify adds the race family)")
 	fl.Int64Var(&t.allowedWhen, "allowed-when", 1, "shorthand for --allowed: the --script reply integer (or first element) that means allowed (0 for scripts that return 1 when over the limit)")
 }
 
@@ -85,8 +79,7 @@ func (t *targetFlags) given(c *cobra.Command) bool {
 // --config files (before any Redis is opened) and checks every template
 // and predicate (targets.Load).
 func (t *targetFlags) load(c *cobra.Command) error {
-	g := targets.Given{Algorithm: t.algorithm, Scripts: t.scripts, Keys: t.keys, Args: t.args,
-		Allowed: t.allowed, HTTP: t.http, Files: t.configs, BesideBuiltins: t.many, ClientSide: t.clientSide, Setup: t.setup, Several: !t.many}
+	g := t.g
 	if t.script != "" {
 		g.Scripts = []string{t.script}
 	}
@@ -105,37 +98,14 @@ func (t *targetFlags) load(c *cobra.Command) error {
 }
 
 // targets returns the loaded targets (run, capacity, bench), their scripts
-// on the guarded connection when there is one, their errors naming flags.
-func (t *targetFlags) targets() []targets.Target {
-	out := targets.Targets(t.specs)
-	for i, s := range t.specs {
-		build := out[i].New
-		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			lim, err := build(t.guarded.On(rdb, s), l)
-			if err != nil {
-				return nil, targetErr(err)
-			}
-			return lim, nil
-		}
-	}
-	return out
-}
+// on the guarded connection once there is one, their errors naming flags.
+func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.specs, targetErr) }
 
 // limiter builds verify's target for the limits ls on rd (nil for --http),
-// after load, through targets.Spec.Build (several limits: bucketed-hash
-// enforcing them all, a script or an endpoint; else refused). Precision
-// reaches bucketed-hash only. Errors are usage errors naming the flag.
+// after load (guard.Scripts.Build). Errors are usage errors naming the flag.
 func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
-	var rdb redis.Scripter
-	if rd != nil {
-		rdb = rd.Client
-	}
-	s := t.specs[0]
-	lim, err := s.Build(t.guarded.On(rdb, s), ls...)
-	if err != nil {
-		return nil, targetErr(&targets.SpecError{Spec: s, Err: err})
-	}
-	return lim, nil
+	lim, err := t.guarded.Build(rd, t.specs[0], ls...)
+	return lim, targetErr(err)
 }
 
 // targetErr names the flag of a targets error: a target file's field as
@@ -152,15 +122,40 @@ func targetErr(err error) error {
 }
 
 // atomicOnly refuses client-side targets in command (capacity, bench:
-// targets.AtomicOnly), naming the flag or the target file.
-func (t *targetFlags) atomicOnly(command string, algs []string) error {
-	err := targets.AtomicOnly(command, t.specs, t.clientSide, algs)
-	var fe *field.Error
-	switch {
-	case errors.As(err, new(*targets.SpecError)):
+// targets.AtomicOnly), naming the flag of c or the target file.
+func (t *targetFlags) atomicOnly(c *cobra.Command, command string, algs []string) error {
+	err := targets.AtomicOnly(command, t.specs, t.g.ClientSide, algs)
+	if errors.As(err, new(*targets.SpecError)) {
 		return targetErr(err)
-	case errors.As(err, &fe): // --client-side, --algorithms
-		return usagef("--%s: %w", strings.ReplaceAll(fe.Name, "_", "-"), fe.Err)
 	}
-	return err
+	return flagError(c.Flags(), err) // --client-side, --algorithms
+}
+
+// guard protects the user's Redis from the user's --script (guard.Open),
+// unless --trust-script; viaLimiter says whether the command sends the
+// scripts' calls through the limiter (run, verify). It returns the Redis
+// the command must use from then on and a func that removes the ACL user.
+// Errors are usage errors naming the flag.
+func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string, viaLimiter bool, stderr io.Writer) (*server.Redis, func(), error) {
+	rd, g, mode, err := guard.Open(ctx, rd, t.specs, runID, t.trust, viaLimiter, stderr)
+	var refused *guard.RefusedError
+	var se *targets.SpecError
+	switch name, _ := field.Name(err); {
+	case errors.As(err, &refused):
+		return nil, nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
+	case errors.As(err, &se):
+		return nil, nil, flagError(nil, se.Err)
+	case name == "script":
+		return nil, nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
+	case err != nil:
+		return nil, nil, flagError(nil, err)
+	case mode == guard.Trusted:
+		fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
+	case mode == guard.Guarded:
+		fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
+	}
+	if g != nil {
+		t.guarded = *g
+	}
+	return rd, t.guarded.Close, nil
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,23 +13,23 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/harness/verifyjob"
-	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 
 // verifyFlags are verify's flags: most go straight into the verify.Config.
 type verifyFlags struct {
 	commonFlags
-	target    targetFlags
-	cfg       verify.Config
-	limits    []string
-	window    time.Duration
-	precision time.Duration
-	replay    string  // --replay: a verify.json whose counter-example to send again
-	ci        ciFlags // --junit and the suite's reports (ci.go)
+	target  targetFlags
+	cfg     verify.Config
+	limits  []string              // --limit, into lim.Given
+	lim     verifyjob.Limits      // --window, --precision
+	replay  string                // --replay: a verify.json whose counter-example to send again
+	ci      ci.Collect            // --junit and the suite's reports (verifyTargets)
+	current *measure.VerifyReport // the running target's report, once it has one
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -40,11 +40,11 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
 	f.out.addDecisions(c)
 	f.target.add(c)
-	f.ci.add(c)
+	fl.StringVar(&f.ci.JUnit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
-	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
-	fl.DurationVar(&f.precision, "precision", 0, "bucketed-hash block length (default window/10)")
+	windowVar(fl, &f.lim.Window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
+	fl.DurationVar(&f.lim.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&cfg.Skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&cfg.Clients, "clients", 8, "concurrent clients of the concurrency families")
 	fl.BoolVar(&cfg.RealTime, "real-time", false, "also run the TTL and concurrency families in real time, on the wall clock (an end-to-end confirmation)")
@@ -66,12 +66,13 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 	cfg := f.cfg
 	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
-	limits, err := limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window"))
-	if err != nil {
+	ls := f.lim
+	var err error
+	if ls.Given, err = limit.ParseFlags(f.limits, ls.Window, c.Flags().Changed("window")); err != nil {
 		return cfg, flagError(c.Flags(), err)
 	}
-	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], verifyjob.Limits{Given: limits, Window: f.window, Precision: f.precision,
-		Gave: c.Flags().Changed("limit") || c.Flags().Changed("window")}) // else the --config file's
+	ls.Gave = c.Flags().Changed("limit") || c.Flags().Changed("window") // else the --config file's
+	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], ls)
 	var fe *verifyjob.FileError
 	if errors.As(err, &fe) { // the file's limits, not --limit or --window
 		return cfg, usagef("--config %s: %w", fe.File, fe.Err)
@@ -80,9 +81,6 @@ func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
-	if f.replay != "" {
-		return runReplay(c, f, stdout, stderr)
-	}
 	cfg, err := f.config(c)
 	if err != nil {
 		return err
@@ -100,31 +98,22 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
 	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
-		if server.IsGuardRefusal(err) && !errors.Is(err, server.ErrRefusedByGuard) {
-			err = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err) // said as run says it, with --trust-script
-		}
 		err = errors.Join(err, flagError(nil, werr))
 		if name := f.target.specs[0].Script; name != "" {
 			return usagef("--script %s: %w", name, err)
 		}
 		return usagef("%w", err)
 	}
-	f.ci.record(rep)
-	if werr != nil {
+	if f.current = rep; werr != nil {
 		return flagError(nil, werr)
 	}
-	input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
-	if err := f.ci.print(f, rep, stdout); err != nil {
-		return err
+	if f.ci.Prints() {
+		if err := f.format.render(rep)(stdout); err != nil {
+			return err
+		}
 	}
-	switch rep.Verdict {
-	case measure.Holds:
-		return nil
-	case measure.Inconclusive:
-		// nothing was checked, or calls failed: not a verdict on the limiter (exit 2)
-		return fmt.Errorf("verify: %s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason())
-	}
-	return failError{fmt.Sprintf("verify: %s %s (see the counter-example above)", rep.Target, rep.Verdict)}
+	msg, failed := verifyjob.Outcome(rep, false)
+	return outcome(prefix("verify: ", msg), failed)
 }
 
 // open opens the Redis of verify's one target (none for --http), guards
@@ -140,7 +129,7 @@ func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Write
 	}
 	closeIt := func() {
 		if rd != nil {
-			closeRedis(rd, stderr)
+			rd.CloseOrSay(stderr)
 		}
 	}
 	cfg.RunID = server.NewRunID()
@@ -174,43 +163,103 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	case err != nil:
 		return usagef("--replay: %w", err)
 	}
+	var spec *targets.Spec // the flags' target, else the one verify.json records
 	if f.target.given(c) {
 		if err := f.target.load(c); err != nil {
 			return err
 		}
-	} else {
-		spec, err := targets.FromRecord(rec.TargetSpec, filepath.Dir(f.replay))
-		if err != nil {
-			return usagef("--replay %s: %w", f.replay, err)
-		}
-		f.target.specs = []targets.Spec{spec}
+		spec = &f.target.specs[0]
 	}
-	cfg, err := verifyjob.ReplayConfig(rec, f.cfg)
-	if err != nil {
+	r, err := verifyjob.NewReplay(rec, f.replay, spec, f.cfg)
+	switch {
+	case errors.Is(err, verifyjob.ErrHTTPReplay):
+		return usagef("--replay: %w", err)
+	case err != nil:
 		return usagef("--replay %s: %w", f.replay, err)
 	}
-	if f.target.specs[0].HTTP != "" {
-		return usagef("--replay: an HTTP endpoint cannot be replayed in virtual time")
-	}
-	rd, lim, done, err := f.open(c, &cfg, stderr)
+	f.target.specs = []targets.Spec{r.Spec}
+	rd, lim, done, err := f.open(c, &r.Config, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	cfg.Progress = stderr
-	rep, err := verify.Replay(c.Context(), rd, lim, cfg, rec.CounterExample)
+	rep, err := r.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}
-	rep.TargetSpec = f.target.specs[0].Record()
 	if err := f.format.render(rep)(stdout); err != nil {
 		return err
 	}
-	switch rep.Verdict {
-	case measure.Holds:
-		return nil
-	case measure.Inconclusive:
-		return fmt.Errorf("verify --replay: %s: inconclusive — %s", rep.Target, rep.Reason())
+	msg, failed := verifyjob.Outcome(rep, true)
+	return outcome(prefix("verify --replay: ", msg), failed)
+}
+
+// prefix is p+msg, or "" when msg is "".
+func prefix(p, msg string) string {
+	if msg == "" {
+		return ""
 	}
-	return failError{fmt.Sprintf("verify --replay: %s %s again (see the counter-example above)", rep.Target, rep.Verdict)}
+	return p + msg
+}
+
+// ratelab in CI (issue 22): verify's --junit, the GitHub Actions
+// annotations and job summary, several targets in one command, Redis from
+// the environment, ratelab.yaml found in the working directory, --quiet,
+// a JSON object on stdout whatever happens, exit 130 on Ctrl-C.
+
+// verifyTargets is verify's RunE: it loads the targets (ratelab.yaml from
+// the working directory when none is given), verifies each in turn with
+// runVerify, and writes the CI outputs of them all (ci.Collect). One exit
+// code: 1 when any target failed its verification, else 2 when any could
+// not be verified, else 0; Ctrl-C stops at the running target.
+func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	if f.replay != "" {
+		return runReplay(c, f, stdout, stderr) // its target: the flags', else the one verify.json records
+	}
+	found := false
+	if !f.target.given(c) {
+		if _, err := os.Stat(targets.DefaultFile); err == nil {
+			f.target.g.Files, found = []string{targets.DefaultFile}, true
+			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
+		}
+	}
+	if err := f.target.load(c); err != nil {
+		if !f.target.given(c) && !found {
+			return usagef("%w; or put a %s in the working directory", err, targets.DefaultFile)
+		}
+		return err
+	}
+	specs := f.target.specs
+	f.ci.Several, f.ci.JSON = len(specs) > 1, f.format.value == string(reports.JSON)
+	isFail := func(err error) bool { return errors.As(err, new(failError)) }
+	errs := verifyjob.Each(c.Context(), specs, f.out.dir, stderr, &f.ci.Suite, isFail, func(s targets.Spec, out string) (*measure.VerifyReport, error) {
+		f.target.specs, f.out.dir, f.current = []targets.Spec{s}, out, nil
+		err := runVerify(c, f, stdout, stderr)
+		return f.current, err
+	})
+	if err := f.ci.Write(stdout, stderr, func(err error) error { return usagef("--junit %s: %w", f.ci.JUnit, err) }); err != nil {
+		errs = append(errs, err)
+	}
+	if !f.ci.Several {
+		return errors.Join(errs...) // the one target's error as it was
+	}
+	for _, err := range errs {
+		if !isFail(err) {
+			fmt.Fprintln(stderr, "ratelab:", err)
+		}
+	}
+	return outcome(f.ci.Suite.Outcome(len(specs)))
+}
+
+// outcome is the error of a verdict's message (verifyjob.Outcome,
+// ci.Suite.Outcome): nil when there is none, a failError (exit 1) when
+// failed, else exit 2.
+func outcome(msg string, failed bool) error {
+	switch {
+	case failed:
+		return failError{msg}
+	case msg != "":
+		return usagef("%s", msg)
+	}
+	return nil
 }

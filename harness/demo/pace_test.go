@@ -50,3 +50,18 @@ func TestPaceValidate(t *testing.T) {
 		t.Errorf("the first burst's last request at %v, want before the boundary", last)
 	}
 }
+
+// ParsePace reads "20x", "20" and " 2.5x "; anything else is an error
+// naming pace that quotes what was given.
+func TestParsePace(t *testing.T) {
+	for in, want := range map[string]float64{"20x": 20, "20": 20, " 2.5x ": 2.5, "1x": 1} {
+		if got, err := ParsePace(in); err != nil || got != want {
+			t.Errorf("%q: got %g, %v; want %g", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "fast", "20xx"} {
+		if _, err := ParsePace(in); err == nil || !strings.HasPrefix(err.Error(), "pace: want a factor such as 20x, got ") {
+			t.Errorf("%q: got %v; want an error naming pace", in, err)
+		}
+	}
+}

@@ -41,8 +41,8 @@ const (
 )
 
 // Scripts is the connection the user's scripts run on under guard. The
-// nil *Scripts is no guard: On returns the caller's connection and Close
-// does nothing. Safe for concurrent use.
+// nil *Scripts, and the zero Scripts, are no guard: On returns the
+// caller's connection and Close does nothing. Safe for concurrent use.
 type Scripts struct {
 	g      *server.Guard
 	ctx    context.Context // Open's, for Close
@@ -81,16 +81,50 @@ func Open(ctx context.Context, rd *server.Redis, specs []targets.Spec, runID str
 // On is the connection spec s runs on: the guarded one when s is a script
 // under guard, else rdb.
 func (s *Scripts) On(rdb redis.Scripter, spec targets.Spec) redis.Scripter {
-	if s != nil && spec.Script != "" {
+	if s != nil && s.g != nil && spec.Script != "" {
 		return s.g.Client
 	}
 	return rdb
 }
 
+// Targets returns the targets of specs (targets.Targets), each script's
+// built on its connection (On) as s is when the target is built (a zero
+// Scripts set later by the caller guards them); wrap, when not nil, is applied to every
+// build's error (a caller's naming of them), nil errors left alone.
+func (s *Scripts) Targets(specs []targets.Spec, wrap func(error) error) []targets.Target {
+	out := targets.Targets(specs)
+	for i, spec := range specs {
+		build := out[i].New
+		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
+			lim, err := build(s.On(rdb, spec), l)
+			if err != nil && wrap != nil {
+				return nil, wrap(err)
+			}
+			return lim, err
+		}
+	}
+	return out
+}
+
+// Build builds spec's limiter for the limits ls on rd (nil for an HTTP
+// endpoint), its script on its connection (On), through
+// targets.Spec.Build. Errors are a *targets.SpecError naming spec.
+func (s *Scripts) Build(rd *server.Redis, spec targets.Spec, ls ...limit.Limit) (algorithms.Limiter, error) {
+	var rdb redis.Scripter
+	if rd != nil {
+		rdb = rd.Client
+	}
+	lim, err := spec.Build(s.On(rdb, spec), ls...)
+	if err != nil {
+		return nil, &targets.SpecError{Spec: spec, Err: err}
+	}
+	return lim, nil
+}
+
 // Close removes the temporary ACL user, within Open's ctx; when that
 // fails, stderr says the user may be left on the Redis.
 func (s *Scripts) Close() {
-	if s == nil {
+	if s == nil || s.g == nil {
 		return
 	}
 	if err := s.g.Close(s.ctx); err != nil {

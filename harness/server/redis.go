@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +45,16 @@ func New(c redis.UniversalClient, info measure.RedisInfo, stop func() error) *Re
 
 // Owned reports whether ratelab started this server (and may do anything to it).
 func (r *Redis) Owned() bool { return r.stop != nil }
+
+// CloseOrSay is Close for a command's deferred cleanup: stopping what
+// ratelab started can fail (a redis-server that will not stop, a container
+// Docker will not remove), and that is said on w ("ratelab: closing Redis
+// (MODE at ADDR): ..."), since the command's own result is decided by then.
+func (r *Redis) CloseOrSay(w io.Writer) {
+	if err := r.Close(); err != nil {
+		fmt.Fprintf(w, "ratelab: closing Redis (%s at %s): %v\n", r.Info.Mode, r.Info.Addr, err)
+	}
+}
 
 // Close closes the client and stops what ratelab started: the redis-server
 // processes, the container, their temporary files. Safe to call twice and

@@ -1,13 +1,19 @@
 package verifyjob
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"time"
 
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // ErrNothingToReplay is ReadReplay's error for a verify.json whose
@@ -43,4 +49,57 @@ func ReplayConfig(rec *measure.VerifyReport, cfg verify.Config) (verify.Config, 
 	}
 	cfg.Seed, cfg.NoDefaults = rec.Repro.Seed, true
 	return cfg, cfg.Validate()
+}
+
+// ErrHTTPReplay is NewReplay's error for an HTTP endpoint: its answers
+// come on its own clock, so a counter-example found in virtual time
+// cannot be sent to it again.
+var ErrHTTPReplay = errors.New("an HTTP endpoint cannot be replayed in virtual time")
+
+// Replay is a verify.json's counter-example to send again: Record is the
+// verify.json (ReadReplay's), Spec the target to send it to and Config
+// the verification's settings.
+type Replay struct {
+	Record *measure.VerifyReport
+	Spec   targets.Spec
+	Config verify.Config
+}
+
+// NewReplay is the Replay of rec, read from the verify.json at path, to
+// spec, or when spec is nil to the target rec records (targets.FromRecord,
+// its files found beside path), with cfg's settings and rec's limits and
+// seed (ReplayConfig). Errors: FromRecord's, ReplayConfig's, then
+// ErrHTTPReplay.
+func NewReplay(rec *measure.VerifyReport, path string, spec *targets.Spec, cfg verify.Config) (Replay, error) {
+	r := Replay{Record: rec}
+	if spec != nil {
+		r.Spec = *spec
+	} else {
+		var err error
+		if r.Spec, err = targets.FromRecord(rec.TargetSpec, filepath.Dir(path)); err != nil {
+			return r, err
+		}
+	}
+	var err error
+	if r.Config, err = ReplayConfig(rec, cfg); err != nil {
+		return r, err
+	}
+	if r.Spec.HTTP != "" {
+		return r, ErrHTTPReplay
+	}
+	return r, nil
+}
+
+// Run sends r's counter-example again to lim on rd (verify.Replay, with
+// r.Config and its progress on progress) and returns the report, which
+// records r.Spec. Errors are verify.Replay's.
+func (r Replay) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (*measure.VerifyReport, error) {
+	cfg := r.Config
+	cfg.Progress = progress
+	rep, err := verify.Replay(ctx, rd, lim, cfg, r.Record.CounterExample)
+	if err != nil {
+		return nil, err
+	}
+	rep.TargetSpec = r.Spec.Record()
+	return rep, nil
 }

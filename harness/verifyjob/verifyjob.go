@@ -6,6 +6,8 @@ package verifyjob
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -40,12 +43,15 @@ type Job struct {
 
 // Run verifies lim on rd (nil for an HTTP target) with j.Config, its
 // progress on progress, and writes j's files. It returns the report
-// (valid when runErr is nil), runErr, the verification's error with the
-// decision file's joined (j.Out's verify.json then says why it stopped,
-// marked incomplete), and werr, the error creating or writing the files:
-// a *field.Error naming "out" or "decisions" when they could not be
-// created, and then nothing ran; or the trace's, and then nothing more was
-// written. Not safe for concurrent use on one Out.
+// (valid when runErr is nil; its strings cleaned for a terminal,
+// input.CleanStrings, once its files are written and werr is nil), runErr,
+// the verification's error with the decision file's joined (j.Out's
+// verify.json then says why it stopped, marked incomplete; a script the
+// guard refused wraps server.ErrRefusedByGuard, as a run's does), and
+// werr, the error creating or writing the files: a *field.Error naming
+// "out" or "decisions" when they could not be created, and then nothing
+// ran; or the trace's, and then nothing more was written. Not safe for
+// concurrent use on one Out.
 func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (rep *measure.VerifyReport, runErr, werr error) {
 	cfg := j.Config
 	if j.Out != "" {
@@ -74,7 +80,35 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 		inc.TargetSpec = j.Target
 		return inc
 	})
+	switch {
+	case server.IsGuardRefusal(runErr) && !errors.Is(runErr, server.ErrRefusedByGuard):
+		runErr = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, runErr)
+	case runErr == nil && werr == nil:
+		input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
+	}
 	return rep, runErr, werr
+}
+
+// Outcome is what rep's verdict means to the command that verified it:
+// "" and not failed when it holds; the limiter failed (exit 1), with the
+// message saying so, when it was violated or starved; else inconclusive,
+// not failed (exit 2: nothing was checked, or calls failed; no verdict on
+// the limiter). replay says rep is verify.Replay's, its counter-example
+// sent again.
+func Outcome(rep *measure.VerifyReport, replay bool) (msg string, failed bool) {
+	switch rep.Verdict {
+	case measure.Holds:
+		return "", false
+	case measure.Inconclusive:
+		if replay {
+			return fmt.Sprintf("%s: inconclusive — %s", rep.Target, rep.Reason()), false
+		}
+		return fmt.Sprintf("%s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason()), false
+	}
+	if replay {
+		return fmt.Sprintf("%s %s again (see the counter-example above)", rep.Target, rep.Verdict), true
+	}
+	return fmt.Sprintf("%s %s (see the counter-example above)", rep.Target, rep.Verdict), true
 }
 
 // writeTraceCSV writes the trace of ce (if any) to dir's TraceCSV and

@@ -79,6 +79,42 @@ func (o Outputs) WriteGitHub(stdout, stderr io.Writer, done []reports.Verified) 
 	return errors.Join(errs...)
 }
 
+// Collect is a verify's CI outputs over its targets, gathered as they
+// end (Suite) and written at the end (Write): the JUnit XML report, the
+// GitHub Actions outputs the environment asks for (Outputs.FromEnv) and,
+// for Several targets in JSON, their one object. Not safe for concurrent
+// use.
+type Collect struct {
+	// JUnit is the JUnit report's path; "-" for stdout, "" for none.
+	JUnit string
+	// JSON says the command prints JSON (reports.JSON).
+	JSON bool
+	// Several says more than one target is verified: with JSON, their
+	// reports go out at the end as one object, none as each ends.
+	Several bool
+	// Suite tallies the targets as they end (verifyjob.Each).
+	Suite Suite
+}
+
+// Prints reports whether a target's report goes to stdout as it ends: not
+// when stdout carries the JUnit report, nor when several targets' JSON
+// waits for the end.
+func (c *Collect) Prints() bool { return c.JUnit != "-" && !(c.Several && c.JSON) }
+
+// Write writes the outputs of the targets done: the suite's JSON object
+// (Several and JSON, unless stdout carries the JUnit report), the JUnit
+// report (WriteJUnit, its error passed through junitErr, by which the
+// caller names the file) and the GitHub Actions outputs (WriteGitHub),
+// on stdout and stderr. Errors are joined in that order.
+func (c *Collect) Write(stdout, stderr io.Writer, junitErr func(error) error) error {
+	o := Outputs{SuiteJSON: c.Several && c.JSON && c.JUnit != "-", XMLOnStdout: c.JUnit == "-"}.FromEnv()
+	errs := []error{o.WriteSuite(stdout, c.Suite.Done)}
+	if err := WriteJUnit(c.JUnit, stdout, c.Suite.Done); err != nil {
+		errs = append(errs, junitErr(err))
+	}
+	return errors.Join(append(errs, o.WriteGitHub(stdout, stderr, c.Suite.Done))...)
+}
+
 // WriteJUnit writes done as a JUnit XML report (reports.WriteJUnit) to the
 // file path, replaced, or to stdout when path is "-"; nothing when path is
 // "". Errors are the file's or stdout's, unprefixed.

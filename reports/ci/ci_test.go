@@ -150,3 +150,44 @@ func TestWriters(t *testing.T) {
 		}
 	}
 }
+
+// Collect prints each target's report unless stdout carries the JUnit
+// report or a suite's one JSON object; Write puts that object and the
+// JUnit report on stdout, the JUnit report's error through junitErr.
+func TestCollect(t *testing.T) {
+	t.Setenv(EnvGitHubActions, "")
+	t.Setenv(EnvStepSummary, "")
+	for _, tc := range []struct {
+		c    Collect
+		want bool
+	}{
+		{Collect{}, true},
+		{Collect{JSON: true}, true},                 // one target: its JSON at once
+		{Collect{JSON: true, Several: true}, false}, // the suite's object at the end
+		{Collect{Several: true}, true},              // tables as each ends
+		{Collect{JUnit: "-"}, false},                // stdout is the XML
+		{Collect{JUnit: "j.xml", JSON: true}, true}, // a file: stdout free
+	} {
+		if got := tc.c.Prints(); got != tc.want {
+			t.Errorf("%+v: Prints %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	rep := &measure.VerifyReport{Target: "sliding-log", Verdict: measure.Holds, Header: measure.Header{Complete: true}}
+	c := Collect{JSON: true, Several: true}
+	c.Suite.Add(reports.Verified{Report: rep, Name: "a"}, "a", false, nil)
+	var out bytes.Buffer
+	if err := c.Write(&out, io.Discard, nil); err != nil || !strings.Contains(out.String(), `"targets"`) {
+		t.Errorf("suite JSON: %q, %v; want one object with its targets", out.String(), err)
+	}
+	c = Collect{JUnit: filepath.Join(t.TempDir(), "missing", "j.xml")}
+	c.Suite.Add(reports.Verified{Report: rep, Name: "a"}, "a", false, nil)
+	named := errors.New("named")
+	if err := c.Write(io.Discard, io.Discard, func(error) error { return named }); !errors.Is(err, named) {
+		t.Errorf("JUnit in a missing directory: %v, want the error through junitErr", err)
+	}
+	out.Reset()
+	c.JUnit = "-"
+	if err := c.Write(&out, io.Discard, nil); err != nil || !strings.Contains(out.String(), "<testsuites") {
+		t.Errorf("JUnit on stdout: %q, %v", out.String(), err)
+	}
+}

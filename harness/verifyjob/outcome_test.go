@@ -1,0 +1,52 @@
+package verifyjob
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// Outcome: a verdict that holds says nothing; violated and starved fail
+// (exit 1) with the counter-example pointed at; inconclusive does not fail
+// and says why; a replay says "again" and no notes.
+func TestOutcome(t *testing.T) {
+	cases := []struct {
+		verdict    measure.Verdict
+		replay     bool
+		msg        string
+		wantFailed bool
+	}{
+		{measure.Holds, false, "", false},
+		{measure.Holds, true, "", false},
+		{measure.Violated, false, "fw violated (see the counter-example above)", true},
+		{measure.Starved, false, "fw starved (see the counter-example above)", true},
+		{measure.Violated, true, "fw violated again (see the counter-example above)", true},
+		{measure.Inconclusive, false, "fw: inconclusive — 2 of 10 calls failed; the first: boom (see the notes above)", false},
+		{measure.Inconclusive, true, "fw: inconclusive — 2 of 10 calls failed; the first: boom", false},
+	}
+	for i, c := range cases {
+		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"}}
+		msg, failed := Outcome(rep, c.replay)
+		if msg != c.msg || failed != c.wantFailed {
+			t.Errorf("case %d (%s, replay %v): got %q, failed %v; want %q, %v", i, c.verdict, c.replay, msg, failed, c.msg, c.wantFailed)
+		}
+	}
+}
+
+// NewReplay takes the target it is given over the one the record names,
+// and refuses an HTTP endpoint after the record's limits are checked.
+func TestNewReplay(t *testing.T) {
+	rec := &measure.VerifyReport{Limit: 5, WindowMS: 1000}
+	rec.Repro.Seed = 7
+	cfg := verify.Config{Clients: 1, Timeout: 1, MaxOutage: 1}
+	r, err := NewReplay(rec, "x/verify.json", &targets.Spec{Name: "fixed-window", Algorithm: "fixed-window"}, cfg)
+	if err != nil || r.Spec.Algorithm != "fixed-window" || r.Config.Seed != 7 || len(r.Config.Limits) != 1 || r.Config.Limits[0].Count != 5 {
+		t.Fatalf("got %+v, %v; want the given spec, seed 7 and the record's one limit", r, err)
+	}
+	if _, err := NewReplay(rec, "x/verify.json", &targets.Spec{Name: "api", HTTP: "http://127.0.0.1:1/"}, cfg); !errors.Is(err, ErrHTTPReplay) {
+		t.Errorf("an HTTP target: got %v, want ErrHTTPReplay", err)
+	}
+}
