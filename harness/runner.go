@@ -275,8 +275,13 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 			go func(i int, jr *JobResult) {
 				defer func() { <-sem; wg.Done() }()
 				start := time.Now()
-				built := jr.Job.built()
-				jr.Anchor = virtualAnchor(built.Schedule)
+				built := jr.Job
+				if r.streams(built) {
+					jr.Anchor = streamAnchor(built)
+				} else {
+					built = built.built()
+					jr.Anchor = virtualAnchor(built.Schedule)
+				}
 				if built.Sink != nil {
 					built.Sink.Anchor(jr.Anchor)
 				}
