@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -370,5 +371,49 @@ func TestStreamSameOutcomes(t *testing.T) {
 				t.Fatalf("%s: outcome %d %+v, built %+v", c.name, i, o, w)
 			}
 		}
+	}
+}
+
+// With DropKeys a virtual job's keys (its limiter's and the expiry
+// emulation's) are gone once it is over; without, they stay; keys under a
+// longer prefix (an isolation control's) are not the job's.
+func TestDropKeys(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := scenarios.Schedule{Scenario: "s", Params: scenarios.Params{Limit: l.Count, Window: l.Window},
+		Arrivals: []scenarios.Arrival{{At: 0, Key: "a", Cost: 1}, {At: 1, Key: "b", Cost: 1}}}
+	base := srv.Key(t) + ":"
+	count := func(prefix string) int {
+		t.Helper()
+		keys, err := server.ScanKeys(ctx, srv.Client(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	kept := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true}
+	if _, err := kept.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base + "control:"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := count(base)
+	if before < 2 || count(base+"control:~vt{") == 0 {
+		t.Fatalf("%d keys under %s after a run without DropKeys, want its two keys and their companions", before, base)
+	}
+	dropping := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, DropKeys: true}
+	jrs, err := dropping.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base}})
+	if err != nil || len(jrs[0].Outcomes) != 2 || !jrs[0].Outcomes[0].Decision.Allowed {
+		t.Fatalf("run: %v, %+v", err, jrs)
+	}
+	if n := count(base + "{"); n != 0 {
+		t.Errorf("%d keys of the job left", n)
+	}
+	if n := count(base + "~vt{"); n != 0 {
+		t.Errorf("%d companions of the job left", n)
+	}
+	if n := count(base + "control:"); n != before {
+		t.Errorf("%d keys under the longer prefix, want the %d it had", n, before)
 	}
 }

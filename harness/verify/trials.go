@@ -339,7 +339,9 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, AdaptTimeout: s.cfg.AdaptTimeout, MaxOutage: s.cfg.MaxOutage,
 		Label: "verify " + s.lim.Name()}
 	if clock == harness.VirtualClock && s.rdb != nil {
-		r.Pipeline, r.Expiry, r.Parallel = virtualPipeline, true, virtualParallel
+		// a trial's keys go when it is judged: Redis holds those of the
+		// trials under way (nothing reads them later: replays use fresh keys)
+		r.Pipeline, r.Expiry, r.Parallel, r.DropKeys = virtualPipeline, true, virtualParallel, true
 	}
 	return r
 }
