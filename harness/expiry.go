@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"context"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // Key expiry on the virtual clock (Runner.Expiry).
@@ -44,6 +47,27 @@ const expirySafetyBase = 10 * time.Minute
 // companionKey is the hash that holds the virtual deadlines of the keys of
 // tag key under prefix.
 func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}" }
+
+// dropKeys removes job j's keys (Runner.DropKeys): those of its arrival
+// keys, "<Prefix>{...", and their expiry companions, "<Prefix>~vt{...";
+// not those of a job whose prefix extends j's (an isolation control's).
+// Nothing when ctx is done: the run's own cleanup removes them.
+func (r *Runner) dropKeys(ctx context.Context, j Job) {
+	if r.Redis == nil || ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cleanupTimeout())
+	defer cancel()
+	for _, under := range []string{j.Prefix + "{", strings.TrimSuffix(companionKey(j.Prefix, ""), "}")} {
+		keys, err := server.ScanKeys(ctx, r.Redis, under)
+		if err == nil {
+			err = server.DeleteKeys(ctx, r.Redis, keys)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
 
 // safetyTTL is the real TTL the keys of job j keep after each call:
 // expirySafetyBase, plus twice the time the runner's virtual jobs have run

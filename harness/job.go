@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"iter"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -40,6 +41,14 @@ type Job struct {
 	// them all at its start. Adaptive ignores it.
 	Build func() []scenarios.Arrival
 	Calls int
+	// Stream, when set with Build, makes the same arrivals as Build, in
+	// order, as they are read (scenarios.Trial.Stream). A pipelined
+	// virtual-time run (Runner.Pipeline or Expiry, a Scripted limiter) of
+	// a job it does not thin reads them from it a round trip at a time
+	// instead of building them: with Sink, the job holds a round trip's
+	// arrivals and outcomes, not the schedule's. Other runs use Build;
+	// without Build it is ignored.
+	Stream iter.Seq[scenarios.Arrival]
 	// Thin, in a pipelined virtual-time run (Runner.Pipeline or Expiry, a
 	// Scripted limiter), sends only probes of the rest of a burst once
 	// ThinAfter of its arrivals in a row came back denied (see thin.go:

@@ -99,6 +99,9 @@ func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
 // counted in skipped. With j.Sink the outcomes go to it as each round trip
 // ends and none is returned.
 func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) (outcomes []Outcome, skipped int64) {
+	if r.streams(j) {
+		return r.runStreamed(ctx, job, j, anchor, h), 0
+	}
 	arr := j.Schedule.Arrivals
 	st := r.newVTJob(j, anchor)
 	th := r.newThinner(j) // which arrivals go (thin.go): all of them unless j.Thin
@@ -139,6 +142,72 @@ func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.T
 		}
 	}
 	return out, th.skipped
+}
+
+// streams reports whether job j's virtual run reads its arrivals from
+// j.Stream (runStreamed): a pipelined run that does not thin j.
+func (r *Runner) streams(j Job) bool {
+	return j.Stream != nil && j.Build != nil && (r.Clock == VirtualClock || r.Clock == "") && r.pipelined(j) && !r.thins(j)
+}
+
+// streamAnchor is virtualAnchor of job j's schedule, its first arrival
+// read from j.Stream.
+func streamAnchor(j Job) time.Time {
+	s := j.Schedule
+	s.Arrivals = nil
+	for a := range j.Stream {
+		s.Arrivals = []scenarios.Arrival{a}
+		break
+	}
+	return virtualAnchor(s)
+}
+
+// runStreamed is runPipelined reading job j's arrivals from j.Stream, in
+// order, Pipeline per round trip: it holds one round trip's arrivals
+// (with j.Sink; without, the outcomes it returns).
+func (r *Runner) runStreamed(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
+	st := r.newVTJob(j, anchor)
+	depth := max(r.Pipeline, 1)
+	var out, buf []Outcome
+	if j.Sink == nil {
+		out = make([]Outcome, 0, j.Calls)
+	} else {
+		buf = make([]Outcome, 0, depth)
+	}
+	n, seq := 0, 0 // out[n:] or buf: the round trip being filled
+	send := func() {
+		batch := buf
+		if j.Sink == nil {
+			batch = out[n:]
+		}
+		r.sendBatch(ctx, job, j, st, batch, h)
+		if j.Sink != nil {
+			for _, o := range batch {
+				j.Sink.Add(o)
+			}
+			buf = buf[:0]
+		}
+		n = len(out)
+	}
+	for a := range j.Stream {
+		if ctx.Err() != nil {
+			break
+		}
+		o := Outcome{Seq: seq, Arrival: a}
+		seq++
+		if j.Sink == nil {
+			out = append(out, o)
+		} else {
+			buf = append(buf, o)
+		}
+		if len(buf) == depth || len(out)-n == depth {
+			send()
+		}
+	}
+	if ctx.Err() == nil && (len(buf) > 0 || len(out) > n) {
+		send()
+	}
+	return out
 }
 
 // Adaptive runs one job in virtual time whose arrivals depend on the

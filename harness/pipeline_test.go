@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -288,5 +289,131 @@ func TestExpiryOneScriptPerDecision(t *testing.T) {
 		if fmt.Sprint(got[0]) != fmt.Sprint(got[1]) {
 			t.Errorf("%s: decisions with Expiry differ from those without", name)
 		}
+	}
+}
+
+// A job with a Stream is sent the stream's arrivals, pipelined, without
+// building them (its Build is not called): told to its Sink or returned,
+// the outcomes, anchor included, are those of the same job built. A job
+// the run thins, or one run without a pipeline, is built (Build once).
+func TestStreamSameOutcomes(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: time.Second}
+	sc, err := scenarios.Get("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 5})
+	for i := range sched.Arrivals {
+		sched.Arrivals[i].At -= l.Window / 2 // the first before the anchor: the anchor moves a window on
+	}
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name          string
+		depth         int
+		expiry, sink  bool
+		thin          bool
+		wantBuilds    int
+		wantStreaming bool
+	}{
+		{name: "sink", depth: 7, sink: true, wantStreaming: true},
+		{name: "returned", depth: 7, wantStreaming: true},
+		{name: "expiry", expiry: true, sink: true, wantStreaming: true},
+		{name: "thinned", depth: 7, sink: true, thin: true, wantBuilds: 1},
+		{name: "one at a time", sink: true, wantBuilds: 1},
+	} {
+		builds, reads := 0, 0
+		sink := &sinkRecorder{}
+		streamed := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
+			Prefix: fmt.Sprintf("%s:%s:streamed:", srv.Key(t), c.name), Calls: len(sched.Arrivals), Thin: c.thin,
+			Build: func() []scenarios.Arrival { builds++; return append([]scenarios.Arrival(nil), sched.Arrivals...) },
+			Stream: func(yield func(scenarios.Arrival) bool) {
+				for _, a := range sched.Arrivals {
+					reads++
+					if !yield(a) {
+						return
+					}
+				}
+			}}
+		if c.sink {
+			streamed.Sink = sink
+		}
+		kept := harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:kept:", srv.Key(t), c.name)}
+		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: c.depth, Expiry: c.expiry, Parallel: 2}
+		jrs, err := r.Execute(ctx, []harness.Job{streamed, kept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if builds != c.wantBuilds || (reads > 0) != c.wantStreaming {
+			t.Errorf("%s: built %d times (want %d), %d arrivals streamed (want some: %v)", c.name, builds, c.wantBuilds, reads, c.wantStreaming)
+		}
+		if !jrs[0].Anchor.Equal(jrs[1].Anchor) || len(jrs[0].Job.Schedule.Arrivals) != 0 {
+			t.Errorf("%s: anchor %v, want %v; %d arrivals kept", c.name, jrs[0].Anchor, jrs[1].Anchor, len(jrs[0].Job.Schedule.Arrivals))
+		}
+		got, want := jrs[0].Outcomes, jrs[1].Outcomes
+		if c.sink {
+			got = sink.got
+			if len(jrs[0].Outcomes) != 0 || len(sink.anchors) != 1 || !sink.anchors[0].Equal(jrs[0].Anchor) || sink.ends != 1 {
+				t.Errorf("%s: %d outcomes returned, anchors told %v, ended %d times", c.name, len(jrs[0].Outcomes), sink.anchors, sink.ends)
+			}
+		}
+		if c.thin {
+			continue // fewer sent (at most): TestThinBursts
+		}
+		if len(got) != len(want) || len(want) != len(sched.Arrivals) {
+			t.Fatalf("%s: %d outcomes, %d of the built job, %d arrivals", c.name, len(got), len(want), len(sched.Arrivals))
+		}
+		for i, o := range got {
+			w := want[i]
+			if o.Err != nil || o.Seq != i || o.Arrival != w.Arrival || o.Decision.Allowed != w.Decision.Allowed || !o.Decision.DecidedAt.Equal(w.Decision.DecidedAt) {
+				t.Fatalf("%s: outcome %d %+v, built %+v", c.name, i, o, w)
+			}
+		}
+	}
+}
+
+// With DropKeys a virtual job's keys (its limiter's and the expiry
+// emulation's) are gone once it is over; without, they stay; keys under a
+// longer prefix (an isolation control's) are not the job's.
+func TestDropKeys(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	lim, err := algorithms.New("sliding-log", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := scenarios.Schedule{Scenario: "s", Params: scenarios.Params{Limit: l.Count, Window: l.Window},
+		Arrivals: []scenarios.Arrival{{At: 0, Key: "a", Cost: 1}, {At: 1, Key: "b", Cost: 1}}}
+	base := srv.Key(t) + ":"
+	count := func(prefix string) int {
+		t.Helper()
+		keys, err := server.ScanKeys(ctx, srv.Client(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	kept := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true}
+	if _, err := kept.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base + "control:"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := count(base)
+	if before < 2 || count(base+"control:~vt{") == 0 {
+		t.Fatalf("%d keys under %s after a run without DropKeys, want its two keys and their companions", before, base)
+	}
+	dropping := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, DropKeys: true}
+	jrs, err := dropping.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base}})
+	if err != nil || len(jrs[0].Outcomes) != 2 || !jrs[0].Outcomes[0].Decision.Allowed {
+		t.Fatalf("run: %v, %+v", err, jrs)
+	}
+	if n := count(base + "{"); n != 0 {
+		t.Errorf("%d keys of the job left", n)
+	}
+	if n := count(base + "~vt{"); n != 0 {
+		t.Errorf("%d companions of the job left", n)
+	}
+	if n := count(base + "control:"); n != before {
+		t.Errorf("%d keys under the longer prefix, want the %d it had", n, before)
 	}
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"iter"
 	"time"
 )
 
@@ -47,6 +48,11 @@ type Trial struct {
 	Program *Program
 	Expiry  *Expiry
 	Search  *Search
+	// Stream, when set (always with Build), makes the same arrivals as
+	// Build, in order, as they are read, holding none of them: for a
+	// runner that sends them in order (harness.Job.Stream). The largest
+	// trials of AdversarialPlan have one (stream.go). Each reads it.
+	Stream iter.Seq[Arrival]
 	// Build, when set, makes the trial's arrivals on demand (a new slice
 	// on each call, the same arrivals every time: sorted by At, keys and
 	// costs as in a Schedule); Schedule.Arrivals is then empty, its
@@ -65,10 +71,11 @@ func (t Trial) Arrivals() []Arrival {
 	return t.Schedule.Arrivals
 }
 
-// Built returns t with its arrivals in Schedule.Arrivals and no Build.
+// Built returns t with its arrivals in Schedule.Arrivals and no Build
+// (nor Stream).
 func (t Trial) Built() Trial {
 	if t.Build != nil {
-		t.Schedule.Arrivals, t.Build = t.Build(), nil
+		t.Schedule.Arrivals, t.Build, t.Stream = t.Build(), nil, nil
 	}
 	return t
 }
@@ -222,11 +229,10 @@ func AdversarialPlan(p Params, t Attack) []Trial {
 	b.add("concurrent", fmt.Sprintf("%d clients x %d in real time before and at the boundary", t.Clients, per), Safety, true, clients(-W/20, 0))
 
 	// 5. sustained overload: safety, and liveness against the ideal log
-	over := func() []Arrival {
-		return registry["overload"].Build(Params{Limit: L, Window: W, Seed: p.Seed}).Arrivals
-	}
-	b.add("overload", "3L per window for 5 windows, random times", Safety, false, over)
-	b.add("overload", "3L per window for 5 windows: accepted / ideal >= 0.9", Liveness, false, over)
+	// (streamed: 15L arrivals each; the same as registry["overload"]'s)
+	over := overloadStream(Params{Limit: L, Window: W, Seed: p.Seed})
+	b.addStream("overload", "3L per window for 5 windows, random times", Safety, 15*L, over)
+	b.addStream("overload", "3L per window for 5 windows: accepted / ideal >= 0.9", Liveness, 15*L, over)
 
 	// 5b. the dense stream (rounding) and the greedy adversary (adaptive)
 	b.trials = append(b.trials, denseTrial(p, 0))
@@ -265,12 +271,15 @@ func AdversarialPlan(p Params, t Attack) []Trial {
 			}
 			b.add("weighted", fmt.Sprintf("random costs 1..L around the boundary (set %d)", k+1), Safety, false, fixed(arr))
 		}
-		b.add("weighted", "weighted overload: accepted / ideal >= 0.9", Liveness, false, func() []Arrival {
-			arr := over()
-			for i := range arr {
-				arr[i].Cost = costs[i%len(costs)]
+		b.addStream("weighted", "weighted overload: accepted / ideal >= 0.9", Liveness, 15*L, func(yield func(Arrival) bool) {
+			i := 0
+			for a := range over {
+				a.Cost = costs[i%len(costs)]
+				if !yield(a) {
+					return
+				}
+				i++
 			}
-			return arr
 		})
 	}
 

@@ -68,12 +68,9 @@ func denseStep(p Params, step time.Duration) time.Duration {
 func DenseStream(p Params, step time.Duration) []Arrival {
 	p = withDefaults(p, shortDefaults)
 	step = denseStep(p, step)
-	span := DenseWindows * p.Window
-	n := int64(ceilDiv(span, step))
-	offset := time.Duration(newRand(p.Seed).Int64N(int64(step/time.Microsecond))) * time.Microsecond
-	out := make([]Arrival, n)
-	for k := range out {
-		out[k] = Arrival{At: -p.Window + offset + time.Duration(k)*step, Key: UserKey, Cost: 1}
+	out := make([]Arrival, 0, ceilDiv(DenseWindows*p.Window, step))
+	for a := range denseSeq(p, step) {
+		out = append(out, a)
 	}
 	return out
 }
@@ -92,7 +89,7 @@ func denseTrial(p Params, step time.Duration) Trial {
 	n := ceilDiv(DenseWindows*p.Window, step) // DenseStream's length
 	name := fmt.Sprintf("1 request every %s for %d windows (%d requests)", step, DenseWindows, n)
 	return Trial{Family: DenseFamily, Name: name, Schedule: Schedule{Scenario: DenseFamily, Params: p}, Judge: Safety,
-		Build: func() []Arrival { return finish(DenseFamily, p, DenseStream(p, step)).Arrivals }}
+		Build: func() []Arrival { return finish(DenseFamily, p, DenseStream(p, step)).Arrivals }, Stream: denseSeq(p, step)}
 }
 
 // ceilDiv is ceil(a/b) for a >= 0, b > 0.

@@ -161,11 +161,16 @@ func maxConservative(acc []timed, w time.Duration) (best int64, lo, hi time.Dura
 	bestI := -1
 	if exactTimes(acc) {
 		// lo == hi: streamed through the trailing window (t-w, t]
+		// (each entry's seq its index in acc: the worst set is a run of acc)
 		tw := newTrailingWindow(w)
-		for _, x := range acc {
-			tw.add(x)
+		for i, x := range acc {
+			tw.add(entry{at: x.lo, cost: x.cost, seq: i})
 		}
-		return tw.worst()
+		best, lo, hi, es := tw.worst()
+		if es != nil {
+			set = acc[es[0].seq : es[len(es)-1].seq+1]
+		}
+		return best, lo, hi, set
 	}
 	for i := range acc {
 		var sum int64

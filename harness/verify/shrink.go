@@ -350,7 +350,7 @@ func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []sce
 		shifted[i] = a
 	}
 	rt := t
-	rt.Greedy, rt.Build = nil, nil
+	rt.Greedy, rt.Build, rt.Stream = nil, nil, nil
 	rt.Schedule.Arrivals = shifted
 	r := s.runner(harness.VirtualClock)
 	r.Log, r.Progress, r.Parallel = nil, nil, 1

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -159,11 +158,12 @@ func (j *judgement) settle() {
 		}
 		c.worst = make(map[string]worstWindow, len(c.keys))
 		for k, tw := range c.keys {
-			sum, lo, hi, set := tw.worst()
-			if sum <= c.l.Count {
-				set = nil // no violation: nothing to show
+			sum, lo, hi, es := tw.worst()
+			var set []timed // no violation: nothing to show
+			if sum > c.l.Count {
+				set = timedOf(es, k)
 			}
-			c.worst[k] = worstWindow{sum: sum, lo: lo, hi: hi, set: slices.Clone(set)}
+			c.worst[k] = worstWindow{sum: sum, lo: lo, hi: hi, set: set}
 		}
 		c.keys = nil
 	}
@@ -216,7 +216,7 @@ func (j *judgement) Add(o harness.Outcome) {
 			tw = newTrailingWindow(c.w)
 			c.keys[x.key] = tw
 		}
-		tw.add(x)
+		tw.add(entry{at: x.lo, cost: x.cost, seq: x.seq, client: x.client})
 	}
 	j.offer(x)
 }

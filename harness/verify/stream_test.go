@@ -19,7 +19,8 @@ import (
 // outcome in schedule order) gets the judgement of the same run judged
 // whole: the same counts, ratio, fidelity, failure and trace, for safety
 // on two limits, liveness and isolation with its control, on random runs
-// (bursts at one instant, several keys, costs, denials, errors).
+// (bursts at one instant, several keys and clients, costs, denials,
+// errors).
 func TestJudgedAsItRuns(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	seen := map[measure.Verdict]int{}
@@ -39,7 +40,7 @@ func TestJudgedAsItRuns(t *testing.T) {
 				if r.IntN(3) > 0 {
 					at += time.Duration(r.IntN(int(l.Window) * 2000 / max(1, 1+r.IntN(8))))
 				}
-				a := scenarios.Arrival{At: at, Key: keys[r.IntN(len(keys))], Cost: 1 + int64(r.IntN(3))}
+				a := scenarios.Arrival{At: at, Key: keys[r.IntN(len(keys))], Cost: 1 + int64(r.IntN(3)), Client: r.IntN(3)}
 				o := harness.Outcome{Seq: k, Arrival: a, Decision: algorithms.Decision{Allowed: r.IntN(10) < allow}}
 				if r.IntN(500) == 0 {
 					o.Err = errors.New("a failed call")

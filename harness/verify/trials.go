@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"iter"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -43,12 +44,17 @@ type shape struct {
 }
 
 // shapeOf is arrivals in brief; seed keys the digest (one per plan).
-func shapeOf(arrivals []scenarios.Arrival, seed maphash.Seed) shape {
-	sh := shape{calls: len(arrivals)}
+func shapeOf(arrivals iter.Seq[scenarios.Arrival], seed maphash.Seed) shape {
+	var sh shape
 	var h maphash.Hash
 	h.SetSeed(seed)
 	var buf [8 * 3]byte
-	for _, a := range arrivals {
+	for a := range arrivals {
+		if sh.calls == 0 {
+			sh.first = a.At
+		}
+		sh.calls++
+		sh.last = a.At
 		sh.units += max(a.Cost, 1)
 		if a.Key == scenarios.IsolationKey {
 			sh.isolated++
@@ -59,9 +65,6 @@ func shapeOf(arrivals []scenarios.Arrival, seed maphash.Seed) shape {
 		_, _ = h.Write(buf[:])
 		_, _ = h.WriteString(a.Key)
 		_ = h.WriteByte(0)
-	}
-	if len(arrivals) > 0 {
-		sh.first, sh.last = arrivals[0].At, arrivals[len(arrivals)-1].At
 	}
 	sh.digest = h.Sum64()
 	return sh
@@ -111,7 +114,7 @@ func (s *study) plan() plan {
 	seed := maphash.MakeSeed()
 	p.shapes = make([]shape, len(p.trials))
 	for i, t := range p.trials {
-		p.shapes[i] = shapeOf(t.Arrivals(), seed) // one trial's arrivals at a time
+		p.shapes[i] = shapeOf(t.Each(), seed) // one trial's arrivals at a time, or streamed
 	}
 	for i, t := range p.trials {
 		switch {
@@ -148,6 +151,7 @@ func atMost(t scenarios.Trial, least int64) scenarios.Trial {
 	}
 	if build := t.Build; build != nil {
 		t.Build = func() []scenarios.Arrival { return clamp(build()) }
+		t.Stream = clampSeq(t.Stream, least)
 		return t
 	}
 	clamp(t.Schedule.Arrivals)
@@ -336,7 +340,9 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 		Unaligned: s.caps.InjectsTime, Timeout: s.cfg.Timeout, AdaptTimeout: s.cfg.AdaptTimeout, MaxOutage: s.cfg.MaxOutage,
 		Label: "verify " + s.lim.Name()}
 	if clock == harness.VirtualClock && s.rdb != nil {
-		r.Pipeline, r.Expiry, r.Parallel = virtualPipeline, true, virtualParallel
+		// a trial's keys go when it is judged: Redis holds those of the
+		// trials under way (nothing reads them later: replays use fresh keys)
+		r.Pipeline, r.Expiry, r.Parallel, r.DropKeys = virtualPipeline, true, virtualParallel, true
 	}
 	return r
 }
@@ -364,6 +370,7 @@ func isolationControl(t scenarios.Trial) scenarios.Trial {
 	c := t
 	if build := t.Build; build != nil {
 		c.Build = func() []scenarios.Arrival { return alone(build()) }
+		c.Stream = aloneSeq(t.Stream)
 		return c
 	}
 	c.Schedule.Arrivals = alone(t.Schedule.Arrivals)
@@ -373,7 +380,7 @@ func isolationControl(t scenarios.Trial) scenarios.Trial {
 // job is trial t against the target, on keys under prefix.
 func (s *study) job(t scenarios.Trial, prefix string) harness.Job {
 	l := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
-	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Build: t.Build, Calls: len(t.Schedule.Arrivals), Skew: t.Skew, Prefix: prefix}
+	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Build: t.Build, Stream: t.Stream, Calls: len(t.Schedule.Arrivals), Skew: t.Skew, Prefix: prefix}
 }
 
 func (s *study) progress(format string, args ...any) {
