@@ -69,7 +69,10 @@ func TestMidRunStateNamed(t *testing.T) {
 		// a script that already wrote may go on writing out of memory: run,
 		// replay and bench may finish; whatever stops is named
 		{"run", "OOM", oom, -1, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
-		{"verify", "OOM", oom, exitUsage, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
+		// a full log denies without a refused write (ZREMRANGEBYSCORE, ZCARD
+		// and ZRANGE run at maxmemory): a verify whose calls after the fault
+		// were all denials got every answer and may end with its verdict
+		{"verify", "OOM", oom, -1, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
 		{"replay", "OOM", oom, -1, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
 		{"capacity", "OOM", oom, exitUsage, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
 		{"bench", "OOM", oom, -1, "Redis is out of memory (maxmemory 100000 B reached, policy noeviction)"},
