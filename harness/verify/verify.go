@@ -121,7 +121,8 @@ type Config struct {
 	// (removed at the end); empty picks a fresh one (server.NewRunID).
 	RunID string
 	// Timeout ("timeout") bounds each decision call; zero means
-	// DefaultTimeout (500 ms). MaxOutage ("max_outage") stops the
+	// DefaultTimeout (500 ms) with AdaptTimeout set: a caller who did not
+	// choose a bound gets one that only detects hangs. MaxOutage ("max_outage") stops the
 	// verification with an error wrapping harness.ErrOutage when calls keep
 	// failing that long; zero means DefaultMaxOutage (2 s). So a Redis that
 	// dies or hangs never holds a CI job. A failed call is an error in the
@@ -139,7 +140,8 @@ type Config struct {
 	// Timeout the floor of a bound that grows with the round trips seen
 	// (harness.Runner.AdaptTimeout): a loaded machine is waited for, a
 	// Redis that hangs still ends the verification (a *harness.StallError,
-	// never a verdict). Set it when the user did not choose the timeout.
+	// never a verdict). Set it when the user did not choose the timeout
+	// (WithDefaults sets it for a zero Timeout).
 	AdaptTimeout bool
 	// FullBursts sends every request of every trial. False: at a limit of
 	// ThinMinLimit or more, the safety trials' bursts that a limiter
@@ -229,12 +231,14 @@ func (c Config) livenessFloor() float64 {
 
 // WithDefaults returns c with its zero fields set to their defaults:
 // Clients DefaultClients, RealTimeMax DefaultRealTimeMax, Timeout
-// DefaultTimeout, MaxOutage DefaultMaxOutage, Budget DefaultBudget. Run
-// calls it.
+// DefaultTimeout (adapted: AdaptTimeout), MaxOutage DefaultMaxOutage,
+// Budget DefaultBudget. Run calls it.
 func (c Config) WithDefaults() Config {
 	c.Clients = cmp.Or(c.Clients, DefaultClients)
 	c.RealTimeMax = cmp.Or(c.RealTimeMax, DefaultRealTimeMax)
-	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	if c.Timeout == 0 {
+		c.Timeout, c.AdaptTimeout = DefaultTimeout, true
+	}
 	c.MaxOutage = cmp.Or(c.MaxOutage, DefaultMaxOutage)
 	c.Budget = cmp.Or(c.Budget, DefaultBudget)
 	return c
