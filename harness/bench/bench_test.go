@@ -284,6 +284,23 @@ func TestRunSurvivesScriptFlush(t *testing.T) {
 	}
 }
 
+// A deny path whose first warm-up is too short to reach the limit (a
+// loaded machine: a CI rehearsal at load 15 made 60 calls in a 75 ms
+// warm-up against a limit of 100) is warmed on until the key is denied, not
+// refused: here a 250 µs warm-up, too short for 1,000 calls on any machine.
+// The measured runs (1 ms each, on a key of their own) cannot fill it
+// either, so the error must come from them, not from the warm-up.
+func TestRunDenyPathWarmsOn(t *testing.T) {
+	cfg := (bench.Config{}).WithDefaults()
+	cfg.Algorithms, cfg.Paths, cfg.Clients = []string{"fixed-window"}, []string{measure.PathDeny}, 2
+	cfg.Limit.Count = 1000
+	cfg.Duration = time.Millisecond
+	_, err := bench.Run(ctx, srv.Redis, cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "never denied in the measured runs") {
+		t.Errorf("got %v, want the warm-up to go on until the key is denied (and the 1 ms measured runs to fall short)", err)
+	}
+}
+
 // Issue 14 item 9: a limit the deny path never reaches is an error
 // naming the limit, found in the deny path's warm-up, not a row of
 // "deny" decisions that were all allowed.
