@@ -10,8 +10,12 @@ import (
 // Thinning bursts (Job.Thin).
 //
 // A burst is a maximal run of consecutive arrivals of a schedule on one
-// key, from one client, of one cost, each at most ThinStep after the one
-// before (the adversarial families send their bursts 0 or 1 µs apart).
+// key, from clients whose clocks agree (one client, or several without
+// Job.Skew between them), of one cost, each at most ThinStep after the one
+// before (the adversarial families send their bursts 0 or 1 µs apart). In
+// a pipelined virtual run a client reaches the limiter only as its clock
+// (Job.ClockSkew): the calls of such a run are the same calls, in the same
+// order, whichever of these clients sends them.
 // Against a limiter that works, the second burst of a pair is denied from
 // its first arrival to its last, and a denied request changes nothing (the
 // rule ratelab's scripts keep: only accepted requests are recorded). So,
@@ -73,18 +77,22 @@ type thinner struct {
 	maxStride  int
 	skipped    int64
 	buf        []int
+	// skew is the job's clock skew by client (Job.ClockSkew)
+	skew func(int) time.Duration
 }
 
 // newThinner returns the thinner of job j: one that sends every arrival
 // in order, depth at a time, unless r thins j.
 func (r *Runner) newThinner(j Job) *thinner {
-	return &thinner{arr: j.Schedule.Arrivals, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter}
+	return &thinner{arr: j.Schedule.Arrivals, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter, skew: j.ClockSkew}
 }
 
-// sameBurst reports whether b may follow a in one burst.
-func sameBurst(a, b scenarios.Arrival) bool {
+// sameBurst reports whether b may follow a in one burst; skew is the
+// job's clock skew by client (Job.ClockSkew).
+func sameBurst(a, b scenarios.Arrival, skew func(int) time.Duration) bool {
 	d := b.At - a.At
-	return d >= 0 && d <= ThinStep && a.Key == b.Key && a.Client == b.Client && a.Cost == b.Cost
+	return d >= 0 && d <= ThinStep && a.Key == b.Key && a.Cost == b.Cost &&
+		(a.Client == b.Client || skew(a.Client) == skew(b.Client))
 }
 
 // reach makes the current burst the one holding arrival i (i at or after
@@ -92,7 +100,7 @@ func sameBurst(a, b scenarios.Arrival) bool {
 func (t *thinner) reach(i int) {
 	for i >= t.end {
 		t.start, t.end = t.end, t.end+1
-		for t.end < len(t.arr) && sameBurst(t.arr[t.end-1], t.arr[t.end]) {
+		for t.end < len(t.arr) && sameBurst(t.arr[t.end-1], t.arr[t.end], t.skew) {
 			t.end++
 		}
 		t.denied, t.stride = 0, 0

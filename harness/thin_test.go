@@ -107,3 +107,71 @@ func TestThinBursts(t *testing.T) {
 		})
 	}
 }
+
+// clientsAt is n cost-1 arrivals on UserKey at one instant, from clients
+// taking turns in runs of n/clients (as the concurrent family sends them).
+func clientsAt(at time.Duration, n, clients int) []scenarios.Arrival {
+	out := make([]scenarios.Arrival, 0, n)
+	for c := range clients {
+		for range n / clients {
+			out = append(out, scenarios.Arrival{At: at, Key: scenarios.UserKey, Cost: 1, Client: c})
+		}
+	}
+	return out
+}
+
+// A burst from several clients whose clocks agree is one burst (the
+// limiter sees the same calls whoever sends them): thinned as one client's.
+// Clients whose clocks are skewed apart break it where the client changes,
+// so each client's run is judged on its own.
+func TestThinBurstsAcrossClients(t *testing.T) {
+	const L, clients = 2000, 8
+	w := time.Hour
+	l := limit.Limit{Count: L, Window: w}
+	arr := append(clientsAt(-w/2, 2*L, clients), clientsAt(0, 2*L, clients)...)
+	for k, c := range []struct {
+		name    string
+		skew    []time.Duration
+		maxSent int // 0: all
+	}{
+		{"no skew: one burst per instant", nil, L + 2*harness.ThinAfter + 200}, // probes: ~60 + ~125
+		{"skewed clocks: each client's run alone", []time.Duration{0, time.Microsecond}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lim, err := algorithms.New("sliding-log", srv.Client(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sched := scenarios.Schedule{Scenario: "thin", Params: scenarios.Params{Limit: L, Window: w}, Arrivals: arr}
+			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 256}
+			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Thin: true, Skew: c.skew,
+				Prefix: fmt.Sprintf("%s:clients:%d:", srv.Key(t), k)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jr := jrs[0]
+			var acc int64
+			for i, o := range jr.Outcomes {
+				if o.Err != nil {
+					t.Fatalf("outcome %d: %v", i, o.Err)
+				}
+				if o.Decision.Allowed {
+					acc++
+				}
+			}
+			sent := len(jr.Outcomes)
+			switch {
+			case acc != L:
+				t.Errorf("accepted %d, want %d", acc, L)
+			case c.maxSent == 0 && sent != len(arr):
+				t.Errorf("sent %d of %d, want all (runs of %d per client are shorter than 2*ThinAfter)", sent, len(arr), 2*L/clients)
+			case c.maxSent > 0 && sent > c.maxSent:
+				t.Errorf("sent %d of %d, want at most %d", sent, len(arr), c.maxSent)
+			}
+			if int64(len(arr)-sent) != jr.Skipped {
+				t.Errorf("Skipped %d, want %d", jr.Skipped, len(arr)-sent)
+			}
+			t.Logf("sent %d of %d, accepted %d", sent, len(arr), acc)
+		})
+	}
+}
