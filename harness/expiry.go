@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 )
@@ -48,25 +50,40 @@ const expirySafetyBase = 10 * time.Minute
 // tag key under prefix.
 func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}" }
 
-// dropKeys removes job j's keys (Runner.DropKeys): those of its arrival
-// keys, "<Prefix>{...", and their expiry companions, "<Prefix>~vt{...";
-// not those of a job whose prefix extends j's (an isolation control's).
-// Nothing when ctx is done: the run's own cleanup removes them.
+// dropKeys removes job j's keys (Runner.DropKeys): for each arrival key
+// named there, its limiter key Prefix + "{" + key + "}", every key its
+// expiry companion records (the keys the calls touched under the tag) and
+// the companion. The keys are read from the companions, never found by
+// SCAN, so the time it takes does not grow with the keyspace (a SCAN per
+// job made fixed-window's verify 2-4x slower on a Redis holding 100,000
+// unrelated keys). Nothing when ctx is done: the run's own cleanup removes
+// them.
 func (r *Runner) dropKeys(ctx context.Context, j Job) {
-	if r.Redis == nil || ctx.Err() != nil {
+	if r.Redis == nil || len(r.DropKeys) == 0 || ctx.Err() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cleanupTimeout())
 	defer cancel()
-	for _, under := range []string{j.Prefix + "{", strings.TrimSuffix(companionKey(j.Prefix, ""), "}")} {
-		keys, err := server.ScanKeys(ctx, r.Redis, under)
-		if err == nil {
-			err = server.DeleteKeys(ctx, r.Redis, keys)
+	keys := make([]string, 0, 2*len(r.DropKeys))
+	recorded := make([]*redis.StringSliceCmd, len(r.DropKeys))
+	if _, err := r.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range r.DropKeys {
+			companion := companionKey(j.Prefix, k)
+			keys = append(keys, j.Prefix+"{"+k+"}", companion)
+			recorded[i] = p.HKeys(ctx, companion)
 		}
-		if err != nil {
-			return
+		return nil
+	}); err != nil {
+		return
+	}
+	for _, c := range recorded {
+		for _, key := range c.Val() {
+			if strings.HasPrefix(key, j.Prefix+"{") { // the companion's placeholder field is ""
+				keys = append(keys, key)
+			}
 		}
 	}
+	_ = server.DeleteKeys(ctx, r.Redis, keys) // what stays is the run's cleanup's
 }
 
 // safetyTTL is the real TTL the keys of job j keep after each call:

@@ -402,7 +402,7 @@ func TestDropKeys(t *testing.T) {
 	if before < 2 || count(base+"control:~vt{") == 0 {
 		t.Fatalf("%d keys under %s after a run without DropKeys, want its two keys and their companions", before, base)
 	}
-	dropping := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, DropKeys: true}
+	dropping := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, DropKeys: []string{"a", "b"}}
 	jrs, err := dropping.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base}})
 	if err != nil || len(jrs[0].Outcomes) != 2 || !jrs[0].Outcomes[0].Decision.Allowed {
 		t.Fatalf("run: %v, %+v", err, jrs)

@@ -85,15 +85,16 @@ type Runner struct {
 	// (depth max(Pipeline, 1)) for Scripted limiters; it needs Redis 7.0 or
 	// later (PEXPIRETIME). Off: keys expire in real time.
 	Expiry bool
-	// DropKeys makes a virtual-time run remove each job's keys once the
-	// job is over and its Sink was told (dropKeys: the keys under
-	// Prefix + "{" and the expiry emulation's companions), before the
-	// next job starts: the Redis memory of a run of many jobs is then that
-	// of the Parallel jobs under way, not of every job (at L = 10^5 a
-	// finished trial's sorted set is ~14 MB). For jobs whose keys nothing
-	// reads afterwards. A removal that fails is left to the run's own
-	// cleanup. False: the keys stay until the caller removes them.
-	DropKeys bool
+	// DropKeys names arrival keys whose keys a virtual-time run removes
+	// once each job is over and its Sink was told (dropKeys: Prefix + "{"
+	// + key + "}", the keys its expiry companion records, the companion),
+	// before the next job starts: the Redis memory of a run of many jobs is
+	// then that of the Parallel jobs under way, not of every job (at L =
+	// 10^5 a finished trial's sorted set is ~14 MB). For jobs whose keys
+	// nothing reads afterwards. Keys of other arrival keys, keys no
+	// companion records, and a removal that fails are left to the run's
+	// own cleanup. Empty: the keys stay until the caller removes them.
+	DropKeys []string
 	// Unaligned makes a real-time run start Lead from now instead of at the
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
@@ -299,9 +300,7 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 				if built.Sink != nil {
 					built.Sink.End()
 				}
-				if r.DropKeys {
-					r.dropKeys(ctx, built)
-				}
+				r.dropKeys(ctx, built)
 			}(i, &res[i])
 			if ctx.Err() != nil {
 				break

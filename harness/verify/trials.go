@@ -342,7 +342,8 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 	if clock == harness.VirtualClock && s.rdb != nil {
 		// a trial's keys go when it is judged: Redis holds those of the
 		// trials under way (nothing reads them later: replays use fresh keys)
-		r.Pipeline, r.Expiry, r.Parallel, r.DropKeys = virtualPipeline, true, virtualParallel, true
+		r.Pipeline, r.Expiry, r.Parallel = virtualPipeline, true, virtualParallel
+		r.DropKeys = []string{scenarios.UserKey, scenarios.IsolationKey} // every trial's arrival keys
 	}
 	return r
 }
