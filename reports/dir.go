@@ -100,7 +100,11 @@ latencies; *errors* counts failed decisions.
 // The plots are drawn concurrently (drawAll). It stops at the first error
 // (of the plots, the first in the order above) and returns it wrapped with
 // the file's path.
-func WriteDir(dir string, r *measure.Results) error {
+func WriteDir(dir string, r *measure.Results) error { return writeDir(dir, r, nil) }
+
+// writeDir is WriteDir, writing the plots early drew (Early.take) instead
+// of drawing them.
+func writeDir(dir string, r *measure.Results, early *Early) error {
 	if r == nil {
 		return fmt.Errorf("reports: no results to write")
 	}
@@ -118,14 +122,18 @@ func WriteDir(dir string, r *measure.Results) error {
 	for _, sc := range scenariosWithTrailing(r) {
 		base := "trailing-" + fileSafe(sc)
 		for _, ext := range []string{".png", ".svg"} {
-			draws = append(draws, func() error { return PlotTrailing(r, sc, file(base+ext)) })
+			draws = append(draws, func() error {
+				return early.save(earlyKey{"trailing", sc, ext}, file(base+ext), func() error { return PlotTrailing(r, sc, file(base+ext)) })
+			})
 		}
 		plots = append(plots, base+".png")
 	}
 	for _, sc := range scenariosWithTimeline(r) {
 		base := "timeline-" + fileSafe(sc)
 		for _, ext := range []string{".png", ".svg"} {
-			draws = append(draws, func() error { return PlotTimeline(r, sc, file(base+ext)) })
+			draws = append(draws, func() error {
+				return early.save(earlyKey{"timeline", sc, ext}, file(base+ext), func() error { return PlotTimeline(r, sc, file(base+ext)) })
+			})
 		}
 		plots = append(plots, base+".png")
 	}
@@ -135,6 +143,7 @@ func WriteDir(dir string, r *measure.Results) error {
 		}
 		plots = append(plots, "ratio.png")
 	}
+	early.stop() // what it has not started is drawn here, on every core
 	if err := drawAll(draws); err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ import (
 // creates dir (and its parents). A nil r, or one of another type, is an
 // error; else errors as WriteFile's.
 func WriteResultsJSON(dir string, r any) error {
+	if e, ok := r.(*earlyResults); ok {
+		r = e.r
+	}
 	switch v := r.(type) {
 	case *measure.Results:
 		if v == nil {
@@ -43,12 +46,15 @@ func WriteResultsJSON(dir string, r any) error {
 // WriteResultsDir writes the results directory dir of r in full
 // (*measure.Results: WriteDir; *measure.CapacityResults: WriteCapacityDir;
 // *measure.BenchResults: WriteBenchDir) or, when brief, results.json alone
-// (WriteResultsJSON). Errors as theirs; r of another type is an error.
+// (WriteResultsJSON); a run's results with the plots drawn while it ran
+// (Early.Of) as WriteDir. Errors as theirs; r of another type is an error.
 func WriteResultsDir(dir string, r any, brief bool) error {
 	if brief {
 		return WriteResultsJSON(dir, r)
 	}
 	switch v := r.(type) {
+	case *earlyResults:
+		return writeDir(dir, v.r, v.e)
 	case *measure.Results:
 		return WriteDir(dir, v)
 	case *measure.CapacityResults:

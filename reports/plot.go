@@ -75,8 +75,17 @@ var (
 // Non-finite points are skipped. It is an error when no row of scenario has
 // a finite timeline point, or when the file cannot be written.
 func PlotTimeline(r *measure.Results, scenario string, path string) error {
+	fig, err := timelineFigure(r, scenario, path)
+	if err != nil {
+		return err
+	}
+	return fig.save()
+}
+
+// timelineFigure is PlotTimeline's figure, drawn and not yet saved.
+func timelineFigure(r *measure.Results, scenario string, path string) (*figure, error) {
 	if r == nil {
-		return fmt.Errorf("reports: %s: no results", path)
+		return nil, fmt.Errorf("reports: %s: no results", path)
 	}
 	var rows []measure.Row
 	for _, row := range r.Results {
@@ -85,7 +94,7 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 		}
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("reports: %s: no row of scenario %q has a timeline", path, scenario)
+		return nil, fmt.Errorf("reports: %s: no row of scenario %q has a timeline", path, scenario)
 	}
 
 	// Steps in the unit the span needs; all series start from 0 at the
@@ -113,7 +122,7 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 		sort.SliceStable(series[i], func(a, b int) bool { return series[i][a].X < series[i][b].X })
 	}
 	if math.IsInf(xmin, 1) {
-		return fmt.Errorf("reports: %s: scenario %q has no finite timeline point", path, scenario)
+		return nil, fmt.Errorf("reports: %s: scenario %q has no finite timeline point", path, scenario)
 	}
 
 	limit, windowMS := rows[0].Limit, rows[0].WindowMS
@@ -161,7 +170,7 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 		xys := append(plotter.XYs{{X: xmin, Y: 0}}, series[i]...)
 		line, err := plotter.NewLine(xys)
 		if err != nil {
-			return fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
+			return nil, fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
 		}
 		line.StepStyle = plotter.PostStep // the count holds until the next decision
 		k := order[row.Algorithm]
@@ -180,12 +189,12 @@ func PlotTimeline(r *measure.Results, scenario string, path string) error {
 
 	fig, err := newFigure(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	plotArea, legendArea := fig.layout(p, &legend)
 	p.Draw(plotArea)
 	legend.Draw(legendArea)
-	return fig.save()
+	return fig, nil
 }
 
 // PlotRatio draws a grouped bar chart of Row.Ratio (largest accepted cost
@@ -475,14 +484,23 @@ func (f *figure) split(p *plot.Plot, legendW vg.Length) (plotArea, legendArea dr
 // save writes the figure to its path. SVGs name Liberation Sans (fonts are
 // not embedded), so generic fallbacks are added for viewers without it.
 func (f *figure) save() error {
+	data, err := f.encode()
+	if err != nil {
+		return err
+	}
+	return writeFile(f.path, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// encode returns the figure's file, as save writes it.
+func (f *figure) encode() ([]byte, error) {
 	var buf bytes.Buffer
 	if _, err := f.c.WriteTo(&buf); err != nil {
-		return fmt.Errorf("reports: %s: %w", f.path, err)
+		return nil, fmt.Errorf("reports: %s: %w", f.path, err)
 	}
 	data := buf.Bytes()
 	if f.svg {
 		data = bytes.ReplaceAll(data, []byte("font-family:Liberation Sans;"),
 			[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 	}
-	return writeFile(f.path, func(w io.Writer) error { _, err := w.Write(data); return err })
+	return data, nil
 }

@@ -55,8 +55,17 @@ func timeUnit(spanMS float64) (unit string, div float64) {
 // when no row of scenario has a trailing-window series, or when the file
 // cannot be written.
 func PlotTrailing(r *measure.Results, scenario string, path string) error {
+	fig, err := trailingFigure(r, scenario, path)
+	if err != nil {
+		return err
+	}
+	return fig.save()
+}
+
+// trailingFigure is PlotTrailing's figure, drawn and not yet saved.
+func trailingFigure(r *measure.Results, scenario string, path string) (*figure, error) {
 	if r == nil {
-		return fmt.Errorf("reports: %s: no results", path)
+		return nil, fmt.Errorf("reports: %s: no results", path)
 	}
 	var rows []measure.Row
 	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 0.0
@@ -73,10 +82,10 @@ func PlotTrailing(r *measure.Results, scenario string, path string) error {
 		}
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("reports: %s: no row of scenario %q has a trailing-window series", path, scenario)
+		return nil, fmt.Errorf("reports: %s: no row of scenario %q has a trailing-window series", path, scenario)
 	}
 	if math.IsInf(xmin, 1) {
-		return fmt.Errorf("reports: %s: scenario %q has no finite trailing-window point", path, scenario)
+		return nil, fmt.Errorf("reports: %s: scenario %q has no finite trailing-window point", path, scenario)
 	}
 	limit, windowMS := rows[0].Limit, rows[0].WindowMS
 	xmin = math.Min(xmin, 0)
@@ -97,7 +106,7 @@ func PlotTrailing(r *measure.Results, scenario string, path string) error {
 	for i, row := range rows {
 		p, err := trailingPanel(row, limit, windowMS, div, left, right, top, order[row.Algorithm])
 		if err != nil {
-			return fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
+			return nil, fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
 		}
 		if i == len(rows)-1 {
 			p.X.Label.Text = fmt.Sprintf("time t from the scenario's anchor (%s)", unit)
@@ -110,7 +119,7 @@ func PlotTrailing(r *measure.Results, scenario string, path string) error {
 	height := vg.Length(len(rows))*panelHeight + titleHeight + legendHeight
 	fig, err := newFigureSized(path, figWidth, height)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
 
@@ -129,7 +138,7 @@ func PlotTrailing(r *measure.Results, scenario string, path string) error {
 	}
 	dataLeft := panels[0][0].DataCanvas(canvases[0][0]).Min.X
 	drawLegendRow(draw.Crop(inner, dataLeft-inner.Min.X, 0, 0, -(inner.Size().Y-legendHeight)), trailingLegend(limit))
-	return fig.save()
+	return fig, nil
 }
 
 // trailingPanel is one algorithm's panel of PlotTrailing.

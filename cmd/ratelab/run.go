@@ -81,7 +81,8 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.RunID = server.NewRunID()
+	early := reports.NewEarly() // each scenario's plots drawn while the next one runs
+	cfg.RunID, cfg.Ended = server.NewRunID(), early.Scenario
 	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", out, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", out, early.Of(res), res.DurationMS, runErr, f.format.render(res))
 }
 
 // trafficFlags are run's flags for replaying a traffic file.
@@ -139,8 +140,7 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		return flagError(c.Flags(), err)
 	}
 	defer func() { _ = file.Close() }() // read only: nothing to flush
-	cfg.Size = size
-	cfg.RunID = server.NewRunID()
+	cfg.Size, cfg.RunID = size, server.NewRunID()
 	rd, out, undo, done, err := f.start(c, nil, cfg.RunID, false, stderr)
 	if err != nil {
 		return err

@@ -98,7 +98,11 @@ func Spawn(ctx context.Context, bin string, port int, timeout, dial time.Duratio
 	}()
 	p.Client = redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: dial, MaxRetries: -1, ContextTimeoutEnabled: true})
 	server.Track(p.Client) // an interrupt cuts its calls off too (server.AbortOnCancel)
-	version, err := server.WaitReady(ctx, p.Client, timeout)
+	deadline := time.Now().Add(timeout)
+	version, err := "", waitListening(ctx, p.Addr, deadline, dial)
+	if err == nil {
+		version, err = server.WaitReady(ctx, p.Client, time.Until(deadline))
+	}
 	if err != nil {
 		_ = p.Stop() // SIGTERM then SIGKILL: the server ends; only the client's close can fail
 		p.logMu.Lock()
@@ -111,6 +115,31 @@ func Spawn(ctx context.Context, bin string, port int, timeout, dial time.Duratio
 	}
 	p.Version = version
 	return p, nil
+}
+
+// waitListening waits until the server listens on addr: it dials every
+// millisecond (each dial bounded by dial) until a connection is accepted,
+// ctx ends or deadline passes, and returns the last dial's error then. The
+// client is left alone until the port is open: a refused dial makes
+// go-redis wait 100 ms before it dials again (Options.DialerRetryTimeout),
+// where redis-server listens ~20 ms after it started.
+func waitListening(ctx context.Context, addr string, deadline time.Time, dial time.Duration) error {
+	for {
+		d := net.Dialer{Timeout: min(dial, max(time.Until(deadline), time.Millisecond))}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = c.Close() // a connection the server accepted and never read from
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().Add(time.Millisecond).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // stopAsk bounds the SHUTDOWN NOSAVE Stop sends first.
@@ -130,7 +159,11 @@ func (p *Process) Stop() error {
 			ask = min(ask, max(time.Until(g), 0))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ask)
-		_ = p.Client.ShutdownNoSave(ctx).Err() // the server closes the connection: an error either way
+		// on a connection of its own: p.Client is closed already when
+		// server.Redis.Close stops the server (it closes its client first)
+		c := redis.NewClient(&redis.Options{Addr: p.Addr, DialTimeout: ask, MaxRetries: -1, ContextTimeoutEnabled: true})
+		_ = c.ShutdownNoSave(ctx).Err() // the server closes the connection: an error either way
+		_ = c.Close()                   // closed by the server already
 		cancel()
 	}
 	err := p.Client.Close()

@@ -61,6 +61,11 @@ type Config struct {
 	AdaptTimeout bool
 	// RunID names the run's key prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string
+	// Ended, when set, is called after each scenario that ran in full, with
+	// the results so far (their rows of that scenario final, those of the
+	// next ones not there yet): reports.Early draws its plots while the
+	// next one runs. It must not keep res past the call.
+	Ended func(res *measure.Results, scenario string)
 }
 
 // Given names fields of a Config (Config.Set) whose zero is not the
@@ -334,6 +339,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 			res.Results = append(res.Results, rows...)
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", sname, err)
+			}
+			if cfg.Ended != nil {
+				cfg.Ended(res, sname)
 			}
 		}
 		return nil

@@ -184,3 +184,24 @@ func TestRunPipelinedSameRowsAsOneAtATime(t *testing.T) {
 		}
 	}
 }
+
+// Ended is told of each scenario once it ran, in order, with its rows in
+// the results and the next scenario's not yet: what reports.Early draws from
+// while the run goes on.
+func TestRunEnded(t *testing.T) {
+	var told []string
+	cfg := run.Config{Scenarios: []string{"boundary-burst", "steady"}, Algorithms: []string{"fixed-window", "sliding-log"},
+		Ended: func(res *measure.Results, scenario string) {
+			told = append(told, scenario)
+			if n := len(res.Results); n != 2*len(told) || res.Results[n-1].Scenario != scenario {
+				t.Errorf("told of %s with %d rows (last %s), want %d, the last of %s", scenario, n, res.Results[n-1].Scenario, 2*len(told), scenario)
+			}
+		}}
+	res, err := run.Run(ctx, srv.Redis, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 2 || told[0] != "boundary-burst" || told[1] != "steady" || len(res.Results) != 4 {
+		t.Errorf("told of %v, %d rows; want boundary-burst then steady, 4 rows", told, len(res.Results))
+	}
+}
