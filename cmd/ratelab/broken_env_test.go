@@ -153,3 +153,33 @@ func TestDuplicateAndDroppedTargets(t *testing.T) {
 		}
 	}
 }
+
+// issue 24 item 5: run --script with a script that does not compile is
+// refused before its first call, exit 2 naming the flag, the file and
+// Redis's message, guarded on a user's Redis or not. Before, run exited 0:
+// on the virtual clock such a script (one that takes no injected time) is
+// left out of every scenario, with a note; on Redis's clock its every call
+// failed and the run went on to the end of its scenario.
+func TestScriptDoesNotCompile(t *testing.T) {
+	bad := writeFile(t, "bad.lua", "return 1 +\n")
+	v := startVictim(t)
+	for _, tc := range [][]string{
+		{"run", "--redis", "redis://" + v.addr},
+		{"run", "--redis", "redis://" + v.addr, "--trust-script", "--clock", "redis"},
+		{"run", "--redis", "exec", "--arg", "{now_ms}"},
+		{"verify", "--redis", "redis://" + v.addr, "--limit", "10", "--window", "1s"},
+	} {
+		args := append(tc, "--script", bad, "--scenarios", "boundary-burst", "--out", filepath.Join(t.TempDir(), "out"))
+		if tc[0] == "verify" {
+			args = append(tc, "--script", bad)
+		}
+		start := time.Now()
+		code, _, stderr := ratelab(t, args...)
+		if want := "--script: bad.lua does not compile: ERR Error compiling script"; code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc, code, stderr, want)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%v: refused after %v: it ran first", tc, took)
+		}
+	}
+}

@@ -56,6 +56,9 @@ func TestHostile(t *testing.T) {
 		return path(name)
 	}
 	nul := write("nul.csv", string(make([]byte, 4096)))
+	traffic := write("traffic.csv", "timestamp,key\n1,a\n2,b\n")
+	mine := write("mine.lua", "return 1\n")
+	notLua := write("notlua.lua", "return 1 +\n")
 	outside := write("outside.txt", "the user's file")
 	prof := write("cpu.prof", "the user's profile")
 	escapes, err := filepath.Abs("testdata/hostile/escapes.lua")
@@ -174,6 +177,12 @@ func TestHostile(t *testing.T) {
 		attack{name: "run --scenarios a,a", args: []string{"run", "--redis", url, "--scenarios", "steady,steady", "--out", path("out-aa")}, exit: exitUsage, msg: "--scenarios: "},
 		attack{name: "run --algorithms ''", args: []string{"run", "--redis", url, "--algorithms", "", "--out", path("out-empty")}, exit: exitUsage, msg: "--algorithms: "},
 		attack{name: "verify --limit 10/0s", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10/0s"}, exit: exitUsage, msg: "--limit: "},
+		attack{name: "run --algorithms fixed-window,fixed-window", args: []string{"run", "--redis", url, "--algorithms", "fixed-window,fixed-window", "--scenarios", "boundary-burst", "--out", path("out-twice")},
+			exit: exitUsage, msg: "--algorithms: fixed-window given twice"},
+		attack{name: "run --traffic with --script (dropped)", args: []string{"run", "--redis", url, "--traffic", traffic, "--limit", "10", "--window", "1s", "--script", mine, "--out", path("out-dropped")},
+			exit: exitUsage, msg: "--script: "},
+		attack{name: "run --script that does not compile", args: []string{"run", "--redis", url, "--script", notLua, "--scenarios", "boundary-burst", "--out", path("out-notlua")},
+			exit: exitUsage, msg: "does not compile"},
 		attack{name: "script reply with escapes", args: []string{"verify", "--redis", url, "--script", escapes, "--key", "{key}", "--limit", "10", "--window", "1s"},
 			exit: exitUsage, post: noEscapes(&output)},
 		// the rest of issue 24's messages: a state of the server named, not what it left behind
@@ -231,8 +240,8 @@ func TestHostile(t *testing.T) {
 			problems = append(problems, "panic")
 		}
 		if a.msg != "" && !strings.Contains(stderr, a.msg) {
-			first, _, _ := strings.Cut(strings.TrimSpace(stderr), "\n")
-			problems = append(problems, fmt.Sprintf("message %.80q", first))
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			problems = append(problems, fmt.Sprintf("message %.200q", lines[len(lines)-1]))
 		}
 		if a.fast && took > time.Second {
 			problems = append(problems, "slower than 1s")

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,4 +220,52 @@ func TestKillLeavesBoundedTTLs(t *testing.T) {
 		longest = max(longest, ttl)
 	}
 	t.Logf("%d keys, the longest TTL %v, bound %v", len(keys), longest.Round(time.Second), bound.Round(time.Second))
+}
+
+// issue 24 item 5: a run suspended (SIGSTOP, as Ctrl-Z) longer than its
+// marker's TTL, with `clean --yes` run meanwhile, goes on once resumed: clean
+// skips the live run's keys, and the run does not take its own marker's
+// expiry for keys removed by someone else. Before, it ended with exit 2,
+// "the command's keys were removed from Redis ... (FLUSHALL, FLUSHDB,
+// UNLINK or an eviction by someone else)", its keys all there.
+func TestSuspendedRunResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	v := startVictim(t)
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	defer c.Close()
+	url := "redis://" + v.addr
+	cmd := exec.Command(bin, "run", "--redis", url, "--clock", "client", "--scenarios", "overload", "--algorithms", "sliding-log",
+		"--window", "1s", "--out", filepath.Join(t.TempDir(), "out"), "--format", "csv")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if keys, _ := server.ScanKeys(context.Background(), c, server.KeyPrefix); len(keys) > 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no key within 30 s: %s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(server.AliveTTL + time.Second)
+	code, stdout, _ := ratelab(t, "clean", "--redis", url, "--yes")
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !strings.Contains(stdout, "live run") || !strings.Contains(stdout, "removed 0 keys") {
+		t.Errorf("clean --yes during the suspended run: exit %d: %s", code, stdout)
+	}
+	if got := cmd.ProcessState.ExitCode(); got != exitOK {
+		t.Errorf("the resumed run: exit %d, want 0: %s", got, stderr.String())
+	}
 }

@@ -143,8 +143,8 @@ func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string,
 	switch name, _ := field.Name(err); {
 	case errors.As(err, &refused):
 		return nil, nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
-	case errors.As(err, &se):
-		return nil, nil, flagError(nil, se.Err)
+	case errors.As(err, &se): // a script that cannot be built or does not compile
+		return nil, nil, targetErr(err)
 	case name == "script":
 		return nil, nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
 	case err != nil:

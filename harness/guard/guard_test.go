@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -90,5 +92,57 @@ func TestZeroScripts(t *testing.T) {
 	var se *targets.SpecError
 	if !errors.As(err, &se) || se.Spec.Name != "nope" {
 		t.Errorf("Build of an unknown algorithm: %v, want a *targets.SpecError naming it", err)
+	}
+}
+
+// A script (or set-up script) that does not compile is refused before any
+// call, as a *targets.SpecError naming the field and the file, with
+// Redis's message; Open refuses it too, on a Redis ratelab started (no
+// guard there). One that compiles is loaded and nothing is said; a
+// client-side script is not Redis's to compile.
+func TestCompiles(t *testing.T) {
+	srv := redistest.Start()
+	defer srv.Close()
+	ctx := context.Background()
+	good := targets.Spec{Name: "good.lua", Script: "good.lua", Source: "return 1\n"}
+	bad := targets.Spec{Name: "bad.lua", Script: "bad.lua", Source: "return 1 +\n"}
+	badSetup := good
+	badSetup.Setup, badSetup.SetupSource = "setup.lua", "redis.call(\n"
+	clientSide := bad
+	clientSide.ClientSide = true
+	builtin := targets.Spec{Algorithm: "fixed-window"}
+	for _, tc := range []struct {
+		name  string
+		specs []targets.Spec
+		field string // "" when it compiles
+		file  string
+	}{
+		{"compiles", []targets.Spec{builtin, good}, "", ""},
+		{"does not compile", []targets.Spec{good, bad}, "script", "bad.lua"},
+		{"set-up does not compile", []targets.Spec{badSetup}, "setup", "setup.lua"},
+		{"client-side", []targets.Spec{clientSide}, "", ""},
+	} {
+		for _, open := range []bool{false, true} {
+			var err error
+			if open {
+				_, _, _, err = Open(ctx, srv.Redis, tc.specs, "run", false, true, nil)
+			} else {
+				err = Compiles(ctx, srv.Client(), tc.specs)
+			}
+			var se *targets.SpecError
+			name, _ := field.Name(err)
+			switch {
+			case tc.field == "" && err != nil:
+				t.Errorf("%s (Open %v): %v", tc.name, open, err)
+			case tc.field == "":
+			case !errors.As(err, &se) || name != tc.field:
+				t.Errorf("%s (Open %v): %v (field %q), want a *targets.SpecError naming %q", tc.name, open, err, name, tc.field)
+			case !strings.Contains(err.Error(), tc.file+" does not compile: ERR Error compiling script"):
+				t.Errorf("%s (Open %v): %q does not name %s and Redis's message", tc.name, open, err, tc.file)
+			}
+		}
+	}
+	if sha, err := srv.Client().ScriptExists(ctx, targets.ScriptSHA1(good.Source)).Result(); err != nil || !sha[0] {
+		t.Errorf("the script that compiles was not loaded: %v %v", sha, err)
 	}
 }

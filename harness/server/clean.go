@@ -70,11 +70,15 @@ type RunRecord = measure.RunRecord
 type Registration struct {
 	c        redis.UniversalClient
 	marker   string
+	record   string
 	value    []byte
 	stop     chan struct{}
 	done     chan struct{}
 	once     sync.Once
+	mu       sync.Mutex // missing's
 	vanished atomic.Bool
+	// refreshed is when the marker's TTL was last set (Unix ns)
+	refreshed atomic.Int64
 	// runIDs are the servers' run_ids when the run registered (Check);
 	// addr names the server in messages.
 	runIDs map[string]string
@@ -104,8 +108,9 @@ func Register(ctx context.Context, c redis.UniversalClient, runID string) (*Regi
 	if err != nil && !IsRedisError(err) { // a user refused INFO: no restart check, the marker's stays
 		return nil, fmt.Errorf("register run %s: INFO server: %w", runID, err)
 	}
-	r := &Registration{c: c, marker: MarkerKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{}),
+	r := &Registration{c: c, marker: MarkerKey(runID), record: RecordKey(runID), value: value, stop: make(chan struct{}), done: make(chan struct{}),
 		runIDs: ids, addr: addrOf(c)}
+	r.refreshed.Store(time.Now().UnixNano())
 	go r.heartbeat(ctx)
 	return r, nil
 }
@@ -128,12 +133,50 @@ func (r *Registration) heartbeat(ctx context.Context) {
 		// the run's keys removed by someone else
 		ok, err := r.c.PExpire(hctx, r.marker, AliveTTL).Result()
 		if err == nil && !ok {
-			// someone removed it (and likely the run's keys): say so, and mark again
-			r.vanished.Store(true)
-			_ = r.c.Set(hctx, r.marker, r.value, AliveTTL).Err() // retried at the next beat
+			// someone removed it (and likely the run's keys), or it expired
+			// while this process was suspended
+			r.missing(hctx) // marked again, retried at the next beat
+		} else if err == nil {
+			r.refreshed.Store(time.Now().UnixNano())
 		}
 		cancel()
 	}
+}
+
+// missing handles the marker found missing (by the heartbeat or the
+// environment's check, one at a time): unless it is there again (the other
+// marked it), it says whether it was lost (then the run's keys vanished)
+// and marks the run again. It returns whether the run's keys vanished.
+func (r *Registration) missing(ctx context.Context) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.vanished.Load() {
+		return true
+	}
+	if n, err := r.c.Exists(ctx, r.marker).Result(); err == nil && n == 1 {
+		return false
+	}
+	if r.lost(ctx) {
+		r.vanished.Store(true)
+	}
+	if r.c.Set(ctx, r.marker, r.value, AliveTTL).Err() == nil {
+		r.refreshed.Store(time.Now().UnixNano())
+	}
+	return r.vanished.Load()
+}
+
+// lost reports whether the marker, found missing, was removed by someone
+// else rather than expired on its own: it did not expire on its own when
+// its TTL was set less than AliveTTL ago, nor when the run's record is gone
+// too (FLUSHALL, FLUSHDB or a clean takes both). A marker not refreshed for
+// AliveTTL, its record there, expired while this process could not refresh
+// it (suspended: Ctrl-Z); `clean` leaves the keys of a suspended run.
+func (r *Registration) lost(ctx context.Context) bool {
+	if time.Since(time.Unix(0, r.refreshed.Load())) < AliveTTL {
+		return true
+	}
+	n, err := r.c.Exists(ctx, r.record).Result()
+	return err != nil || n == 0
 }
 
 // Stop ends the refreshing (the marker then expires within AliveTTL unless
@@ -150,7 +193,8 @@ func (r *Registration) Stop() {
 // Vanished reports whether the marker was found missing while the run
 // lived: someone removed the run's keys (FLUSHALL, UNLINK, an older
 // `ratelab clean`) or the Redis lost its data, so the run's figures are
-// not to be trusted. A nil Registration reports false.
+// not to be trusted (lost: a marker that expired while this process was
+// suspended is not). A nil Registration reports false.
 func (r *Registration) Vanished() bool { return r != nil && r.vanished.Load() }
 
 // Leftover is one run's keys found in a Redis by FindLeftovers:

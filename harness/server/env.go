@@ -143,8 +143,7 @@ func (r *Registration) check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n == 0 || r.vanished.Load() {
-		r.vanished.Store(true)
+	if r.vanished.Load() || n == 0 && r.missing(ctx) {
 		return &EnvError{Addr: r.addr, Vanished: true}
 	}
 	return nil

@@ -184,7 +184,7 @@ type results struct {
 
 // runTrials runs the planned trials and judges each one. A target with
 // keys runs its virtual, adaptive and real-time trials at once (they use
-// distinct keys); a key-less target (an HTTP endpoint: one limit for
+// distinct keys: runBatch); a key-less target (an HTTP endpoint: one limit for
 // everything) runs a subset one at a time, each after a window of silence,
 // so no trial sees another's traffic.
 func (s *study) runTrials(ctx context.Context, p plan) (results, error) {
@@ -246,6 +246,14 @@ func (s *study) runBatch(ctx context.Context, p plan, results []*trialResult, id
 		return nil
 	}
 	virtual := clock == harness.VirtualClock
+	// a trial of a family run on both clocks is in the virtual batch and
+	// in the real-time one, which run at once: each run has keys of its own
+	// (under one prefix, the virtual run's key-expiry emulation removed the
+	// real run's log mid-trial: a correct sliding-log was VIOLATED)
+	prefix := s.prefix
+	if !virtual {
+		prefix += "rt:"
+	}
 	jobs := make([]harness.Job, 0, len(idx))
 	judged := map[int]*judgement{} // trial -> its judgement, its job's Sink
 	var distinct []int             // trials with a job of their own
@@ -264,7 +272,7 @@ next:
 		}
 		distinct = append(distinct, i)
 		sinks = append(sinks, fanOut{judged[i]})
-		jobs = append(jobs, s.job(p.trials[i], fmt.Sprintf("%s%d:", s.prefix, i)))
+		jobs = append(jobs, s.job(p.trials[i], fmt.Sprintf("%s%d:", prefix, i)))
 		jobOf[i] = len(jobs) - 1
 		jobs[len(jobs)-1].Thin = virtual && s.thinned(p.trials[i])
 		jobs[len(jobs)-1].Calls = p.shapes[i].calls
@@ -274,7 +282,7 @@ next:
 	}
 	for _, i := range idx {
 		if c := judged[i].control; c != nil {
-			job := s.job(isolationControl(p.trials[i]), fmt.Sprintf("%s%d:control:", s.prefix, i))
+			job := s.job(isolationControl(p.trials[i]), fmt.Sprintf("%s%d:control:", prefix, i))
 			job.Sink, job.Calls = c, p.shapes[i].isolated
 			jobs = append(jobs, job)
 		}
@@ -306,7 +314,7 @@ next:
 	again := make([]harness.Job, len(slow))
 	for n, i := range slow {
 		judged[i] = s.judgement(p.trials[i], virtual, false)
-		again[n] = s.job(p.trials[i], fmt.Sprintf("%sretry:%d:", s.prefix, i))
+		again[n] = s.job(p.trials[i], fmt.Sprintf("%sretry:%d:", prefix, i))
 		again[n].Sink, again[n].Calls = judged[i], p.shapes[i].calls
 	}
 	jrs, err = r.Execute(ctx, again)
