@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,7 +171,8 @@ func TestScriptDoesNotCompile(t *testing.T) {
 		{"run", "--redis", "exec", "--arg", "{now_ms}"},
 		{"verify", "--redis", "redis://" + v.addr, "--limit", "10", "--window", "1s"},
 	} {
-		args := append(tc, "--script", bad, "--scenarios", "boundary-burst", "--out", filepath.Join(t.TempDir(), "out"))
+		out := filepath.Join(t.TempDir(), "out")
+		args := append(tc, "--script", bad, "--scenarios", "boundary-burst", "--out", out)
 		if tc[0] == "verify" {
 			args = append(tc, "--script", bad)
 		}
@@ -180,6 +183,9 @@ func TestScriptDoesNotCompile(t *testing.T) {
 		}
 		if took := time.Since(start); took > 10*time.Second {
 			t.Errorf("%v: refused after %v: it ran first", tc, took)
+		}
+		if _, err := os.Stat(out); tc[0] == "run" && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%v: the --out directory it created is left behind (%v)", tc, err)
 		}
 	}
 }

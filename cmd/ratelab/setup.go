@@ -55,7 +55,7 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 // order that loses nothing: --out is checked and made writable
 // (reports.PrepareOut) before Redis is opened, so a bad --out stops the
 // command before it measures; a directory it created is removed again when
-// Redis cannot be opened. It says which Redis on stderr, then guards the
+// Redis cannot be opened or the scripts are refused. It says which Redis on stderr, then guards the
 // scripts of t (nil: none; viaLimiter as targetFlags.guard's) and returns
 // the Redis to use from then on. undo removes the directory when the
 // command ends with nothing in it; done removes the guard and closes the
@@ -74,6 +74,7 @@ func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaL
 	if t != nil {
 		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
 			opened.CloseOrSay(stderr)
+			undo()
 			return nil, "", nil, nil, err
 		}
 	}
