@@ -89,6 +89,13 @@ return 0
 			func(_ *victim, c *redis.Client) bool { return len(guardUsers(t, c)) > 0 }},
 		{"bench --compare-redis-benchmark", []string{"bench", "--algorithms", "sliding-log", "--compare-redis-benchmark", "--requests", "100000"},
 			func(v *victim, _ *redis.Client) bool { return len(processesWith("redis-benchmark", v.port)) > 0 }},
+		// the commands whose keys carry the limiter's own TTLs (at most
+		// the window, here 1 min) or the run's marker
+		{"capacity", []string{"capacity", "--algorithms", "sliding-log,fixed-window", "--limits", "1000", "--keys", "4000",
+			"--budget", "400000", "--window", "1m"}, hasKeys},
+		{"run --traffic (replay)", []string{"run", "--traffic", writeTraffic(t, 300000), "--limit", "10", "--window", "1m",
+			"--algorithms", "sliding-log"}, hasKeys},
+		{"demo", []string{"demo", "--limit", "50", "--window", "4s", "--pace", "4x"}, hasKeys},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +129,22 @@ return 0
 					t.Fatalf("redis-benchmark still runs 1 s after bench was killed")
 				}
 			}
+			// every key it left carries a TTL: the run's record that clean
+			// reads, server.RecordTTL; every other, at most the window plus
+			// the run marker's margin (none here is longer than an hour)
+			left, err := server.ScanKeys(context.Background(), c, server.KeyPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range left {
+				bound := time.Hour
+				if strings.HasSuffix(k, ":"+server.RecordSuffix) {
+					bound = server.RecordTTL
+				}
+				if ttl := c.PTTL(context.Background(), k).Val(); ttl < 0 && ttl != -2*time.Nanosecond || ttl > bound {
+					t.Errorf("key %s left with TTL %v, want one of at most %v", k, ttl, bound)
+				}
+			}
 			code, stdout, errOut := ratelab(t, "clean", "--redis", url, "--yes")
 			if code != exitOK {
 				t.Fatalf("clean --yes: exit %d: %s %s", code, stdout, errOut)
@@ -138,6 +161,13 @@ return 0
 			}
 		})
 	}
+}
+
+// hasKeys is ready once the command has written more than its registration
+// and marker keys.
+func hasKeys(_ *victim, c *redis.Client) bool {
+	keys, _ := server.ScanKeys(context.Background(), c, server.KeyPrefix)
+	return len(keys) > 2
 }
 
 // A kill -9 during the access check leaves its probe keys: they are under
