@@ -114,8 +114,10 @@ func TestVerifyStarvedByDefault(t *testing.T) {
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
-	// --timeout 5s: under load a call past the default 500ms is an error (exit 2), not what these pin
-	window := []string{"--limit", "20", "--window", "500ms", "--redis", redisURL, "--timeout", "5s"}
+	// --timeout 5s: under load a call past the default 500ms is an error (exit 2), not what these pin;
+	// --connect-timeout 30s likewise: at load average ~15 one connect got no answer within the
+	// default 3s (exit 2, "cannot reach Redis ... (the connect timeout)") before any trial ran
+	window := []string{"--limit", "20", "--window", "500ms", "--redis", redisURL, "--timeout", "5s", "--connect-timeout", "30s"}
 	gcraArgs := []string{"--arg", "{now_us}", "--arg", "{window_us}", "--arg", "{limit}"}
 	for _, c := range []struct {
 		file  string
