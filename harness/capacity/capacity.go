@@ -126,7 +126,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 			limit := l.Count
 			cell++
 			row, err := m.measureCell(ctx, cfg, alg, l, fmt.Sprintf("%sc%d:", prefix, cell), calib)
-			for redo := time.Now().Add(reconnectFor); server.IsClosed(err) && time.Now().Before(redo) && ctx.Err() == nil; {
+			for redos := 0; server.IsClosed(err) && redos < cellRedos && ctx.Err() == nil; redos++ {
 				// the server closed a connection mid-cell (CLIENT KILL, its
 				// timeout setting): calls may have run without a reply, so
 				// the cell is measured again on keys of its own, new
@@ -380,10 +380,12 @@ func loadScript(ctx context.Context, c redis.UniversalClient, lim algorithms.Lim
 	return nil
 }
 
-// reconnectFor bounds how long a cell is measured again after the server
-// closed a connection (CLIENT KILL, its timeout setting), as run's calls
-// go on within --max-outage (2 s by default).
-const reconnectFor = 2 * time.Second
+// cellRedos bounds how many times in a row a cell is measured again after
+// the server closed a connection (CLIENT KILL, its timeout setting): a
+// count, not a time, since a cell's fill takes seconds and longer on a
+// loaded machine (a 2 s bound from the first closing let a third CLIENT KILL
+// 0.6 s later end capacity at load 4, its redo still filling).
+const cellRedos = 5
 
 // dropKeys removes every key under prefix.
 func dropKeys(ctx context.Context, c redis.UniversalClient, prefix string) error {
