@@ -126,7 +126,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 			limit := l.Count
 			cell++
 			row, err := m.measureCell(ctx, cfg, alg, l, fmt.Sprintf("%sc%d:", prefix, cell), calib)
-			for redos := 0; server.IsClosed(err) && redos < cellRedos && ctx.Err() == nil; redos++ {
+			for redos := 0; closed(err) && redos < cellRedos && ctx.Err() == nil; redos++ {
 				// the server closed a connection mid-cell (CLIENT KILL, its
 				// timeout setting): calls may have run without a reply, so
 				// the cell is measured again on keys of its own, new
@@ -386,6 +386,13 @@ func loadScript(ctx context.Context, c redis.UniversalClient, lim algorithms.Lim
 // loaded machine (a 2 s bound from the first closing let a third CLIENT KILL
 // 0.6 s later end capacity at load 4, its redo still filling).
 const cellRedos = 5
+
+// closed reports whether err is the server closing a connection, in its
+// chain or, once formatted into a message ("sliding-log: EOF"), its text.
+func closed(err error) bool {
+	ce := server.Cause(err)
+	return ce != nil && ce.Kind == server.Closed
+}
 
 // dropKeys removes every key under prefix.
 func dropKeys(ctx context.Context, c redis.UniversalClient, prefix string) error {
