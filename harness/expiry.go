@@ -52,8 +52,9 @@ func companionKey(prefix, key string) string { return prefix + "~vt{" + key + "}
 
 // dropKeys removes job j's keys (Runner.DropKeys): for each arrival key
 // named there, its limiter key Prefix + "{" + key + "}", every key its
-// expiry companion records (the keys the calls touched under the tag) and
-// the companion. The keys are read from the companions, never found by
+// expiry companion records (the full rewrite records every key the calls
+// touched under the tag; the lean one, the keys given a TTL) and the
+// companion. The keys are read from the companions, never found by
 // SCAN, so the time it takes does not grow with the keyspace (a SCAN per
 // job made fixed-window's verify 2-4x slower on a Redis holding 100,000
 // unrelated keys). Nothing when ctx is done: the run's own cleanup removes

@@ -66,7 +66,7 @@ const (
 	// threads the runtime aborts).
 	MaxProcs = 256
 	// MaxDenyLimit is the largest limit the deny path takes: its hot key
-	// is filled by the warm-up (at most a second of calls).
+	// is filled by the warm-up (under two seconds of calls).
 	MaxDenyLimit = 100_000
 	// MaxRounds is the most runs of each tool per algorithm and path.
 	MaxRounds = 1000

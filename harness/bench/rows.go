@@ -64,8 +64,8 @@ func (b *bencher) measure(ctx context.Context, alg, path string) (measure.BenchR
 	}
 	// a deny path's hot key that has not yet allowed its limit was warmed
 	// too briefly to tell (a loaded machine): warm it on, each time twice
-	// as long, until the warm-ups took a second in all (MaxDenyLimit's
-	// budget)
+	// as long, until the warm-ups have run a second or more in all (under
+	// two: MaxDenyLimit's budget)
 	allowed, took := out.allowed, warm.cfg.Duration
 	for path == measure.PathDeny && out.denied == 0 && allowed <= l.Count && took < time.Second {
 		warm.cfg.Duration *= 2
