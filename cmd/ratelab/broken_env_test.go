@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -49,8 +47,7 @@ func TestBrokenEnvironment(t *testing.T) {
 			v.start(t) // same port, empty, a new run_id
 		}, "restarted while the command ran"},
 		{"FLUSHALL", func(t *testing.T, v *victim) {
-			c := redis.NewClient(&redis.Options{Addr: v.addr})
-			defer c.Close()
+			c := v.client(t)
 			if err := c.FlushAll(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -100,8 +100,7 @@ func deadRun(t *testing.T, c *redis.Client, n int) string {
 // --run takes only a run id.
 func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	fillUserKeys(t, c)
 	id := deadRun(t, c, 5) // 6 keys with its record
 	url := "redis://" + v.addr
@@ -152,8 +151,7 @@ func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
 // ends with its own figures.
 func TestCleanSkipsLiveRun(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	url := "redis://" + v.addr
 	out := t.TempDir()
 	// a 10 s window: the run's keys live for seconds after its bursts (±1 s), so clean
@@ -268,8 +266,7 @@ func TestCleanListsReadOnlyRedis(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := startVictim(t)
-			c := redis.NewClient(&redis.Options{Addr: v.addr})
-			defer c.Close()
+			c := v.client(t)
 			id := deadRun(t, c, 3) // 3 keys and the record
 			url := tc.setup(t, v, c)
 			lc := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(url, "redis://")})

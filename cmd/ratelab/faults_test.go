@@ -41,6 +41,13 @@ func startVictim(t *testing.T) *victim {
 	return v
 }
 
+// client is a client of v, closed when t ends.
+func (v *victim) client(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: v.addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 func (v *victim) start(t *testing.T) {
 	t.Helper()
 	v.cmd = exec.Command("redis-server", "--port", v.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile", "")
@@ -170,8 +177,7 @@ func TestFaults(t *testing.T) {
 		{
 			name: "SCRIPT FLUSH mid-run costs nothing",
 			fault: func(t *testing.T, v *victim) {
-				c := redis.NewClient(&redis.Options{Addr: v.addr})
-				defer c.Close()
+				c := v.client(t)
 				for i := 0; i < 5; i++ {
 					if err := c.ScriptFlush(context.Background()).Err(); err != nil {
 						t.Error(err)

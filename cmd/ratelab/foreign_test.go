@@ -130,8 +130,7 @@ func buildBinary(t *testing.T) string {
 // FLUSHALL, FLUSHDB or KEYS.
 func TestForeignKeysUntouched(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	fillForeign(t, c, 10000)
 	before := takeSnapshot(t, c)
 	if len(before) != 10000 {

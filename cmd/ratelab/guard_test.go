@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // issue 14 item 3: a user's script on the user's own Redis runs under a
@@ -17,8 +15,7 @@ import (
 // cannot guard, refuse without --trust-script.
 func TestScriptGuard(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	ctx := context.Background()
 	url := "redis://" + v.addr
 	dir := t.TempDir()

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The hostile pass (issue 24 item 11; `make hostile`, not part of make
@@ -37,8 +35,7 @@ func TestHostile(t *testing.T) {
 		bin = buildBinary(t)
 	}
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	fillForeign(t, c, 3000)
 	before := takeSnapshot(t, c)
 	url := "redis://" + v.addr

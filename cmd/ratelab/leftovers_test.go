@@ -100,8 +100,7 @@ return 0
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := startVictim(t)
-			c := redis.NewClient(&redis.Options{Addr: v.addr})
-			defer c.Close()
+			c := v.client(t)
 			url := "redis://" + v.addr
 			cmd := exec.Command(bin, append(tc.args, "--redis", url)...)
 			var stderr syncBuffer
@@ -175,8 +174,7 @@ func hasKeys(_ *victim, c *redis.Client) bool {
 // (before: "ratelab:access-check:*" sets with no expiry, invisible to clean).
 func TestCleanRemovesProbeKeys(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	ctx := context.Background()
 	// what a CheckAccess killed mid-way leaves: probe keys, no marker, no record
 	base := server.RunPrefix(server.NewRunID()) + server.AccessCheckInfix + "{p}:"
@@ -201,8 +199,7 @@ func TestCleanRemovesProbeKeys(t *testing.T) {
 // it is refused before it reaches it; a well-behaved one runs.
 func TestUntrustedScriptProbed(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	writesThenLoops := writeFile(t, "wedge.lua", `local n = redis.call('INCR', KEYS[1])
 if n >= 2 then while true do end end
 return 1

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/measure"
-	"github.com/redis/go-redis/v9"
 )
 
 // issue 14 items 3, 4, 7 and 15 in verify: the guard stops a script that
@@ -20,8 +19,7 @@ import (
 // verify that stops writes verify.json marked incomplete.
 func TestVerifyKeepsTheUsersData(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	ctx := context.Background()
 	if err := c.Set(ctx, "users:1", "alice", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -100,8 +98,7 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 // and verify says so instead of "i/o timeout"; the user's Redis answers.
 func TestVerifyKillsLoopingScript(t *testing.T) {
 	v := startVictim(t)
-	c := redis.NewClient(&redis.Options{Addr: v.addr})
-	defer c.Close()
+	c := v.client(t)
 	loop := filepath.Join(t.TempDir(), "loop.lua")
 	if err := os.WriteFile(loop, []byte("if tonumber(ARGV[1]) > 0 then while true do end end\nreturn 1\n"), 0o644); err != nil {
 		t.Fatal(err)
