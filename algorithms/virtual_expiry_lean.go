@@ -230,7 +230,7 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 	l := []string{
 		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
 		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
-		"if not (__ratelab_na >= 3 and __ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
+		"if not (__ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
 		pop,
 	}
 	if withTime {
@@ -244,10 +244,12 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 		// deadline to name (or it removed the key); lk: the key of the
 		// body's last command when that was such a (P)EXPIRE with a
 		// deadline; d: the deadlines before the body
-		"local __ratelab_xl, __ratelab_lk, __ratelab_n, __ratelab_d = #__ratelab_xp, nil, {}, {};",
+		"local __ratelab_xl, __ratelab_lk, __ratelab_n = #__ratelab_xp, nil, {};",
+		// f: the companion's fields and deadlines (HGETALL); a deadline
+		// passed is set to false there, its key removed
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
-		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local k, v = __ratelab_f[i], __ratelab_f[i + 1]; if k ~= '' then",
-		"if v ~= 'none' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = k else __ratelab_d[k] = v end end end;",
+		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local v = __ratelab_f[i + 1];",
+		"if v ~= 'none' and __ratelab_f[i] ~= '' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = __ratelab_f[i]; __ratelab_f[i + 1] = false end end;",
 		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
 	)
 	if uses(xKey) {
@@ -286,16 +288,31 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 
 // leanIn is the Lua test that a is a key of the tracked prefix.
 func leanIn(a string) string {
-	return "type(" + a + ") == 'string' and string.sub(" + a + ", 1, __ratelab_xl) == __ratelab_xp"
+	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, __ratelab_xl) == __ratelab_xp)"
 }
 
 // leanSuffix ends the body's function on a new line, runs it and records
-// the deadlines (see the comment above).
+// the deadlines (see the comment above): first of the keys the companion
+// tracks (read off the HGETALL reply: d their deadline, s what the body did
+// to them, marked false in __ratelab_n once done), then of the other keys
+// the body touched (d nil).
 var leanSuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
-	"for k in pairs(__ratelab_d) do if __ratelab_n[k] == nil then __ratelab_n[k] = 'n' end end;",
 	"do local hs, hdel, off;",
-	"for k, s in pairs(__ratelab_n) do local d, v, capped = __ratelab_d[k], nil, false;",
+	"for i = 1, #__ratelab_f, 2 do local k, d = __ratelab_f[i], __ratelab_f[i + 1]; if d and k ~= '' then",
+	"local s = __ratelab_n[k]; if s then __ratelab_n[k] = false else s = 'n' end;", leanKey, "end end;",
+	"for k, s in pairs(__ratelab_n) do if s then local d = nil;", leanKey, "end end;",
+	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
+	"if hs then for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end end;",
+	"if #__ratelab_f > 0 or hs then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
+	"return __ratelab_r",
+}, " ")
+
+// leanKey records the deadline of key k (d its deadline before the body or
+// nil, s what the body did to it: see leanPrefix) in hs or hdel and sets
+// its safety TTL; off is read once, when first needed.
+var leanKey = strings.Join([]string{
+	"local v, capped = nil, false;",
 	"if s == 'n' and d == 'none' then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
 	"else if s == 'n' and d then if " + vtCall + "('PEXPIRE', k, __ratelab_xs, 'XX') == 1 then v, capped = d, true end end;",
 	"if v == nil then local px = 0; if __ratelab_lk ~= k then px = " + vtCall + "('PEXPIRETIME', k) end;",
@@ -307,9 +324,5 @@ var leanSuffix = strings.Join([]string{
 	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = px - off - tonumber(__ratelab_xs) end end end end;",
 	"if v == nil then if d then hdel = hdel or {}; hdel[#hdel + 1] = k end",
 	"elseif d == nil or (v ~= d and tonumber(v) ~= tonumber(d)) then hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = type(v) == 'number' and string.format('%d', v) or v end;",
-	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end end;",
-	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
-	"if hs then for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end end;",
-	"if #__ratelab_f > 0 or hs then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
-	"return __ratelab_r",
+	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end;",
 }, " ")
