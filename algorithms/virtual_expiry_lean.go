@@ -74,8 +74,7 @@ func init() {
 
 // Names only the lean form declares.
 const (
-	xLeanExp = "__ratelab_xe" // a lean EXPIRE or PEXPIRE: notes, sends S
-	xLeanRep = "__ratelab_xq" // its reply: the deadline noted when it is 1
+	xLeanExp = "__ratelab_xe" // a lean EXPIRE or PEXPIRE: notes, sends S; then its reply
 	xVTime   = "__ratelab_vtime"
 )
 
@@ -198,16 +197,49 @@ func singleValue(toks []luaToken) bool {
 func leanEdits(toks []luaToken, c callSite, real string) []edit {
 	cmd := strings.ToUpper(c.cmd)
 	if cmd == "EXPIRE" || cmd == "PEXPIRE" {
-		// __ratelab_xq(__ratelab_call(__ratelab_xe('PEXPIRE', k, t))):
+		// __ratelab_xe(nil, __ratelab_call(__ratelab_xe('PEXPIRE', k, t))):
 		// the call stays on the user's line
 		return []edit{
-			{pos: c.start, del: c.end - c.start, text: xLeanRep + "(" + real},
+			{pos: c.start, del: c.end - c.start, text: xLeanExp + "(nil, " + real},
 			{pos: toks[c.argTok-1].pos + 1, text: xLeanExp + "("},
 			{pos: toks[c.endTok].pos, text: ")"},
 			{pos: toks[c.endTok].pos + 1, text: ")"},
 		}
 	}
+	if first, last, ok := firstArg(toks, c); ok && !ttlCommands[cmd] {
+		if e, ok := plainKey(toks[first : last+1]); ok {
+			// a key already noted 'n' needs nothing more: the helper is
+			// called only otherwise (see leanPrefix on __ratelab_lk)
+			end := toks[last].pos + len(toks[last].val)
+			return []edit{
+				{pos: c.start, del: c.end - c.start, text: real},
+				{pos: toks[first].pos, del: end - toks[first].pos, text: "(__ratelab_n[" + e + "] == 'n' and " + e + " or " + xKey + "(" + e + "))"},
+			}
+		}
+	}
 	return expiryEdits(toks, c, real)
+}
+
+// plainKey returns the text of toks when they are a local or global name
+// (not nil, true or false) or KEYS[<integer>], expressions that may be
+// evaluated twice.
+func plainKey(toks []luaToken) (string, bool) {
+	switch {
+	case len(toks) == 1 && toks[0].kind == tokName && !luaKeywords[toks[0].val]:
+		return toks[0].val, true
+	case len(toks) == 4 && toks[0].kind == tokName && toks[0].val == "KEYS" && toks[1].is("[") && toks[2].kind == tokNumber && toks[3].is("]"):
+		return "KEYS[" + toks[2].val + "]", true
+	}
+	return "", false
+}
+
+// luaKeywords are Lua 5.1's reserved words.
+var luaKeywords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("and break do else elseif end false for function if in local nil not or repeat return then true until while") {
+		luaKeywords[w] = true
+	}
 }
 
 // leanPrefix is the one-line prefix of the lean form; uses reports the
@@ -244,7 +276,7 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 		// deadline to name (or it removed the key); lk: the key of the
 		// body's last command when that was such a (P)EXPIRE with a
 		// deadline; d: the deadlines before the body
-		"local __ratelab_xl, __ratelab_lk, __ratelab_n = #__ratelab_xp, nil, {};",
+		"local __ratelab_xl, __ratelab_lk, __ratelab_n, __ratelab_nn = #__ratelab_xp, nil, {}, 0;",
 		// f: the companion's fields and deadlines (HGETALL); a deadline
 		// passed is set to false there, its key removed
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
@@ -253,15 +285,15 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
 	)
 	if uses(xKey) {
-		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n' end; return a end;")
+		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n'; __ratelab_nn = __ratelab_nn + 1 end; return a end;")
 	}
 	if uses(xKeySet) {
-		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
+		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
 	}
 	if uses(xNote) || uses(xSet) {
 		l = append(l,
 			"local function __ratelab_args(set, m, ...) __ratelab_lk = nil; for i = 1, (m <= 16 and m or 1) do local a = (select(i, ...));",
-			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
+			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
 			"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
 			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
 		)
@@ -269,14 +301,17 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 	if uses(xLeanExp) {
 		l = append(l,
 			"local __ratelab_pk, __ratelab_pv = nil, nil;",
-			"local function "+xLeanExp+"(cmd, k, t, ...) __ratelab_lk, __ratelab_pk = nil, nil;",
+			// called with cmd nil, it takes the reply (k) of the command it
+			// rewrote: the deadline is noted when that is 1
+			"local function "+xLeanExp+"(cmd, k, t, ...) if cmd == nil then local p = __ratelab_pk; if p then __ratelab_pk = nil;",
+			"if k == 1 then __ratelab_n[p] = __ratelab_pv; if __ratelab_pv ~= 'x' then __ratelab_lk = p end end end; return k end; __ratelab_lk, __ratelab_pk = nil, nil;",
 			"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
-			"if not ("+leanIn("k")+") then return cmd, k, t end;",
-			"local s = __ratelab_n[k]; if s == nil or s == 'n' then __ratelab_n[k] = 's' end; __ratelab_pk, __ratelab_pv = k, 'x';",
-			"local x = tonumber(t); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 or x <= 0 then return cmd, k, t end;",
+			"if not "+leanIn("k")+" then return cmd, k, t end;",
+			"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end; __ratelab_pk, __ratelab_pv = k, 'x';",
+			// an integer in (0, 1e15]: x % 1 is NaN for an infinity
+			"local x = tonumber(t); if x == nil or x % 1 ~= 0 or x > 1e15 or x <= 0 then return cmd, k, t end;",
 			"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
 			"__ratelab_pv = x + __ratelab_xv; return 'PEXPIRE', k, __ratelab_xs end;",
-			"local function "+xLeanRep+"(r) local k = __ratelab_pk; if k then __ratelab_pk = nil; if r == 1 then __ratelab_n[k] = __ratelab_pv; if __ratelab_pv ~= 'x' then __ratelab_lk = k end end end; return r end;",
 		)
 	}
 	if uses(xVTime) {
@@ -298,13 +333,14 @@ func leanIn(a string) string {
 // the body touched (d nil).
 var leanSuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
-	"do local hs, hdel, off;",
+	"do local h1, h2, hs, hdel, off;",
 	"for i = 1, #__ratelab_f, 2 do local k, d = __ratelab_f[i], __ratelab_f[i + 1]; if d and k ~= '' then",
-	"local s = __ratelab_n[k]; if s then __ratelab_n[k] = false else s = 'n' end;", leanKey, "end end;",
-	"for k, s in pairs(__ratelab_n) do if s then local d = nil;", leanKey, "end end;",
+	"local s = __ratelab_n[k]; if s then __ratelab_n[k] = false; __ratelab_nn = __ratelab_nn - 1 else s = 'n' end;", leanKey, "end end;",
+	"if __ratelab_nn > 0 then for k, s in pairs(__ratelab_n) do if s then local d = nil;", leanKey, "end end end;",
 	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
-	"if hs then for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end end;",
-	"if #__ratelab_f > 0 or hs then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
+	"if hs then hs[#hs + 1] = h1; hs[#hs + 1] = h2; for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end",
+	"elseif h1 then " + vtCall + "('HSET', __ratelab_xc, h1, h2) end;",
+	"if #__ratelab_f > 0 or h1 then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
 	"return __ratelab_r",
 }, " ")
 
@@ -317,12 +353,12 @@ var leanKey = strings.Join([]string{
 	"else if s == 'n' and d then if " + vtCall + "('PEXPIRE', k, __ratelab_xs, 'XX') == 1 then v, capped = d, true end end;",
 	"if v == nil then local px = 0; if __ratelab_lk ~= k then px = " + vtCall + "('PEXPIRETIME', k) end;",
 	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs)",
-	"elseif px >= 0 then if type(s) == 'number' then v, capped = s, true",
+	"elseif px >= 0 then if s ~= 'n' and s ~= 's' and s ~= 'x' then v, capped = string.format('%d', s), true",
 	"elseif s ~= 'x' and d then v = d; if d == 'none' then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end",
 	// a TTL the emulation did not set: off as the full form reads it
 	"else if off == nil then if " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) == 0 then " + vtCall + "('HSET', __ratelab_xc, '', ''); " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end;",
-	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = px - off - tonumber(__ratelab_xs) end end end end;",
+	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = string.format('%d', px - off - tonumber(__ratelab_xs)) end end end end;",
 	"if v == nil then if d then hdel = hdel or {}; hdel[#hdel + 1] = k end",
-	"elseif d == nil or (v ~= d and tonumber(v) ~= tonumber(d)) then hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = type(v) == 'number' and string.format('%d', v) or v end;",
+	"elseif v ~= d then if h1 == nil then h1, h2 = k, v else hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = v end end;",
 	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end;",
 }, " ")
