@@ -74,8 +74,7 @@ func init() {
 
 // Names only the lean form declares.
 const (
-	xLeanExp = "__ratelab_xe" // a lean EXPIRE or PEXPIRE: notes, sends S; then its reply
-	xVTime   = "__ratelab_vtime"
+	xVTime = "__ratelab_vtime"
 )
 
 // leanExpiry reports whether the body of toks (call sites sites) can take
@@ -197,14 +196,14 @@ func singleValue(toks []luaToken) bool {
 func leanEdits(toks []luaToken, c callSite, real string) []edit {
 	cmd := strings.ToUpper(c.cmd)
 	if cmd == "EXPIRE" || cmd == "PEXPIRE" {
-		// __ratelab_xe(nil, __ratelab_call(__ratelab_xe('PEXPIRE', k, t))):
-		// the call stays on the user's line
-		return []edit{
-			{pos: c.start, del: c.end - c.start, text: xLeanExp + "(nil, " + real},
-			{pos: toks[c.argTok-1].pos + 1, text: xLeanExp + "("},
-			{pos: toks[c.endTok].pos, text: ")"},
-			{pos: toks[c.endTok].pos + 1, text: ")"},
+		// (function(cmd, k, t, ...) ... end)('PEXPIRE', k, t): a function
+		// made where the call runs, on the user's line (so are its
+		// command's errors), which notes, sends S and takes the reply
+		semi := ""
+		if endsExpression(toks, c.first-1) {
+			semi = ";" // else Lua reads "(" as the call of what precedes
 		}
+		return []edit{{pos: c.start, del: c.end - c.start, text: semi + "(function(cmd, k, t, ...) " + leanExpire(real) + " end)"}}
 	}
 	if first, last, ok := firstArg(toks, c); ok && !ttlCommands[cmd] {
 		if e, ok := plainKey(toks[first : last+1]); ok {
@@ -218,6 +217,42 @@ func leanEdits(toks []luaToken, c callSite, real string) []edit {
 		}
 	}
 	return expiryEdits(toks, c, real)
+}
+
+// leanExpire is the body of the function that replaces redis.call (real)
+// at a lean EXPIRE or PEXPIRE site (see the comment at the top).
+func leanExpire(real string) string {
+	return strings.Join([]string{
+		"__ratelab_lk = nil;",
+		"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
+		"if not " + leanIn("k") + " then local r = " + real + "(cmd, k, t); return r end;",
+		"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end;",
+		// an integer in (0, 1e15]: x % 1 is NaN for an infinity
+		"local x = tonumber(t); if x == nil or x % 1 ~= 0 or x > 1e15 or x <= 0 then local r = " + real + "(cmd, k, t); if r == 1 then __ratelab_n[k] = 'x' end; return r end;",
+		"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
+		"local r = " + real + "('PEXPIRE', k, __ratelab_xs); if r == 1 then __ratelab_n[k] = x + __ratelab_xv; __ratelab_lk = k end; return r",
+	}, " ")
+}
+
+// endsExpression reports whether token i (none when i < 0) can end an
+// expression: a name (not a keyword other than end, nil, true or false), a
+// number, a string, ")", "]", "}" or "...".
+func endsExpression(toks []luaToken, i int) bool {
+	if i < 0 {
+		return false
+	}
+	switch t := toks[i]; t.kind {
+	case tokName:
+		return !luaKeywords[t.val] || t.val == "end" || t.val == "nil" || t.val == "true" || t.val == "false"
+	case tokString, tokNumber:
+		return true
+	default:
+		if t.is(".") {
+			// "..." (three dots in a row), not ".."
+			return i >= 2 && toks[i-1].is(".") && toks[i-2].is(".") && toks[i-1].pos == t.pos-1 && toks[i-2].pos == t.pos-2
+		}
+		return t.is(")") || t.is("]") || t.is("}")
+	}
 }
 
 // plainKey returns the text of toks when they are a local or global name
@@ -276,7 +311,7 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 		// deadline to name (or it removed the key); lk: the key of the
 		// body's last command when that was such a (P)EXPIRE with a
 		// deadline; d: the deadlines before the body
-		"local __ratelab_xl, __ratelab_lk, __ratelab_n, __ratelab_nn = #__ratelab_xp, nil, {}, 0;",
+		"local __ratelab_lk, __ratelab_n, __ratelab_nn = nil, {}, 0;",
 		// f: the companion's fields and deadlines (HGETALL); a deadline
 		// passed is set to false there, its key removed
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
@@ -298,22 +333,6 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
 		)
 	}
-	if uses(xLeanExp) {
-		l = append(l,
-			"local __ratelab_pk, __ratelab_pv = nil, nil;",
-			// called with cmd nil, it takes the reply (k) of the command it
-			// rewrote: the deadline is noted when that is 1
-			"local function "+xLeanExp+"(cmd, k, t, ...) if cmd == nil then local p = __ratelab_pk; if p then __ratelab_pk = nil;",
-			"if k == 1 then __ratelab_n[p] = __ratelab_pv; if __ratelab_pv ~= 'x' then __ratelab_lk = p end end end; return k end; __ratelab_lk, __ratelab_pk = nil, nil;",
-			"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
-			"if not "+leanIn("k")+" then return cmd, k, t end;",
-			"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end; __ratelab_pk, __ratelab_pv = k, 'x';",
-			// an integer in (0, 1e15]: x % 1 is NaN for an infinity
-			"local x = tonumber(t); if x == nil or x % 1 ~= 0 or x > 1e15 or x <= 0 then return cmd, k, t end;",
-			"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
-			"__ratelab_pv = x + __ratelab_xv; return 'PEXPIRE', k, __ratelab_xs end;",
-		)
-	}
 	if uses(xVTime) {
 		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
 	}
@@ -323,7 +342,7 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 
 // leanIn is the Lua test that a is a key of the tracked prefix.
 func leanIn(a string) string {
-	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, __ratelab_xl) == __ratelab_xp)"
+	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, #__ratelab_xp) == __ratelab_xp)"
 }
 
 // leanSuffix ends the body's function on a new line, runs it and records
