@@ -288,7 +288,12 @@ func init() {
 // when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
 // ExpiryCall's key and arguments are then taken off only when the call
 // has fewer keys or arguments than that (else the body cannot see them).
-func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) string {
+//
+// vararg reports whether the body has "..." anywhere: else its function
+// takes no parameters (a vararg function that does not use "..." makes a
+// table, arg, at every call; and arg is then a local, which it is not in a
+// chunk).
+func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name string) bool) string {
 	c := vtCall
 	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
 	if maxKey >= 0 && maxArg >= 0 && !withTime {
@@ -336,8 +341,22 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 	if uses(xVTime) {
 		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
 	}
-	l = append(l, "local function "+xBody+"(...) ")
+	if vararg {
+		l = append(l, "local function "+xBody+"(...) ")
+	} else {
+		l = append(l, "local function "+xBody+"() ")
+	}
 	return strings.Join(l, " ")
+}
+
+// hasVararg reports whether toks hold "..." (three dots in a row).
+func hasVararg(toks []luaToken) bool {
+	for i := 2; i < len(toks); i++ {
+		if toks[i].is(".") && toks[i-1].is(".") && toks[i-2].is(".") && toks[i-1].pos == toks[i].pos-1 && toks[i-2].pos == toks[i].pos-2 {
+			return true
+		}
+	}
+	return false
 }
 
 // leanIn is the Lua test that a is a key of the tracked prefix.

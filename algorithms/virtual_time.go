@@ -197,7 +197,7 @@ func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, erro
 	switch {
 	case lean:
 		maxKey, maxArg := argIndexes(toks)
-		b.WriteString(leanPrefix(withTime, maxKey, maxArg, func(name string) bool {
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), func(name string) bool {
 			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
 		}))
 	case expiry:
