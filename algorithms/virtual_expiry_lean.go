@@ -29,15 +29,20 @@ import (
 //     before, its real TTL set again to S with PEXPIRE ... XX (a key with
 //     no deadline: PEXPIRE S); a 0 (the key was gone at the start, or the body
 //     made it again without a TTL) is resolved by PEXPIRETIME as below;
-//   - else by PEXPIRETIME (skipped when the key's lean PEXPIRE was the body's
-//     last command: its TTL is then that one): none when it has no TTL, no
+//   - else by PEXPIRETIME (skipped when no command after the key's lean
+//     PEXPIRE can have changed its TTL: its TTL is then that one; the
+//     commands that do not count are those, not DEL, UNLINK or GETDEL,
+//     whose key is a name or KEYS[n] already noted as only touched: they
+//     remove or make no other key): none when it has no TTL, no
 //     longer tracked when gone, else the deadline its last lean (P)EXPIRE
 //     noted, or the one it had before the body (nothing else in a lean body
 //     sets a TTL), or, for a TTL the emulation did not set (an EXPIRE beyond
 //     1e15 ms, a key of the prefix that had a real TTL of its own),
 //     PEXPIRETIME - off - S with off read then (B as in the full form, read
 //     after the body: such a deadline may be early by the time the body took);
-//   - the cap and the companion's TTL as in the full form.
+//   - the cap and the companion's TTL as in the full form; a deadline is
+//     written when its text differs from the one stored (both forms write
+//     string.format('%d'), so when the number differs).
 //
 // Deadlines are those of the full form without its lag (the full form counts
 // a TTL the body sets from the cached clock at that command, the lean one
@@ -207,8 +212,12 @@ func leanEdits(toks []luaToken, c callSite, real string) []edit {
 	}
 	if first, last, ok := firstArg(toks, c); ok && !ttlCommands[cmd] {
 		if e, ok := plainKey(toks[first : last+1]); ok {
-			// a key already noted 'n' needs nothing more: the helper is
-			// called only otherwise (see leanPrefix on __ratelab_lk)
+			// (__ratelab_n[k] == 'n' and k or __ratelab_k(k)): a key
+			// already noted 'n' needs nothing more, so the helper is
+			// called only otherwise. Not clearing lk then is sound: lk's
+			// key is noted with a deadline, so it is not k, and this
+			// command (not DEL, UNLINK or GETDEL) removes or makes no
+			// other key
 			end := toks[last].pos + len(toks[last].val)
 			return []edit{
 				{pos: c.start, del: c.end - c.start, text: real},
@@ -314,8 +323,11 @@ func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name s
 		// or clear a TTL, a number: the deadline its last lean (P)EXPIRE
 		// answered 1 gave it, 'x': a TTL that one gave it without a
 		// deadline to name (or it removed the key); lk: the key of the
-		// body's last command when that was such a (P)EXPIRE with a
-		// deadline; d: the deadlines before the body
+		// last such (P)EXPIRE with a deadline when no command after it
+		// can have changed its TTL (cleared by every helper call and
+		// lean (P)EXPIRE: a site skips the helper only for a name or
+		// KEYS[n] already noted 'n', see leanEdits); nn: how many keys
+		// were noted (the suffix counts down those the companion tracks)
 		"local __ratelab_lk, __ratelab_n, __ratelab_nn = nil, {}, 0;",
 		// f: the companion's fields and deadlines (HGETALL); a deadline
 		// passed is set to false there, its key removed
