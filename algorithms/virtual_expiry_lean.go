@@ -29,15 +29,20 @@ import (
 //     before, its real TTL set again to S with PEXPIRE ... XX (a key with
 //     no deadline: PEXPIRE S); a 0 (the key was gone at the start, or the body
 //     made it again without a TTL) is resolved by PEXPIRETIME as below;
-//   - else by PEXPIRETIME (skipped when the key's lean PEXPIRE was the body's
-//     last command: its TTL is then that one): none when it has no TTL, no
+//   - else by PEXPIRETIME (skipped when no command after the key's lean
+//     PEXPIRE can have changed its TTL: its TTL is then that one; the
+//     commands that do not count are those, not DEL, UNLINK or GETDEL,
+//     whose key is a name or KEYS[n] already noted as only touched: they
+//     remove or make no other key): none when it has no TTL, no
 //     longer tracked when gone, else the deadline its last lean (P)EXPIRE
 //     noted, or the one it had before the body (nothing else in a lean body
 //     sets a TTL), or, for a TTL the emulation did not set (an EXPIRE beyond
 //     1e15 ms, a key of the prefix that had a real TTL of its own),
 //     PEXPIRETIME - off - S with off read then (B as in the full form, read
 //     after the body: such a deadline may be early by the time the body took);
-//   - the cap and the companion's TTL as in the full form.
+//   - the cap and the companion's TTL as in the full form; a deadline is
+//     written when its text differs from the one stored (both forms write
+//     string.format('%d'), so when the number differs).
 //
 // Deadlines are those of the full form without its lag (the full form counts
 // a TTL the body sets from the cached clock at that command, the lean one
@@ -74,9 +79,7 @@ func init() {
 
 // Names only the lean form declares.
 const (
-	xLeanExp = "__ratelab_xe" // a lean EXPIRE or PEXPIRE: notes, sends S
-	xLeanRep = "__ratelab_xq" // its reply: the deadline noted when it is 1
-	xVTime   = "__ratelab_vtime"
+	xVTime = "__ratelab_vtime"
 )
 
 // leanExpiry reports whether the body of toks (call sites sites) can take
@@ -198,16 +201,89 @@ func singleValue(toks []luaToken) bool {
 func leanEdits(toks []luaToken, c callSite, real string) []edit {
 	cmd := strings.ToUpper(c.cmd)
 	if cmd == "EXPIRE" || cmd == "PEXPIRE" {
-		// __ratelab_xq(__ratelab_call(__ratelab_xe('PEXPIRE', k, t))):
-		// the call stays on the user's line
-		return []edit{
-			{pos: c.start, del: c.end - c.start, text: xLeanRep + "(" + real},
-			{pos: toks[c.argTok-1].pos + 1, text: xLeanExp + "("},
-			{pos: toks[c.endTok].pos, text: ")"},
-			{pos: toks[c.endTok].pos + 1, text: ")"},
+		// (function(cmd, k, t, ...) ... end)('PEXPIRE', k, t): a function
+		// made where the call runs, on the user's line (so are its
+		// command's errors), which notes, sends S and takes the reply
+		semi := ""
+		if endsExpression(toks, c.first-1) {
+			semi = ";" // else Lua reads "(" as the call of what precedes
+		}
+		return []edit{{pos: c.start, del: c.end - c.start, text: semi + "(function(cmd, k, t, ...) " + leanExpire(real) + " end)"}}
+	}
+	if first, last, ok := firstArg(toks, c); ok && !ttlCommands[cmd] {
+		if e, ok := plainKey(toks[first : last+1]); ok {
+			// (__ratelab_n[k] == 'n' and k or __ratelab_k(k)): a key
+			// already noted 'n' needs nothing more, so the helper is
+			// called only otherwise. Not clearing lk then is sound: lk's
+			// key is noted with a deadline, so it is not k, and this
+			// command (not DEL, UNLINK or GETDEL) removes or makes no
+			// other key
+			end := toks[last].pos + len(toks[last].val)
+			return []edit{
+				{pos: c.start, del: c.end - c.start, text: real},
+				{pos: toks[first].pos, del: end - toks[first].pos, text: "(__ratelab_n[" + e + "] == 'n' and " + e + " or " + xKey + "(" + e + "))"},
+			}
 		}
 	}
 	return expiryEdits(toks, c, real)
+}
+
+// leanExpire is the body of the function that replaces redis.call (real)
+// at a lean EXPIRE or PEXPIRE site (see the comment at the top).
+func leanExpire(real string) string {
+	return strings.Join([]string{
+		"__ratelab_lk = nil;",
+		"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
+		"if not " + leanIn("k") + " then local r = " + real + "(cmd, k, t); return r end;",
+		"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end;",
+		// an integer in (0, 1e15]: x % 1 is NaN for an infinity
+		"local x = tonumber(t); if x == nil or x % 1 ~= 0 or x > 1e15 or x <= 0 then local r = " + real + "(cmd, k, t); if r == 1 then __ratelab_n[k] = 'x' end; return r end;",
+		"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
+		"local r = " + real + "('PEXPIRE', k, __ratelab_xs); if r == 1 then __ratelab_n[k] = x + __ratelab_xv; __ratelab_lk = k end; return r",
+	}, " ")
+}
+
+// endsExpression reports whether token i (none when i < 0) can end an
+// expression: a name (not a keyword other than end, nil, true or false), a
+// number, a string, ")", "]", "}" or "...".
+func endsExpression(toks []luaToken, i int) bool {
+	if i < 0 {
+		return false
+	}
+	switch t := toks[i]; t.kind {
+	case tokName:
+		return !luaKeywords[t.val] || t.val == "end" || t.val == "nil" || t.val == "true" || t.val == "false"
+	case tokString, tokNumber:
+		return true
+	default:
+		if t.is(".") {
+			// "..." (three dots in a row), not ".."
+			return i >= 2 && toks[i-1].is(".") && toks[i-2].is(".") && toks[i-1].pos == t.pos-1 && toks[i-2].pos == t.pos-2
+		}
+		return t.is(")") || t.is("]") || t.is("}")
+	}
+}
+
+// plainKey returns the text of toks when they are a local or global name
+// (not nil, true or false) or KEYS[<integer>], expressions that may be
+// evaluated twice.
+func plainKey(toks []luaToken) (string, bool) {
+	switch {
+	case len(toks) == 1 && toks[0].kind == tokName && !luaKeywords[toks[0].val]:
+		return toks[0].val, true
+	case len(toks) == 4 && toks[0].kind == tokName && toks[0].val == "KEYS" && toks[1].is("[") && toks[2].kind == tokNumber && toks[3].is("]"):
+		return "KEYS[" + toks[2].val + "]", true
+	}
+	return "", false
+}
+
+// luaKeywords are Lua 5.1's reserved words.
+var luaKeywords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("and break do else elseif end false for function if in local nil not or repeat return then true until while") {
+		luaKeywords[w] = true
+	}
 }
 
 // leanPrefix is the one-line prefix of the lean form; uses reports the
@@ -221,7 +297,12 @@ func leanEdits(toks []luaToken, c callSite, real string) []edit {
 // when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
 // ExpiryCall's key and arguments are then taken off only when the call
 // has fewer keys or arguments than that (else the body cannot see them).
-func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) string {
+//
+// vararg reports whether the body has "..." anywhere: else its function
+// takes no parameters (a vararg function that does not use "..." makes a
+// table, arg, at every call; and arg is then a local, which it is not in a
+// chunk).
+func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name string) bool) string {
 	c := vtCall
 	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
 	if maxKey >= 0 && maxArg >= 0 && !withTime {
@@ -230,7 +311,7 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 	l := []string{
 		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
 		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
-		"if not (__ratelab_na >= 3 and __ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
+		"if not (__ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
 		pop,
 	}
 	if withTime {
@@ -242,74 +323,92 @@ func leanPrefix(withTime bool, maxKey, maxArg int, uses func(name string) bool) 
 		// or clear a TTL, a number: the deadline its last lean (P)EXPIRE
 		// answered 1 gave it, 'x': a TTL that one gave it without a
 		// deadline to name (or it removed the key); lk: the key of the
-		// body's last command when that was such a (P)EXPIRE with a
-		// deadline; d: the deadlines before the body
-		"local __ratelab_xl, __ratelab_lk, __ratelab_n, __ratelab_d = #__ratelab_xp, nil, {}, {};",
+		// last such (P)EXPIRE with a deadline when no command after it
+		// can have changed its TTL (cleared by every helper call and
+		// lean (P)EXPIRE: a site skips the helper only for a name or
+		// KEYS[n] already noted 'n', see leanEdits); nn: how many keys
+		// were noted (the suffix counts down those the companion tracks)
+		"local __ratelab_lk, __ratelab_n, __ratelab_nn = nil, {}, 0;",
+		// f: the companion's fields and deadlines (HGETALL); a deadline
+		// passed is set to false there, its key removed
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
-		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local k, v = __ratelab_f[i], __ratelab_f[i + 1]; if k ~= '' then",
-		"if v ~= 'none' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = k else __ratelab_d[k] = v end end end;",
+		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local v = __ratelab_f[i + 1];",
+		"if v ~= 'none' and __ratelab_f[i] ~= '' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = __ratelab_f[i]; __ratelab_f[i + 1] = false end end;",
 		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
 	)
 	if uses(xKey) {
-		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n' end; return a end;")
+		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n'; __ratelab_nn = __ratelab_nn + 1 end; return a end;")
 	}
 	if uses(xKeySet) {
-		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
+		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
 	}
 	if uses(xNote) || uses(xSet) {
 		l = append(l,
 			"local function __ratelab_args(set, m, ...) __ratelab_lk = nil; for i = 1, (m <= 16 and m or 1) do local a = (select(i, ...));",
-			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
+			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
 			"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
 			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
-		)
-	}
-	if uses(xLeanExp) {
-		l = append(l,
-			"local __ratelab_pk, __ratelab_pv = nil, nil;",
-			"local function "+xLeanExp+"(cmd, k, t, ...) __ratelab_lk, __ratelab_pk = nil, nil;",
-			"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
-			"if not ("+leanIn("k")+") then return cmd, k, t end;",
-			"local s = __ratelab_n[k]; if s == nil or s == 'n' then __ratelab_n[k] = 's' end; __ratelab_pk, __ratelab_pv = k, 'x';",
-			"local x = tonumber(t); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 or x <= 0 then return cmd, k, t end;",
-			"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end;",
-			"__ratelab_pv = x + __ratelab_xv; return 'PEXPIRE', k, __ratelab_xs end;",
-			"local function "+xLeanRep+"(r) local k = __ratelab_pk; if k then __ratelab_pk = nil; if r == 1 then __ratelab_n[k] = __ratelab_pv; if __ratelab_pv ~= 'x' then __ratelab_lk = k end end end; return r end;",
 		)
 	}
 	if uses(xVTime) {
 		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
 	}
-	l = append(l, "local function "+xBody+"(...) ")
+	if vararg {
+		l = append(l, "local function "+xBody+"(...) ")
+	} else {
+		l = append(l, "local function "+xBody+"() ")
+	}
 	return strings.Join(l, " ")
+}
+
+// hasVararg reports whether toks hold "..." (three dots in a row).
+func hasVararg(toks []luaToken) bool {
+	for i := 2; i < len(toks); i++ {
+		if toks[i].is(".") && toks[i-1].is(".") && toks[i-2].is(".") && toks[i-1].pos == toks[i].pos-1 && toks[i-2].pos == toks[i].pos-2 {
+			return true
+		}
+	}
+	return false
 }
 
 // leanIn is the Lua test that a is a key of the tracked prefix.
 func leanIn(a string) string {
-	return "type(" + a + ") == 'string' and string.sub(" + a + ", 1, __ratelab_xl) == __ratelab_xp"
+	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, #__ratelab_xp) == __ratelab_xp)"
 }
 
 // leanSuffix ends the body's function on a new line, runs it and records
-// the deadlines (see the comment above).
+// the deadlines (see the comment above): first of the keys the companion
+// tracks (read off the HGETALL reply: d their deadline, s what the body did
+// to them, marked false in __ratelab_n once done), then of the other keys
+// the body touched (d nil).
 var leanSuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
-	"for k in pairs(__ratelab_d) do if __ratelab_n[k] == nil then __ratelab_n[k] = 'n' end end;",
-	"do local hs, hdel, off;",
-	"for k, s in pairs(__ratelab_n) do local d, v, capped = __ratelab_d[k], nil, false;",
+	"do local h1, h2, hs, hdel, off;",
+	"for i = 1, #__ratelab_f, 2 do local k, d = __ratelab_f[i], __ratelab_f[i + 1]; if d and k ~= '' then",
+	"local s = __ratelab_n[k]; if s then __ratelab_n[k] = false; __ratelab_nn = __ratelab_nn - 1 else s = 'n' end;", leanKey, "end end;",
+	"if __ratelab_nn > 0 then for k, s in pairs(__ratelab_n) do if s then local d = nil;", leanKey, "end end end;",
+	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
+	"if hs then hs[#hs + 1] = h1; hs[#hs + 1] = h2; for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end",
+	"elseif h1 then " + vtCall + "('HSET', __ratelab_xc, h1, h2) end;",
+	"if #__ratelab_f > 0 or h1 then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
+	"return __ratelab_r",
+}, " ")
+
+// leanKey records the deadline of key k (d its deadline before the body or
+// nil, s what the body did to it: see leanPrefix) in hs or hdel and sets
+// its safety TTL; off is read once, when first needed.
+var leanKey = strings.Join([]string{
+	"local v, capped = nil, false;",
 	"if s == 'n' and d == 'none' then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
 	"else if s == 'n' and d then if " + vtCall + "('PEXPIRE', k, __ratelab_xs, 'XX') == 1 then v, capped = d, true end end;",
 	"if v == nil then local px = 0; if __ratelab_lk ~= k then px = " + vtCall + "('PEXPIRETIME', k) end;",
 	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs)",
-	"elseif px >= 0 then if type(s) == 'number' then v, capped = s, true",
+	"elseif px >= 0 then if s ~= 'n' and s ~= 's' and s ~= 'x' then v, capped = string.format('%d', s), true",
 	"elseif s ~= 'x' and d then v = d; if d == 'none' then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end",
 	// a TTL the emulation did not set: off as the full form reads it
 	"else if off == nil then if " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) == 0 then " + vtCall + "('HSET', __ratelab_xc, '', ''); " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end;",
-	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = px - off - tonumber(__ratelab_xs) end end end end;",
+	"off = " + vtCall + "('PEXPIRETIME', __ratelab_xc) - tonumber(__ratelab_xs) - __ratelab_xv end; v = string.format('%d', px - off - tonumber(__ratelab_xs)) end end end end;",
 	"if v == nil then if d then hdel = hdel or {}; hdel[#hdel + 1] = k end",
-	"elseif d == nil or (v ~= d and tonumber(v) ~= tonumber(d)) then hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = type(v) == 'number' and string.format('%d', v) or v end;",
-	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end end;",
-	"if hdel then for i = 1, #hdel, 1000 do " + vtCall + "('HDEL', __ratelab_xc, unpack(hdel, i, math.min(#hdel, i + 999))) end end;",
-	"if hs then for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end end;",
-	"if #__ratelab_f > 0 or hs then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
-	"return __ratelab_r",
+	"elseif v ~= d then if h1 == nil then h1, h2 = k, v else hs = hs or {}; hs[#hs + 1] = k; hs[#hs + 1] = v end end;",
+	"if v and v ~= 'none' and not capped and tonumber(v) >= __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end;",
 }, " ")

@@ -197,8 +197,8 @@ func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, erro
 	switch {
 	case lean:
 		maxKey, maxArg := argIndexes(toks)
-		b.WriteString(leanPrefix(withTime, maxKey, maxArg, func(name string) bool {
-			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.HasPrefix(e.text, name+"(") })
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), func(name string) bool {
+			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
 		}))
 	case expiry:
 		b.WriteString(expiryPrefix(withTime))
