@@ -143,8 +143,10 @@ var expiryPop = []string{
 const expiryArgsError = "ERR ratelab key expiry: the last key must be the companion hash and the last three ARGV the tracked prefix, the virtual time (ms) and the safety TTL (ms)"
 
 // expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
-// script's TIME answers the virtual time too, as with WithVirtualTime).
-func expiryPrefix(withTime bool) string {
+// script's TIME answers the virtual time too, as with WithVirtualTime;
+// vararg: the body has "...", else its function takes no parameters, as
+// leanPrefix's).
+func expiryPrefix(withTime, vararg bool) string {
 	c := vtCall
 	l := append([]string{}, expiryPop...)
 	if withTime {
@@ -205,8 +207,12 @@ func expiryPrefix(withTime bool) string {
 	l = append(l, "local redis = setmetatable({",
 		call+"return "+xCall+"(cmd, ...) end,",
 		pcall+"return "+xPcal+"(cmd, ...) end",
-		"}, {__index = redis});",
-		"local function "+xBody+"(...) ")
+		"}, {__index = redis});")
+	if vararg {
+		l = append(l, "local function "+xBody+"(...) ")
+	} else {
+		l = append(l, "local function "+xBody+"() ")
+	}
 	return strings.Join(l, " ")
 }
 

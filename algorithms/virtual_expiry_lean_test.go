@@ -339,3 +339,28 @@ func TestVirtualExpiryLeanTime(t *testing.T) {
 		t.Errorf("real TTL %v between calls, want in (0, 1h]", ttl)
 	}
 }
+
+// TestVirtualExpiryVararg: a body's "..." (the chunk's: empty in Redis)
+// and the name arg read as they do in the script alone, in both forms. The
+// body's function is vararg only when the body uses "...": a vararg
+// function that does not makes a local table arg at every call (Lua 5.1),
+// which a script alone does not see (reading the global arg is an error).
+func TestVirtualExpiryVararg(t *testing.T) {
+	scripts := []string{
+		"redis.call('INCR', KEYS[1]) return select('#', ...)",
+		"redis.call('INCR', KEYS[1]) local a = {...} return #a",
+		"redis.call('INCR', KEYS[1]) return type(arg)",
+	}
+	for _, src := range scripts {
+		plain, perr := srv.Client().Eval(t.Context(), src, []string{srv.Key(t) + "{p}"}).Result()
+		want := scriptSHA.ReplaceAllString(fmt.Sprint(plain, perr), "script: SHA")
+		for _, sd := range []*side{newSide(t, "lean", false), newSide(t, "full", true)} {
+			r, err := sd.eval(t, src, vt0)
+			got := scriptSHA.ReplaceAllString(fmt.Sprint(r, err), "script: SHA")
+			// an error names the line and the script's SHA, which differ
+			if (perr != nil) != (err != nil) || perr == nil && got != want {
+				t.Errorf("%s, %s: %s, alone %s", src, sd.name, got, want)
+			}
+		}
+	}
+}

@@ -201,7 +201,7 @@ func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, erro
 			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
 		}))
 	case expiry:
-		b.WriteString(expiryPrefix(withTime))
+		b.WriteString(expiryPrefix(withTime, hasVararg(toks)))
 	default:
 		b.WriteString(virtualTimePrefix)
 	}
