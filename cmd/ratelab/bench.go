@@ -87,17 +87,17 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		// once Run has stopped the profile; a bench that stops before Run leaves the path as it was
 		defer func() { pf.Finish(cfg.CPUProfile != nil, stderr, "--cpuprofile") }()
 	}
-	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
+	l, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer l.Close()
 	if pf != nil {
 		cfg.CPUProfile = pf
 	}
-	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)
+	res, runErr := bench.Run(c.Context(), l.Redis, cfg, stderr)
 	if _, ok := field.Name(runErr); ok {
 		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "bench", out, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.render(res))
 }

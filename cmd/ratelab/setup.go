@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -51,34 +53,12 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
-// start gets a command its results directory and its Redis, in the
-// order that loses nothing: --out is checked and made writable
-// (reports.PrepareOut) before Redis is opened, so a bad --out stops the
-// command before it measures; a directory it created is removed again when
-// Redis cannot be opened or the scripts are refused. It says which Redis on stderr, then guards the
-// scripts of t (nil: none; viaLimiter as targetFlags.guard's) and returns
-// the Redis to use from then on. undo removes the directory when the
-// command ends with nothing in it; done removes the guard and closes the
-// Redis.
-func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (rd *server.Redis, dir string, undo, done func(), err error) {
-	if dir, undo, err = reports.PrepareOut(f.out.dir, runID, f.out.force); err != nil {
-		return nil, "", nil, nil, flagError(nil, err)
-	}
-	opened, err := f.redis.open(c)
-	if err != nil {
-		undo()
-		return nil, "", nil, nil, err
-	}
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", opened.Info.Version, opened.Info.Addr, opened.Info.Mode)
-	rd, unguard := opened, func() {}
-	if t != nil {
-		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
-			opened.CloseOrSay(stderr)
-			undo()
-			return nil, "", nil, nil, err
-		}
-	}
-	return rd, dir, undo, func() { unguard(); opened.CloseOrSay(stderr) }, nil
+// start opens a command's results directory, its Redis and the guard of
+// t's scripts (nil: none; viaLimiter as guard.Open's): launch.Start, its
+// errors naming flags (targetFlags.launchErr).
+func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (*launch.Launch, error) {
+	open := func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
+	return t.launch(c, launch.Config{RunID: runID, Results: true, Out: f.out.dir, Force: f.out.force, Open: open, Announce: true, ViaLimiter: viaLimiter}, stderr)
 }
 
 // logDecisions runs run with the decision log of --decisions

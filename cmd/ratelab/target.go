@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -131,31 +131,33 @@ func (t *targetFlags) atomicOnly(c *cobra.Command, command string, algs []string
 	return flagError(c.Flags(), err) // --client-side, --algorithms
 }
 
-// guard protects the user's Redis from the user's --script (guard.Open),
-// unless --trust-script; viaLimiter says whether the command sends the
-// scripts' calls through the limiter (run, verify). It returns the Redis
-// the command must use from then on and a func that removes the ACL user.
-// Errors are usage errors naming the flag.
-func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string, viaLimiter bool, stderr io.Writer) (*server.Redis, func(), error) {
-	rd, g, mode, err := guard.Open(ctx, rd, t.specs, runID, t.trust, viaLimiter, stderr)
+// launch is launch.Start of cfg with t's scripts (t nil: none) unless
+// --trust-script, saying on stderr how they run. Errors are usage errors
+// naming the flag.
+func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writer) (*launch.Launch, error) {
+	if t != nil {
+		cfg.Specs, cfg.Trust = t.specs, t.trust
+	}
+	l, err := launch.Start(c.Context(), cfg, stderr)
 	var refused *guard.RefusedError
-	var se *targets.SpecError
 	switch name, _ := field.Name(err); {
+	case errors.As(err, new(usageError)): // --redis, as redisFlags.open named it
+		return nil, err
 	case errors.As(err, &refused):
-		return nil, nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
-	case errors.As(err, &se): // a script that cannot be built or does not compile
-		return nil, nil, targetErr(err)
+		return nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
+	case errors.As(err, new(*targets.SpecError)): // a script that cannot be built or does not compile
+		return nil, targetErr(err)
 	case name == "script":
-		return nil, nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
+		return nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
 	case err != nil:
-		return nil, nil, flagError(nil, err)
-	case mode == guard.Trusted:
+		return nil, flagError(nil, err)
+	case l.Mode == guard.Trusted:
 		fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
-	case mode == guard.Guarded:
+	case l.Mode == guard.Guarded:
 		fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
 	}
-	if g != nil {
-		t.guarded = *g
+	if t != nil && l.Scripts != nil {
+		t.guarded = *l.Scripts
 	}
-	return rd, t.guarded.Close, nil
+	return l, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/harness/verifyjob"
@@ -120,31 +122,21 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 // its script and builds its limiter for cfg's limits, with a new run id
 // in cfg; done undoes it all.
 func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Writer) (*server.Redis, algorithms.Limiter, func(), error) {
-	var rd *server.Redis
-	if f.target.specs[0].HTTP == "" {
-		var err error
-		if rd, err = f.redis.open(c); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	closeIt := func() {
-		if rd != nil {
-			rd.CloseOrSay(stderr)
-		}
-	}
 	cfg.RunID = server.NewRunID()
-	guarded, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	lc := launch.Config{RunID: cfg.RunID, ViaLimiter: true}
+	if f.target.specs[0].HTTP == "" {
+		lc.Open = func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
+	}
+	l, err := f.target.launch(c, lc, stderr)
 	if err != nil {
-		closeIt()
 		return nil, nil, nil, err
 	}
-	done := func() { unguard(); closeIt() }
-	lim, err := f.target.limiter(guarded, cfg.Limits...)
+	lim, err := f.target.limiter(l.Redis, cfg.Limits...)
 	if err != nil {
-		done()
+		l.Close()
 		return nil, nil, nil, err
 	}
-	return guarded, lim, done, nil
+	return l.Redis, lim, l.Close, nil
 }
 
 // runReplay is verify --replay: the counter-example of a verify.json sent
