@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -98,20 +99,21 @@ func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.opts.CAFile, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
-// open checks the flags (engine.Options.Check) and opens the Redis of
-// --redis. The caller closes it.
+// open opens the Redis of --redis, else of the environment
+// (redisFromEnv). The caller closes it.
 func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL
-	o, err := f.opts.Check(f.spec)
-	if err != nil {
-		return nil, flagError(nil, err)
+	return f.connect(c)
+}
+
+// connect opens the Redis of --redis (engine.OpenChecked), its errors
+// naming the flags.
+func (f *redisFlags) connect(c *cobra.Command) (*server.Redis, error) {
+	rd, err := engine.OpenChecked(c.Context(), f.spec, f.opts)
+	if oe := (*engine.OpenError)(nil); errors.As(err, &oe) {
+		return nil, usagef("--redis %s: %w", server.RedactURL(oe.Spec), oe.Err)
 	}
-	rd, err := engine.OpenWith(c.Context(), f.spec, o)
-	if err != nil {
-		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
-	}
-	rd.AllowEviction = o.AllowEviction // also on the servers ratelab starts
-	return rd, nil
+	return rd, flagError(nil, err)
 }
 
 // redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL
