@@ -99,5 +99,5 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if _, ok := field.Name(runErr); ok {
 		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

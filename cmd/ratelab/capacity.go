@@ -60,5 +60,5 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	defer l.Close()
 	res, runErr := capacity.Run(c.Context(), l.Redis, cfg, stderr)
-	return reports.Publish(c.Context(), stdout, stderr, "capacity", l.Dir, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "capacity", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

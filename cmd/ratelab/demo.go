@@ -59,7 +59,7 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	defer l.Close()
 	cfg := f.cfg
 	cfg.RunID, cfg.Progress = runID, stderr
-	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.value == string(reports.JSON), Render: f.format.render,
+	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.Format == reports.JSON, Render: f.format.Renderer,
 		Explain: f.explain, Out: l.Dir, Decisions: f.out.logDecisions}
 	return show.Run(c.Context(), l.Redis, cfg)
 }

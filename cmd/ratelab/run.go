@@ -96,7 +96,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.Renderer(res))
 }
 
 // trafficFlags are run's flags for replaying a traffic file.
@@ -155,5 +155,5 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		l.Undo()
 		return flagError(c.Flags(), runErr)
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

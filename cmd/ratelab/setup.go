@@ -128,15 +128,10 @@ func redisFromEnv(c *cobra.Command, spec *string) {
 	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
 }
 
-// formatFlag is a command's --format: how its results go to stdout. Every
+// formatFlag is a command's --format and --wide (reports.Choice). Every
 // command declares it with add, which checks it before the command runs
-// (cobra's PreRunE), and prints with render (reports.Render), so the check
-// is made once, here.
-type formatFlag struct {
-	value   string
-	allowed []reports.Format
-	wide    bool // --wide: tables with every column (reports.Wide)
-}
+// (cobra's PreRunE), so the check is made once, here.
+type formatFlag struct{ reports.Choice }
 
 // add declares --format on c (default table), taking allowed (every
 // reports.Format when none).
@@ -144,27 +139,8 @@ func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
 	if len(allowed) == 0 {
 		allowed = reports.Formats
 	}
-	f.allowed = allowed
-	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
-	c.Flags().BoolVar(&f.wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
-	c.PreRunE = func(*cobra.Command, []string) error {
-		_, err := f.get()
-		return err
-	}
-}
-
-// get returns --format, or a usage error naming the flag when the command
-// does not take it (`--format: unknown format "csv" (want table or json)`).
-func (f *formatFlag) get() (reports.Format, error) {
-	v, err := reports.ParseFormat(f.value, f.allowed...)
-	return v, flagError(nil, err)
-}
-
-// render returns the writer of results in --format, for publish.
-func (f *formatFlag) render(results any) func(io.Writer) error {
-	format := reports.Format(f.value)
-	if f.wide && format == reports.Table {
-		format = reports.Wide
-	}
-	return func(w io.Writer) error { return reports.Render(w, format, results) }
+	f.Allowed = allowed
+	c.Flags().StringVar((*string)(&f.Format), "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.Flags().BoolVar(&f.Wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
+	c.PreRunE = func(*cobra.Command, []string) error { return flagError(nil, f.Check()) }
 }

@@ -110,7 +110,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return flagError(nil, werr)
 	}
 	if f.ci.Prints() {
-		if err := f.format.render(rep)(stdout); err != nil {
+		if err := f.format.Renderer(rep)(stdout); err != nil {
 			return err
 		}
 	}
@@ -179,7 +179,7 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}
-	if err := f.format.render(rep)(stdout); err != nil {
+	if err := f.format.Renderer(rep)(stdout); err != nil {
 		return err
 	}
 	msg, failed := verifyjob.Outcome(rep, true)
@@ -222,7 +222,7 @@ func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) e
 		return err
 	}
 	specs := f.target.specs
-	f.ci.Several, f.ci.JSON = len(specs) > 1, f.format.value == string(reports.JSON)
+	f.ci.Several, f.ci.JSON = len(specs) > 1, f.format.Format == reports.JSON
 	isFail := func(err error) bool { return errors.As(err, new(failError)) }
 	errs := verifyjob.Each(c.Context(), specs, f.out.dir, stderr, &f.ci.Suite, isFail, func(s targets.Spec, out string) (*measure.VerifyReport, error) {
 		f.target.specs, f.out.dir, f.current = []targets.Spec{s}, out, nil
