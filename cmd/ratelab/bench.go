@@ -56,7 +56,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 // config checks the flags' bench.Config (a --duration given as 0 is
 // refused: 0 in the Config means the default) and completes it.
 func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return f.cfg, err
 	}
 	if err := f.target.atomicOnly(c, "bench", f.cfg.Algorithms); err != nil {

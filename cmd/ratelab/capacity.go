@@ -41,7 +41,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return err
 	}
 	if err := f.target.atomicOnly(c, "capacity", f.cfg.Algorithms); err != nil {

@@ -58,7 +58,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 // or cost given as 0, and a --timeout of 0, are refused: run.Config.Set).
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return cfg, err
 	}
 	cfg.Targets = f.target.targets()

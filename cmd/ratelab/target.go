@@ -77,8 +77,9 @@ func (t *targetFlags) given(c *cobra.Command) bool {
 
 // load checks how the flags combine, reads the --script files and the
 // --config files (before any Redis is opened) and checks every template
-// and predicate (targets.Load).
-func (t *targetFlags) load(c *cobra.Command) error {
+// and predicate (targets.Load); with progress, when no flag names a
+// target, it loads the default file (targets.LoadDefault).
+func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 	g := t.g
 	if t.script != "" {
 		g.Scripts = []string{t.script}
@@ -86,7 +87,11 @@ func (t *targetFlags) load(c *cobra.Command) error {
 	if c.Flags().Changed("allowed-when") {
 		g.AllowedWhen = &t.allowedWhen
 	}
-	specs, err := targets.Load(g)
+	load := targets.Load
+	if progress != nil && !t.given(c) {
+		load = func(g targets.Given) ([]targets.Spec, error) { return targets.LoadDefault(g, progress) }
+	}
+	specs, err := load(g)
 	if errors.Is(err, targets.ErrTargetCount) {
 		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
 	}

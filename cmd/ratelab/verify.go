@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -157,7 +156,7 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	var spec *targets.Spec // the flags' target, else the one verify.json records
 	if f.target.given(c) {
-		if err := f.target.load(c); err != nil {
+		if err := f.target.load(c, nil); err != nil {
 			return err
 		}
 		spec = &f.target.specs[0]
@@ -208,17 +207,7 @@ func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) e
 	if f.replay != "" {
 		return runReplay(c, f, stdout, stderr) // its target: the flags', else the one verify.json records
 	}
-	found := false
-	if !f.target.given(c) {
-		if _, err := os.Stat(targets.DefaultFile); err == nil {
-			f.target.g.Files, found = []string{targets.DefaultFile}, true
-			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
-		}
-	}
-	if err := f.target.load(c); err != nil {
-		if !f.target.given(c) && !found {
-			return usagef("%w; or put a %s in the working directory", err, targets.DefaultFile)
-		}
+	if err := f.target.load(c, stderr); err != nil {
 		return err
 	}
 	specs := f.target.specs
