@@ -12,8 +12,6 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/launch"
-	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -106,13 +104,6 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 // on the guarded connection once there is one, their errors naming flags.
 func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.specs, targetErr) }
 
-// limiter builds verify's target for the limits ls on rd (nil for --http),
-// after load (guard.Scripts.Build). Errors are usage errors naming the flag.
-func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
-	lim, err := t.guarded.Build(rd, t.specs[0], ls...)
-	return lim, targetErr(err)
-}
-
 // targetErr names the flag of a targets error: a target file's field as
 // "--config FILE: FIELD: ...", else the flag of the field.
 func targetErr(err error) error {
@@ -143,6 +134,14 @@ func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writ
 	if t != nil {
 		cfg.Specs, cfg.Trust = t.specs, t.trust
 	}
+	cfg.Guarded = func(m guard.Mode) {
+		switch m {
+		case guard.Trusted:
+			fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
+		case guard.Guarded:
+			fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
+		}
+	}
 	l, err := launch.Start(c.Context(), cfg, stderr)
 	var refused *guard.RefusedError
 	switch name, _ := field.Name(err); {
@@ -150,16 +149,12 @@ func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writ
 		return nil, err
 	case errors.As(err, &refused):
 		return nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
-	case errors.As(err, new(*targets.SpecError)): // a script that cannot be built or does not compile
+	case errors.As(err, new(*targets.SpecError)): // a script that cannot be built, or does not compile
 		return nil, targetErr(err)
 	case name == "script":
 		return nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
 	case err != nil:
 		return nil, flagError(nil, err)
-	case l.Mode == guard.Trusted:
-		fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
-	case l.Mode == guard.Guarded:
-		fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
 	}
 	if t != nil && l.Scripts != nil {
 		t.guarded = *l.Scripts

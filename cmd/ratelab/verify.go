@@ -122,7 +122,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 // in cfg; done undoes it all.
 func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Writer) (*server.Redis, algorithms.Limiter, func(), error) {
 	cfg.RunID = server.NewRunID()
-	lc := launch.Config{RunID: cfg.RunID, ViaLimiter: true}
+	lc := launch.Config{RunID: cfg.RunID, ViaLimiter: true, Limits: cfg.Limits}
 	if f.target.specs[0].HTTP == "" {
 		lc.Open = func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
 	}
@@ -130,12 +130,7 @@ func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Write
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	lim, err := f.target.limiter(l.Redis, cfg.Limits...)
-	if err != nil {
-		l.Close()
-		return nil, nil, nil, err
-	}
-	return l.Redis, lim, l.Close, nil
+	return l.Redis, l.Limiter, l.Close, nil
 }
 
 // runReplay is verify --replay: the counter-example of a verify.json sent
