@@ -131,16 +131,12 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		}
 	}
 	f.cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
-	cfg, err := f.cfg.Replay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
-	if err != nil {
-		return flagError(c.Flags(), err)
-	}
-	file, size, err := scenarios.OpenTraffic(f.traffic.path)
+	cfg, file, err := f.cfg.OpenReplay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
 	if err != nil {
 		return flagError(c.Flags(), err)
 	}
 	defer func() { _ = file.Close() }() // read only: nothing to flush
-	cfg.Size, cfg.RunID = size, server.NewRunID()
+	cfg.RunID = server.NewRunID()
 	l, err := f.start(c, nil, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
