@@ -56,7 +56,7 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 
 // start opens a command's results directory, its Redis and the guard of
 // t's scripts (nil: none; viaLimiter as guard.Open's): launch.Start, its
-// errors naming flags (targetFlags.launchErr).
+// errors naming flags (targetFlags.launch).
 func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (*launch.Launch, error) {
 	open := func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
 	return t.launch(c, launch.Config{RunID: runID, Results: true, Out: f.out.dir, Force: f.out.force, Open: open, Announce: true, ViaLimiter: viaLimiter}, stderr)
