@@ -64,9 +64,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	}
 	cfg := f.cfg
 	cfg.Targets = f.target.targets()
-	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
-		cfg.RedisURL = s
-	}
+	cfg.RedisURL = f.redis.spec
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
