@@ -101,3 +101,29 @@ func Render(w io.Writer, f Format, results any) error {
 	}
 	return fmt.Errorf("reports: cannot render %T", results)
 }
+
+// Choice is a command's choice of how its results go to stdout. The zero
+// Choice is Table of every Format's results, at most 100 columns wide.
+type Choice struct {
+	// Format is the format chosen; "" is not one (Check refuses it).
+	Format Format
+	// Allowed are the formats the command takes; empty means every Format.
+	Allowed []Format
+	// Wide shows Table with every column, however wide (Wide).
+	Wide bool
+}
+
+// Check returns nil when c.Format is one of c.Allowed, else a *field.Error
+// naming "format" that lists them (Validate).
+func (c Choice) Check() error { return c.Format.Validate(c.Allowed...) }
+
+// Renderer returns the writer of results in c.Format (Render; Table as
+// Wide when c.Wide), as Publish takes it. Its errors are Render's. Safe
+// for concurrent use.
+func (c Choice) Renderer(results any) func(io.Writer) error {
+	f := c.Format
+	if c.Wide && f == Table {
+		f = Wide
+	}
+	return func(w io.Writer) error { return Render(w, f, results) }
+}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +14,15 @@ import (
 // verify's verify.json when it holds no results.json, of this ratelab or
 // the one before — writes its files again (WriteDir, WriteCapacityDir,
 // WriteBenchDir; a verify's report.html) and writes the results to w in
-// format f. A format the results do not take is a *field.Error naming
-// "format", checked before anything is written; unreadable results are the
-// reader's error (measure.ReadResults and the others).
+// format f. A dir that is not a directory (or is missing) is an error
+// saying so ("report: DIR is not a directory"); a format the results do
+// not take is a *field.Error naming "format", checked before anything is
+// written; unreadable results are the reader's error (measure.ReadResults
+// and the others).
 func Rerender(w io.Writer, dir string, f Format) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("report: %s is not a directory", dir)
+	}
 	_, errResults := os.Stat(filepath.Join(dir, "results.json"))
 	_, errVerify := os.Stat(filepath.Join(dir, "verify.json"))
 	if os.IsNotExist(errResults) && errVerify == nil {

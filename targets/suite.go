@@ -13,6 +13,24 @@ import (
 // directory when it is given no target (verify in CI: `ratelab verify`).
 const DefaultFile = "ratelab.yaml"
 
+// LoadDefault is Load for a command given no target (g names none): when
+// DefaultFile is in the working directory, g.Files is that file and
+// progress is told so first ("ratelab: verifying ratelab.yaml (found in the
+// working directory)"); otherwise Load's error (ErrTargetCount) is
+// returned saying that such a file would do. Errors are Load's.
+func LoadDefault(g Given, progress io.Writer) ([]Spec, error) {
+	if _, err := os.Stat(DefaultFile); err != nil {
+		specs, err := Load(g)
+		if err != nil {
+			return nil, fmt.Errorf("%w; or put a %s in the working directory", err, DefaultFile)
+		}
+		return specs, nil
+	}
+	fmt.Fprintf(progress, "ratelab: verifying %s (found in the working directory)\n", DefaultFile)
+	g.Files = []string{DefaultFile}
+	return Load(g)
+}
+
 // ReadTargets reads a target file that holds one target (ParseFile's form)
 // or several: a suite, a mapping whose only field is "targets", a list of
 // targets each in ParseFile's form with its own limits. Path "-" reads

@@ -1,8 +1,10 @@
 package targets
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,5 +78,54 @@ func TestLoadSeveral(t *testing.T) {
 	}
 	if _, err := Load(Given{Files: []string{path}, Algorithm: "gcra", Several: true}); err == nil {
 		t.Error("Several took a file beside an --algorithm")
+	}
+}
+
+// LoadDefault loads DefaultFile of the working directory for a command
+// given no target, saying so; without one, Load's error says it would do.
+func TestLoadDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		file    string // DefaultFile's text; "" for none
+		names   []string
+		err     string // in the error; "" for none
+		countEr bool   // the error is ErrTargetCount
+	}{
+		// a suite of two, both loaded
+		{"suite", "targets:\n  - algorithm: gcra\n    limits: [{limit: 3, window: 1s}]\n  - algorithm: fixed-window\n    limits: [{limit: 3, window: 1s}]\n", []string{"gcra", "fixed-window"}, "", false},
+		// no file: the count error, and the way out
+		{"none", "", nil, "; or put a ratelab.yaml in the working directory", true},
+		// a file that is wrong: its own error, no advice
+		{"bad file", "algoritm: gcra\n", nil, "algoritm: unknown field", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			if tc.file != "" {
+				if err := os.WriteFile(DefaultFile, []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var progress strings.Builder
+			specs, err := LoadDefault(Given{Several: true}, &progress)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("got %v, want no error", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("got %v, want an error holding %q", err, tc.err)
+			case errors.Is(err, ErrTargetCount) != tc.countEr:
+				t.Errorf("got %v, ErrTargetCount %v, want %v", err, !tc.countEr, tc.countEr)
+			}
+			var names []string
+			for _, s := range specs {
+				names = append(names, s.Name)
+			}
+			if !slices.Equal(names, tc.names) {
+				t.Errorf("targets %q, want %q", names, tc.names)
+			}
+			said := progress.String() == "ratelab: verifying ratelab.yaml (found in the working directory)\n"
+			if said != (tc.file != "") {
+				t.Errorf("progress %q, want the file said when there is one", progress.String())
+			}
+		})
 	}
 }

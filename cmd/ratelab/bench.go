@@ -56,7 +56,7 @@ func (f *benchFlags) bind(c *cobra.Command) {
 // config checks the flags' bench.Config (a --duration given as 0 is
 // refused: 0 in the Config means the default) and completes it.
 func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return f.cfg, err
 	}
 	if err := f.target.atomicOnly(c, "bench", f.cfg.Algorithms); err != nil {
@@ -64,9 +64,7 @@ func (f *benchFlags) config(c *cobra.Command) (bench.Config, error) {
 	}
 	cfg := f.cfg
 	cfg.Targets = f.target.targets()
-	if s := f.redis.spec; cfg.CompareRedisBenchmark && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
-		cfg.RedisURL = s
-	}
+	cfg.RedisURL = f.redis.spec
 	if c.Flags().Changed("duration") && cfg.Duration <= 0 {
 		return cfg, usagef("--duration: must be > 0, got %s", cfg.Duration)
 	}
@@ -87,17 +85,17 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 		// once Run has stopped the profile; a bench that stops before Run leaves the path as it was
 		defer func() { pf.Finish(cfg.CPUProfile != nil, stderr, "--cpuprofile") }()
 	}
-	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
+	l, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer l.Close()
 	if pf != nil {
 		cfg.CPUProfile = pf
 	}
-	res, runErr := bench.Run(c.Context(), rd, cfg, stderr)
+	res, runErr := bench.Run(c.Context(), l.Redis, cfg, stderr)
 	if _, ok := field.Name(runErr); ok {
 		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "bench", out, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

@@ -41,7 +41,7 @@ func newCapacityCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) error {
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return err
 	}
 	if err := f.target.atomicOnly(c, "capacity", f.cfg.Algorithms); err != nil {
@@ -54,11 +54,11 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	if err := cfg.Validate(); err != nil {
 		return flagError(c.Flags(), err)
 	}
-	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, false, stderr)
+	l, err := f.start(c, &f.target, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
-	res, runErr := capacity.Run(c.Context(), rd, cfg, stderr)
-	return reports.Publish(c.Context(), stdout, stderr, "capacity", out, res, res.DurationMS, runErr, f.format.render(res))
+	defer l.Close()
+	res, runErr := capacity.Run(c.Context(), l.Redis, cfg, stderr)
+	return reports.Publish(c.Context(), stdout, stderr, "capacity", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

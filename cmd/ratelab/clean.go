@@ -22,13 +22,10 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return flagError(c.Flags(), err)
 			}
-			o, err := rf.opts.Check(rf.spec) // clean's --redis is a URL: no --redis-image
+			rf.opts.ReadOnly = true // clean's --redis is a URL: no --redis-image
+			rd, err := rf.connect(c)
 			if err != nil {
-				return flagError(nil, err)
-			}
-			rd, err := server.OpenReadOnly(c.Context(), rf.spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
-			if err != nil {
-				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
+				return err
 			}
 			defer rd.CloseOrSay(stderr)
 			live, err := cleanup.Run(c.Context(), rd, cfg, yes, stdout)

@@ -52,14 +52,14 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	runID := server.NewRunID()
-	rd, out, _, done, err := f.start(c, nil, runID, false, stderr)
+	l, err := f.start(c, nil, runID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer l.Close()
 	cfg := f.cfg
 	cfg.RunID, cfg.Progress = runID, stderr
-	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.value == string(reports.JSON), Render: f.format.render,
-		Explain: f.explain, Out: out, Decisions: f.out.logDecisions}
-	return show.Run(c.Context(), rd, cfg)
+	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.Format == reports.JSON, Render: f.format.Renderer,
+		Explain: f.explain, Out: l.Dir, Decisions: f.out.logDecisions}
+	return show.Run(c.Context(), l.Redis, cfg)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -19,12 +18,7 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
   ratelab report results/20261122T030000-ab12 --format markdown`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			f, _ := format.get() // checked
-			dir := args[0]
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return usagef("report: %s is not a directory", dir)
-			}
-			err := reports.Rerender(stdout, dir, f)
+			err := reports.Rerender(stdout, args[0], format.Format)
 			if name, _ := field.Name(err); name == "format" {
 				return flagError(c.Flags(), err)
 			} else if err != nil {

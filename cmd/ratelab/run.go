@@ -58,7 +58,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 // or cost given as 0, and a --timeout of 0, are refused: run.Config.Set).
 func (f *runFlags) config(c *cobra.Command) (run.Config, error) {
 	cfg := f.cfg
-	if err := f.target.load(c); err != nil {
+	if err := f.target.load(c, nil); err != nil {
 		return cfg, err
 	}
 	cfg.Targets = f.target.targets()
@@ -83,20 +83,20 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	}
 	early := reports.NewEarly() // each scenario's plots drawn while the next one runs
 	cfg.RunID, cfg.Ended = server.NewRunID(), early.Scenario
-	rd, out, _, done, err := f.start(c, &f.target, cfg.RunID, true, stderr)
+	l, err := f.start(c, &f.target, cfg.RunID, true, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer l.Close()
 	var res *measure.Results
 	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
-		res, err = run.Run(c.Context(), rd, cfg, log, stderr)
+		res, err = run.Run(c.Context(), l.Redis, cfg, log, stderr)
 		return err
 	})
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", out, early.Of(res), res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.Renderer(res))
 }
 
 // trafficFlags are run's flags for replaying a traffic file.
@@ -131,29 +131,25 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		}
 	}
 	f.cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
-	cfg, err := f.cfg.Replay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
-	if err != nil {
-		return flagError(c.Flags(), err)
-	}
-	file, size, err := scenarios.OpenTraffic(f.traffic.path)
+	cfg, file, err := f.cfg.OpenReplay(f.traffic.path, f.traffic.pipeline, f.traffic.opts)
 	if err != nil {
 		return flagError(c.Flags(), err)
 	}
 	defer func() { _ = file.Close() }() // read only: nothing to flush
-	cfg.Size, cfg.RunID = size, server.NewRunID()
-	rd, out, undo, done, err := f.start(c, nil, cfg.RunID, false, stderr)
+	cfg.RunID = server.NewRunID()
+	l, err := f.start(c, nil, cfg.RunID, false, stderr)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer l.Close()
 	var res *measure.Results
 	runErr := f.out.logDecisions(func(log *measure.DecisionLog) (err error) {
-		res, err = replay.Run(c.Context(), rd, file, cfg, log, stderr)
+		res, err = replay.Run(c.Context(), l.Redis, file, cfg, log, stderr)
 		return err
 	})
 	if res == nil { // nothing was replayed: leave no results behind
-		undo()
+		l.Undo()
 		return flagError(c.Flags(), runErr)
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", out, res, res.DurationMS, runErr, f.format.render(res))
+	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

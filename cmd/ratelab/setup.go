@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -51,34 +54,12 @@ func (o *outFlags) addDecisions(c *cobra.Command) {
 		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
 
-// start gets a command its results directory and its Redis, in the
-// order that loses nothing: --out is checked and made writable
-// (reports.PrepareOut) before Redis is opened, so a bad --out stops the
-// command before it measures; a directory it created is removed again when
-// Redis cannot be opened or the scripts are refused. It says which Redis on stderr, then guards the
-// scripts of t (nil: none; viaLimiter as targetFlags.guard's) and returns
-// the Redis to use from then on. undo removes the directory when the
-// command ends with nothing in it; done removes the guard and closes the
-// Redis.
-func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (rd *server.Redis, dir string, undo, done func(), err error) {
-	if dir, undo, err = reports.PrepareOut(f.out.dir, runID, f.out.force); err != nil {
-		return nil, "", nil, nil, flagError(nil, err)
-	}
-	opened, err := f.redis.open(c)
-	if err != nil {
-		undo()
-		return nil, "", nil, nil, err
-	}
-	fmt.Fprintf(stderr, "ratelab: Redis %s at %s (%s)\n", opened.Info.Version, opened.Info.Addr, opened.Info.Mode)
-	rd, unguard := opened, func() {}
-	if t != nil {
-		if rd, unguard, err = t.guard(c.Context(), opened, runID, viaLimiter, stderr); err != nil {
-			opened.CloseOrSay(stderr)
-			undo()
-			return nil, "", nil, nil, err
-		}
-	}
-	return rd, dir, undo, func() { unguard(); opened.CloseOrSay(stderr) }, nil
+// start opens a command's results directory, its Redis and the guard of
+// t's scripts (nil: none; viaLimiter as guard.Open's): launch.Start, its
+// errors naming flags (targetFlags.launch).
+func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaLimiter bool, stderr io.Writer) (*launch.Launch, error) {
+	open := func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
+	return t.launch(c, launch.Config{RunID: runID, Results: true, Out: f.out.dir, Force: f.out.force, Open: open, Announce: true, ViaLimiter: viaLimiter}, stderr)
 }
 
 // logDecisions runs run with the decision log of --decisions
@@ -118,20 +99,21 @@ func (f *redisFlags) add(c *cobra.Command) {
 	c.Flags().StringVar(&f.opts.CAFile, "redis-ca", "", "PEM file of the CA(s) that signed the server's certificate, for rediss:// URLs (default: the system's CAs)")
 }
 
-// open checks the flags (engine.Options.Check) and opens the Redis of
-// --redis. The caller closes it.
+// open opens the Redis of --redis, else of the environment
+// (redisFromEnv). The caller closes it.
 func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 	redisFromEnv(c, &f.spec) // RATELAB_REDIS, REDIS_URL
-	o, err := f.opts.Check(f.spec)
-	if err != nil {
-		return nil, flagError(nil, err)
+	return f.connect(c)
+}
+
+// connect opens the Redis of --redis (engine.OpenChecked), its errors
+// naming the flags.
+func (f *redisFlags) connect(c *cobra.Command) (*server.Redis, error) {
+	rd, err := engine.OpenChecked(c.Context(), f.spec, f.opts)
+	if oe := (*engine.OpenError)(nil); errors.As(err, &oe) {
+		return nil, usagef("--redis %s: %w", server.RedactURL(oe.Spec), oe.Err)
 	}
-	rd, err := engine.OpenWith(c.Context(), f.spec, o)
-	if err != nil {
-		return nil, usagef("--redis %s: %w", server.RedactURL(f.spec), err)
-	}
-	rd.AllowEviction = o.AllowEviction // also on the servers ratelab starts
-	return rd, nil
+	return rd, flagError(nil, err)
 }
 
 // redisFromEnv sets spec, --redis, from RATELAB_REDIS or else REDIS_URL
@@ -146,15 +128,10 @@ func redisFromEnv(c *cobra.Command, spec *string) {
 	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
 }
 
-// formatFlag is a command's --format: how its results go to stdout. Every
+// formatFlag is a command's --format and --wide (reports.Choice). Every
 // command declares it with add, which checks it before the command runs
-// (cobra's PreRunE), and prints with render (reports.Render), so the check
-// is made once, here.
-type formatFlag struct {
-	value   string
-	allowed []reports.Format
-	wide    bool // --wide: tables with every column (reports.Wide)
-}
+// (cobra's PreRunE), so the check is made once, here.
+type formatFlag struct{ reports.Choice }
 
 // add declares --format on c (default table), taking allowed (every
 // reports.Format when none).
@@ -162,27 +139,8 @@ func (f *formatFlag) add(c *cobra.Command, allowed ...reports.Format) {
 	if len(allowed) == 0 {
 		allowed = reports.Formats
 	}
-	f.allowed = allowed
-	c.Flags().StringVar(&f.value, "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
-	c.Flags().BoolVar(&f.wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
-	c.PreRunE = func(*cobra.Command, []string) error {
-		_, err := f.get()
-		return err
-	}
-}
-
-// get returns --format, or a usage error naming the flag when the command
-// does not take it (`--format: unknown format "csv" (want table or json)`).
-func (f *formatFlag) get() (reports.Format, error) {
-	v, err := reports.ParseFormat(f.value, f.allowed...)
-	return v, flagError(nil, err)
-}
-
-// render returns the writer of results in --format, for publish.
-func (f *formatFlag) render(results any) func(io.Writer) error {
-	format := reports.Format(f.value)
-	if f.wide && format == reports.Table {
-		format = reports.Wide
-	}
-	return func(w io.Writer) error { return reports.Render(w, format, results) }
+	f.Allowed = allowed
+	c.Flags().StringVar((*string)(&f.Format), "format", string(reports.Table), "what to print on stdout: "+reports.FormatList(allowed))
+	c.Flags().BoolVar(&f.Wide, "wide", false, "tables with every column, however wide (by default they fit 100 columns)")
+	c.PreRunE = func(*cobra.Command, []string) error { return flagError(nil, f.Check()) }
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
-	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -77,8 +75,9 @@ func (t *targetFlags) given(c *cobra.Command) bool {
 
 // load checks how the flags combine, reads the --script files and the
 // --config files (before any Redis is opened) and checks every template
-// and predicate (targets.Load).
-func (t *targetFlags) load(c *cobra.Command) error {
+// and predicate (targets.Load); with progress, when no flag names a
+// target, it loads the default file (targets.LoadDefault).
+func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 	g := t.g
 	if t.script != "" {
 		g.Scripts = []string{t.script}
@@ -86,7 +85,11 @@ func (t *targetFlags) load(c *cobra.Command) error {
 	if c.Flags().Changed("allowed-when") {
 		g.AllowedWhen = &t.allowedWhen
 	}
-	specs, err := targets.Load(g)
+	load := targets.Load
+	if progress != nil && !t.given(c) {
+		load = func(g targets.Given) ([]targets.Spec, error) { return targets.LoadDefault(g, progress) }
+	}
+	specs, err := load(g)
 	if errors.Is(err, targets.ErrTargetCount) {
 		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
 	}
@@ -100,13 +103,6 @@ func (t *targetFlags) load(c *cobra.Command) error {
 // targets returns the loaded targets (run, capacity, bench), their scripts
 // on the guarded connection once there is one, their errors naming flags.
 func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.specs, targetErr) }
-
-// limiter builds verify's target for the limits ls on rd (nil for --http),
-// after load (guard.Scripts.Build). Errors are usage errors naming the flag.
-func (t *targetFlags) limiter(rd *server.Redis, ls ...limit.Limit) (algorithms.Limiter, error) {
-	lim, err := t.guarded.Build(rd, t.specs[0], ls...)
-	return lim, targetErr(err)
-}
 
 // targetErr names the flag of a targets error: a target file's field as
 // "--config FILE: FIELD: ...", else the flag of the field.
@@ -131,31 +127,37 @@ func (t *targetFlags) atomicOnly(c *cobra.Command, command string, algs []string
 	return flagError(c.Flags(), err) // --client-side, --algorithms
 }
 
-// guard protects the user's Redis from the user's --script (guard.Open),
-// unless --trust-script; viaLimiter says whether the command sends the
-// scripts' calls through the limiter (run, verify). It returns the Redis
-// the command must use from then on and a func that removes the ACL user.
-// Errors are usage errors naming the flag.
-func (t *targetFlags) guard(ctx context.Context, rd *server.Redis, runID string, viaLimiter bool, stderr io.Writer) (*server.Redis, func(), error) {
-	rd, g, mode, err := guard.Open(ctx, rd, t.specs, runID, t.trust, viaLimiter, stderr)
+// launch is launch.Start of cfg with t's scripts (t nil: none) unless
+// --trust-script, saying on stderr how they run. Errors are usage errors
+// naming the flag.
+func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writer) (*launch.Launch, error) {
+	if t != nil {
+		cfg.Specs, cfg.Trust = t.specs, t.trust
+	}
+	cfg.Guarded = func(m guard.Mode) {
+		switch m {
+		case guard.Trusted:
+			fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
+		case guard.Guarded:
+			fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
+		}
+	}
+	l, err := launch.Start(c.Context(), cfg, stderr)
 	var refused *guard.RefusedError
-	var se *targets.SpecError
 	switch name, _ := field.Name(err); {
+	case errors.As(err, new(usageError)): // --redis, as redisFlags.open named it
+		return nil, err
 	case errors.As(err, &refused):
-		return nil, nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
-	case errors.As(err, &se): // a script that cannot be built or does not compile
-		return nil, nil, targetErr(err)
+		return nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
+	case errors.As(err, new(*targets.SpecError)): // a script that cannot be built, or does not compile
+		return nil, targetErr(err)
 	case name == "script":
-		return nil, nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
+		return nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
 	case err != nil:
-		return nil, nil, flagError(nil, err)
-	case mode == guard.Trusted:
-		fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
-	case mode == guard.Guarded:
-		fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
+		return nil, flagError(nil, err)
 	}
-	if g != nil {
-		t.guarded = *g
+	if t != nil && l.Scripts != nil {
+		t.guarded = *l.Scripts
 	}
-	return rd, t.guarded.Close, nil
+	return l, nil
 }

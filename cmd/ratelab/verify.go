@@ -1,15 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/harness/verifyjob"
@@ -108,7 +109,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return flagError(nil, werr)
 	}
 	if f.ci.Prints() {
-		if err := f.format.render(rep)(stdout); err != nil {
+		if err := f.format.Renderer(rep)(stdout); err != nil {
 			return err
 		}
 	}
@@ -120,31 +121,16 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 // its script and builds its limiter for cfg's limits, with a new run id
 // in cfg; done undoes it all.
 func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Writer) (*server.Redis, algorithms.Limiter, func(), error) {
-	var rd *server.Redis
-	if f.target.specs[0].HTTP == "" {
-		var err error
-		if rd, err = f.redis.open(c); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	closeIt := func() {
-		if rd != nil {
-			rd.CloseOrSay(stderr)
-		}
-	}
 	cfg.RunID = server.NewRunID()
-	guarded, unguard, err := f.target.guard(c.Context(), rd, cfg.RunID, true, stderr)
+	lc := launch.Config{RunID: cfg.RunID, ViaLimiter: true, Limits: cfg.Limits}
+	if f.target.specs[0].HTTP == "" {
+		lc.Open = func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
+	}
+	l, err := f.target.launch(c, lc, stderr)
 	if err != nil {
-		closeIt()
 		return nil, nil, nil, err
 	}
-	done := func() { unguard(); closeIt() }
-	lim, err := f.target.limiter(guarded, cfg.Limits...)
-	if err != nil {
-		done()
-		return nil, nil, nil, err
-	}
-	return guarded, lim, done, nil
+	return l.Redis, l.Limiter, l.Close, nil
 }
 
 // runReplay is verify --replay: the counter-example of a verify.json sent
@@ -165,7 +151,7 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	var spec *targets.Spec // the flags' target, else the one verify.json records
 	if f.target.given(c) {
-		if err := f.target.load(c); err != nil {
+		if err := f.target.load(c, nil); err != nil {
 			return err
 		}
 		spec = &f.target.specs[0]
@@ -187,7 +173,7 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}
-	if err := f.format.render(rep)(stdout); err != nil {
+	if err := f.format.Renderer(rep)(stdout); err != nil {
 		return err
 	}
 	msg, failed := verifyjob.Outcome(rep, true)
@@ -216,21 +202,11 @@ func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) e
 	if f.replay != "" {
 		return runReplay(c, f, stdout, stderr) // its target: the flags', else the one verify.json records
 	}
-	found := false
-	if !f.target.given(c) {
-		if _, err := os.Stat(targets.DefaultFile); err == nil {
-			f.target.g.Files, found = []string{targets.DefaultFile}, true
-			fmt.Fprintf(stderr, "ratelab: verifying %s (found in the working directory)\n", targets.DefaultFile)
-		}
-	}
-	if err := f.target.load(c); err != nil {
-		if !f.target.given(c) && !found {
-			return usagef("%w; or put a %s in the working directory", err, targets.DefaultFile)
-		}
+	if err := f.target.load(c, stderr); err != nil {
 		return err
 	}
 	specs := f.target.specs
-	f.ci.Several, f.ci.JSON = len(specs) > 1, f.format.value == string(reports.JSON)
+	f.ci.Several, f.ci.JSON = len(specs) > 1, f.format.Format == reports.JSON
 	isFail := func(err error) bool { return errors.As(err, new(failError)) }
 	errs := verifyjob.Each(c.Context(), specs, f.out.dir, stderr, &f.ci.Suite, isFail, func(s targets.Spec, out string) (*measure.VerifyReport, error) {
 		f.target.specs, f.out.dir, f.current = []targets.Spec{s}, out, nil

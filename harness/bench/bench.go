@@ -124,8 +124,9 @@ type Config struct {
 	// RedisBenchmark is the redis-benchmark binary; "" means from PATH.
 	// Validate checks it is there when comparing.
 	RedisBenchmark string
-	// RedisURL is how redis-benchmark reaches a Redis given by URL (-u);
-	// empty uses -h/-p of the Redis address.
+	// RedisURL is the Redis as the user named it (engine.OpenWith's spec,
+	// "" for none): redis-benchmark reaches it by it (-u) when it is a
+	// redis:// or rediss:// URL, else by -h/-p of the Redis address.
 	RedisURL string
 	// Rounds is how many runs of each tool per algorithm x path: 0 means 1,
 	// or DefaultRounds when comparing. Figures are medians.

@@ -72,8 +72,8 @@ func RedisBenchmarkCommand(call Call, path, prefix string) []string {
 
 // redisBenchmarkConn is how redis-benchmark reaches the server.
 func (b *bencher) redisBenchmarkConn() []string {
-	if b.cfg.RedisURL != "" {
-		return []string{"-u", b.cfg.RedisURL}
+	if u := b.cfg.RedisURL; strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://") {
+		return []string{"-u", u}
 	}
 	opt := b.nodes[0].Options()
 	host, port, _ := strings.Cut(opt.Addr, ":")

@@ -42,8 +42,13 @@ type Options struct {
 	// CAFile, when not empty, is a PEM file of the CA(s) for rediss:// URLs:
 	// Check reads it into RootCAs.
 	CAFile string
-	// AllowEviction is server.Options.AllowEviction, for URLs.
+	// AllowEviction is server.Options.AllowEviction, for URLs; OpenChecked
+	// also sets it on the servers ratelab starts.
 	AllowEviction bool
+	// ReadOnly has OpenChecked open a URL without writing to it
+	// (server.OpenReadOnly: no permission check, no eviction check);
+	// other specs are refused then.
+	ReadOnly bool
 }
 
 // Check checks o as a user gave them for the Redis of spec, and returns
@@ -70,6 +75,40 @@ func (o Options) Check(spec string) (Options, error) {
 		o.RootCAs = pool
 	}
 	return o, nil
+}
+
+// OpenError is OpenChecked's error when the Redis of Spec could not be
+// opened; Err says why. Its text hides any password in Spec
+// (server.RedactURL).
+type OpenError struct {
+	Spec string
+	Err  error
+}
+
+func (e *OpenError) Error() string { return "redis " + server.RedactURL(e.Spec) + ": " + e.Err.Error() }
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// OpenChecked opens the Redis of spec as a user gave it with o: o is
+// checked first (Check), then the Redis is opened (OpenWith, or
+// server.OpenReadOnly with o.ReadOnly) and its AllowEviction set to
+// o.AllowEviction. Errors: Check's *field.Error, then an *OpenError. The
+// caller closes the Redis. Safe for concurrent use.
+func OpenChecked(ctx context.Context, spec string, o Options) (*server.Redis, error) {
+	o, err := o.Check(spec)
+	if err != nil {
+		return nil, err
+	}
+	var rd *server.Redis
+	if o.ReadOnly {
+		rd, err = server.OpenReadOnly(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs})
+	} else {
+		rd, err = OpenWith(ctx, spec, o)
+	}
+	if err != nil {
+		return nil, &OpenError{Spec: spec, Err: err}
+	}
+	rd.AllowEviction = o.AllowEviction
+	return rd, nil
 }
 
 // Open is OpenWith(ctx, spec, Options{Timeout: timeout}).

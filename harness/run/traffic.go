@@ -1,6 +1,8 @@
 package run
 
 import (
+	"os"
+
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/replay"
@@ -33,4 +35,19 @@ func (cfg Config) Replay(source string, pipeline int, opts scenarios.TrafficOpti
 		return rc, field.Errorf("window", "required with traffic")
 	}
 	return rc, rc.Validate()
+}
+
+// OpenReplay is Replay, then the traffic file source opened for reading
+// (scenarios.OpenTraffic), its size in bytes in the replay.Config's Size
+// (-1: unknown, standard input). The file is opened only for a good
+// Config; the caller closes it. Errors are Replay's, then OpenTraffic's
+// (*field.Error naming "traffic").
+func (cfg Config) OpenReplay(source string, pipeline int, opts scenarios.TrafficOptions) (replay.Config, *os.File, error) {
+	rc, err := cfg.Replay(source, pipeline, opts)
+	if err != nil {
+		return rc, nil, err
+	}
+	file, size, err := scenarios.OpenTraffic(source)
+	rc.Size = size
+	return rc, file, err
 }
