@@ -180,16 +180,24 @@ func (trackHook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
-// The hook also sends again, once, a command that only reads or whose
-// second run changes nothing (retrySafe: INFO, SCAN, UNLINK, SCRIPT LOAD,
-// ...) when the server closed its connection (IsClosed: CLIENT KILL, its
-// timeout setting): the client dials a new one. Decisions (EVALSHA, EVAL)
-// and anything else are never resent: a call the server ran before it
-// closed the connection would run twice.
+// The hook also sends again a command that only reads or whose second run
+// changes nothing (retrySafe: INFO, SCAN, UNLINK, SCRIPT LOAD, ...) when
+// the server closed its connection (IsClosed: CLIENT KILL, its timeout
+// setting): the client takes another connection or dials a new one. It
+// tries up to closedRetries times, waiting closedRetryWait, then twice as
+// long each time (1.55 s in all): a pool's idle connections all die in one
+// CLIENT KILL, and a kill repeated while a retry is under way closes its
+// new connection too (a CI run: bench ended "sliding-log allow path: EOF"
+// after the first retry). Decisions (EVALSHA, EVAL) and anything else are
+// never resent: a call the server ran before it closed the connection
+// would run twice.
 func (trackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if IsClosed(err) && retrySafe(cmd) && ctx.Err() == nil {
+		for try := 0; try < closedRetries && IsClosed(err) && retrySafe(cmd) && ctx.Err() == nil; try++ {
+			if !closedPause(ctx, try) {
+				break
+			}
 			cmd.SetErr(nil)
 			err = next(ctx, cmd)
 		}
@@ -200,23 +208,48 @@ func (trackHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (trackHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if !IsClosed(err) || ctx.Err() != nil {
+		if !IsClosed(err) || len(cmds) == 0 {
 			return err
 		}
-		var again []redis.Cmder
 		for _, c := range cmds {
 			if !retrySafe(c) {
 				return err
 			}
-			if IsClosed(c.Err()) {
-				c.SetErr(nil)
-				again = append(again, c)
+		}
+		for try := 0; try < closedRetries && IsClosed(err) && ctx.Err() == nil; try++ {
+			var again []redis.Cmder
+			for _, c := range cmds {
+				if IsClosed(c.Err()) {
+					c.SetErr(nil)
+					again = append(again, c)
+				}
 			}
+			if len(again) == 0 || !closedPause(ctx, try) {
+				return err
+			}
+			err = next(ctx, again)
 		}
-		if len(again) == 0 {
-			return err
-		}
-		return next(ctx, again)
+		return err
+	}
+}
+
+// closedRetries and closedRetryWait bound how a retrySafe command is sent
+// again after the server closed its connection (trackHook): at most
+// closedRetries more times, the first after closedRetryWait, each wait
+// twice the one before.
+const (
+	closedRetries   = 5
+	closedRetryWait = 50 * time.Millisecond
+)
+
+// closedPause waits before retry try (0 first) of a command whose
+// connection was closed; false when ctx ended first.
+func closedPause(ctx context.Context, try int) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(closedRetryWait << try):
+		return true
 	}
 }
 
