@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -184,6 +185,20 @@ func TestACLRulesAgreeWithCheck(t *testing.T) {
 			t.Errorf("%q: ACL DRYRUN: %q, %v", cs.args, said, err)
 		case (said != "OK") != (cs.named != ""):
 			t.Errorf("%q: Redis says %q, Check says %q", cs.args, said, cs.named)
+		}
+	}
+}
+
+// The policy is a leaf: every way a user's command reaches Redis can
+// import it.
+func TestLeaf(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/ratelab/ratelab/usercmd").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/") && dep != "github.com/ratelab/ratelab/usercmd" {
+			t.Errorf("usercmd imports %s", dep)
 		}
 	}
 }
