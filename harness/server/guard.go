@@ -178,10 +178,14 @@ func scanUnder(args []any, match string) bool {
 }
 
 // named is err, a refusal of the guard, with the command refused, from
-// the newest entry of the guard user in ACL LOG: "...: it called SCAN".
+// the newest entry of the guard user's scripts in ACL LOG: "...: it called
+// SCAN".
 // A key refused is not named (the name may be a user's), nor a command
 // when ACL LOG cannot be read: err is returned as it is.
 func (g *Guard) named(ctx context.Context, err error) error {
+	if !strings.Contains(err.Error(), "user executing the script can't") {
+		return err // refused by its flags (not allowed from scripts), not logged: Redis names none
+	}
 	cctx, cancel := CleanupContext(ctx, time.Second)
 	defer cancel()
 	entries, lerr := g.admin.Do(cctx, "ACL", "LOG", "10").Slice()
@@ -201,8 +205,8 @@ func (g *Guard) named(ctx context.Context, err error) error {
 				fields[fmt.Sprint(k)] = fmt.Sprint(v)
 			}
 		}
-		if fields["username"] != g.user {
-			continue
+		if fields["username"] != g.user || fields["context"] != "lua" {
+			continue // another user's, or a command of ratelab's own
 		}
 		if fields["reason"] == "command" {
 			return fmt.Errorf("%w: it called %s", err, strings.ToUpper(strings.ReplaceAll(fields["object"], "|", " ")))
