@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/usercmd"
 )
 
 // RaceCall is one decision of a client in Race: the arrival (Seq its index
@@ -28,7 +30,9 @@ type RaceCall struct {
 // the same for the same policy and seed. Returns each client's outcomes in
 // call order (Sent and Recv bracket the decision on the local clock) and
 // the rounds in the order they went. A decision's error is its Outcome's;
-// the error returned is a connection that could not be opened, or ctx's.
+// the error returned is a connection that could not be opened, a command
+// of the script the policy refused (wrapping its *usercmd.Refusal), or
+// ctx's.
 func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
 	out := make([][]Outcome, len(calls))
 	conns := make([]clientside.Conn, len(calls))
@@ -53,6 +57,9 @@ func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Pol
 				o.Decision.DecidedAt, _ = call.At.Injected()
 			}
 			out[c] = append(out[c], o)
+			if errors.As(o.Err, new(*usercmd.Refusal)) {
+				return o.Err // a command the policy refused: the race stops
+			}
 		}
 		return ctx.Err()
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/usercmd"
 )
 
 // ClockMode says whose clock the limiters decide on, for a whole run. The
@@ -486,8 +487,9 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 
 // settle is what a call's error (nil: success) does to the run: a
 // *algorithms.ScriptError (a reply the target's predicate cannot judge, a
-// key it cannot build: every call would fail alike) or a refusal by the
-// guard stops it at once; other errors count towards MaxOutage.
+// key it cannot build: every call would fail alike), a command of the
+// user's the policy refuses (*usercmd.Refusal: it was not sent) or a
+// refusal by the guard stops it at once; other errors count towards MaxOutage.
 func (r *Runner) settle(err error) {
 	if server.IsBusy(err) {
 		// a script runs past busy-reply-threshold: another client's, as
@@ -496,9 +498,10 @@ func (r *Runner) settle(err error) {
 		r.kill.busy.Store(true)
 	}
 	var se *algorithms.ScriptError
+	var ref *usercmd.Refusal
 	switch {
 	case r.cancel == nil:
-	case errors.As(err, &se):
+	case errors.As(err, &se), errors.As(err, &ref):
 		r.cancel(err)
 	case server.IsGuardRefusal(err):
 		// the user's script tried to touch what is not ratelab's: stop

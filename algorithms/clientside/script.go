@@ -36,6 +36,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/ratelab/ratelab/usercmd"
 )
 
 // Script is a compiled Lua script. It is immutable and safe for concurrent
@@ -111,6 +113,7 @@ type Exec struct {
 
 	readBefore bool
 	watching   bool
+	refused    error // a command the policy refused (usercmd), for Run
 }
 
 // Run runs s with KEYS keys and ARGV args and returns its reply converted as
@@ -118,7 +121,11 @@ type Exec struct {
 // it raised with a Redis error, is returned as an error; so is a round trip
 // that failed (a network error, a cancelled ctx). ctx also bounds the Lua
 // itself: a script that loops forever stops when ctx is done. A WATCH left
-// by the script is undone (UNWATCH) before Run returns.
+// by the script is undone (UNWATCH) before Run returns. A command a user's
+// code may not send (usercmd.Check: FUNCTION, AUTH, SCAN, ...) is never
+// sent, on any Redis: Run returns an error wrapping its *usercmd.Refusal
+// ("x.lua called FUNCTION LOAD: not allowed (...)"), also when the script
+// caught the error (pcall) and went on.
 func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, error) {
 	e.readBefore = false
 	L, _ := s.pool.Get().(*lua.LState)
@@ -140,6 +147,12 @@ func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, er
 	if e.watching {
 		e.watching = false
 		_ = e.Conn.Do(ctx, "UNWATCH").Err() // its own connection: no other client sees it
+	}
+	if ref := e.refused; ref != nil {
+		// whatever the script did after (a pcall catches the Lua error)
+		e.refused = nil
+		L.SetTop(0)
+		return nil, fmt.Errorf("%s %w", s.name, ref)
 	}
 	if err != nil {
 		L.SetTop(0)
@@ -323,8 +336,16 @@ type errorReply string
 
 // round sends cmds as one round trip of kind, after the gate, and returns
 // their replies (nil for an aborted transaction). An error is a failed
-// round trip; Redis error replies are errorReply values.
+// round trip, or a command the policy on a user's commands refuses
+// (usercmd.Check: the round is not sent, and Run returns the refusal);
+// Redis error replies are errorReply values.
 func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
+	for _, c := range cmds {
+		if err := usercmd.Check(c); err != nil {
+			e.refused = fmt.Errorf("called %w", err)
+			return nil, e.refused
+		}
+	}
 	r := &Round{Client: e.Client, Kind: kind, Commands: cmds, Read: allReads(cmds), ReadBefore: e.readBefore}
 	if e.Gate != nil {
 		if err := e.Gate(ctx, r); err != nil {

@@ -39,6 +39,11 @@ func TestHostile(t *testing.T) {
 	fillForeign(t, c, 3000)
 	before := takeSnapshot(t, c)
 	url := "redis://" + v.addr
+	// the user's own Function library: FCALL userfn answers "user"
+	if err := c.Do(context.Background(), "FUNCTION", "LOAD", userLib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	functions := c.Do(context.Background(), "FUNCTION", "DUMP").Val()
 	work := t.TempDir()
 	path := func(name string) string { return filepath.Join(work, name) }
 
@@ -196,6 +201,45 @@ func TestHostile(t *testing.T) {
 		attack{name: "verify on the user's Redis", args: []string{"verify", "--redis", url, "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms"}, exit: exitOK},
 		attack{name: "bench on the user's Redis", args: []string{"bench", "--redis", url, "--algorithms", "fixed-window", "--requests", "3000", "--clients", "2", "--out", path("bench2"), "--format", "csv"}, exit: exitOK},
 	)
+	// a user's script sending what the policy on a user's commands refuses
+	// (usercmd): client-side, each call a real command from ratelab; the
+	// Functions, the user's keys and their names stay the user's
+	userFunctions := func() string {
+		if d := c.Do(context.Background(), "FUNCTION", "DUMP").Val(); d != functions {
+			return "FUNCTION DUMP changed"
+		}
+		if got := c.Do(context.Background(), "FCALL", "userfn", "0").Val(); got != "user" {
+			return fmt.Sprintf("FCALL userfn answered %v", got)
+		}
+		if got := c.Get(context.Background(), "app:0").Val(); got != "value-0" {
+			return "app:0 is " + got
+		}
+		return ""
+	}
+	noKeyNames := func() string {
+		if strings.Contains(output, "app:") {
+			return "a user key name in the output"
+		}
+		return userFunctions()
+	}
+	for _, u := range []struct{ name, call, named string }{
+		{"FUNCTION LOAD REPLACE", `redis.call('FUNCTION', 'LOAD', 'REPLACE', "#!lua name=userlib\nredis.register_function('userfn', function() return 'attacker' end)")`, "FUNCTION LOAD"},
+		{"FUNCTION FLUSH", `redis.call('FUNCTION', 'FLUSH')`, "FUNCTION FLUSH"},
+		{"FUNCTION DELETE", `redis.call('FUNCTION', 'DELETE', 'userlib')`, "FUNCTION DELETE"},
+		{"SCRIPT FLUSH", `redis.call('SCRIPT', 'FLUSH')`, "SCRIPT FLUSH"},
+		{"AUTH then SET", `redis.call('AUTH', 'default', 'x') redis.call('SET', 'app:0', 'owned')`, "AUTH"},
+		{"SCAN", `local r = redis.call('SCAN', '0', 'COUNT', '1000') if #r[2] > 0 then return r[2] end`, "SCAN"},
+		{"RANDOMKEY", `local k = redis.call('RANDOMKEY') if k then return k end`, "RANDOMKEY"},
+	} {
+		file := write(strings.ToLower(strings.ReplaceAll(u.name, " ", "-"))+".lua", u.call+"\n"+fixedWindowBody)
+		args := []string{"verify", "--redis", url, "--script", file, "--arg", "{window_ms}", "--arg", "{limit}", "--limit", "10", "--window", "1s"}
+		attacks = append(attacks, attack{name: "client-side " + u.name, args: append(args, "--client-side", "--out", path("out-cs-"+filepath.Base(file))),
+			exit: exitUsage, msg: "called " + u.named + ": not allowed", post: noKeyNames})
+		if u.named == "SCAN" || u.named == "RANDOMKEY" {
+			attacks = append(attacks, attack{name: "server-side " + u.name, args: append(args, "--out", path("out-ss-"+filepath.Base(file))),
+				exit: exitUsage, msg: "it called " + u.named, post: noKeyNames})
+		}
+	}
 
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)

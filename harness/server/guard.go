@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/usercmd"
 )
 
 // ErrNoGuard is wrapped by NewGuard when the user's data cannot be guarded
@@ -21,19 +24,22 @@ var ErrNoGuard = errors.New("cannot guard the server's other data from the scrip
 // Guard is a temporary ACL user of the user's Redis under which a user's
 // script runs, so that the script cannot harm the rest of the server: it
 // may touch only keys under one prefix (ratelab's own "ratelab:<run id>:")
-// of the database ratelab's connection uses, and run no @dangerous or
-// @admin command (FLUSHALL, FLUSHDB, KEYS, CONFIG, DEBUG, SHUTDOWN,
-// SWAPDB, MIGRATE, ...) nor one that reaches another database (SELECT,
-// MOVE, COPY: ACL cannot tell COPY's DB option apart, so COPY is denied
-// whole), so that ratelab's cleanup, which scans that database, finds
-// every key the script could write. Redis checks the commands a script calls against
-// the user that runs it, so a script that tries is answered NOPERM, which
-// ratelab reports as the script's error instead of running it. Close
-// removes the user.
+// of the database ratelab's connection uses, and run only the commands the
+// policy on a user's commands allows (usercmd.ACLRules: no @dangerous or
+// @admin command, no FUNCTION, no SCRIPT FLUSH or KILL, no SCAN, KEYS or
+// RANDOMKEY, which list keys the prefix does not cover, nor one that
+// reaches another database: SELECT, MOVE, COPY, whose DB option ACL cannot
+// tell apart), so that ratelab's cleanup finds every key the script could
+// write. Redis checks the commands a script calls against the user that
+// runs it, so a script that tries is answered NOPERM, which ratelab
+// reports as the script's error, naming the command (from ACL LOG),
+// instead of running it. Close removes the user.
 type Guard struct {
 	// Client is a connection to the same server as the user under guard:
 	// run the script's calls on it (EVALSHA, EVAL, SCRIPT LOAD). Safe for
-	// concurrent use.
+	// concurrent use. ratelab's own SCAN of keys under the prefix (SCAN
+	// MATCH, as ScanKeys sends it), which the user may not send, goes on
+	// the connection NewGuard was given instead.
 	Client *redis.Client
 	user   string
 	admin  *redis.Client
@@ -55,15 +61,7 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
 		user = GuardUserPrefix + id
 	}
-	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
-		"+@all", "-@dangerous", "-@admin", "+info"}
-	rules = append(rules, guardDenied...)
-	err := admin.Do(ctx, rules...).Err()
-	if err != nil && strings.Contains(err.Error(), "-copy") {
-		// a Redis older than 6.2 has no COPY: nothing to deny
-		err = admin.Do(ctx, rules[:len(rules)-1]...).Err()
-	}
-	if err != nil {
+	if err := setGuardUser(ctx, admin, user, pass, prefix); err != nil {
 		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
 	}
 	opt := *admin.Options()
@@ -86,14 +84,139 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	}
 	gc := redis.NewClient(&opt)
 	Track(gc)
-	return &Guard{Client: gc, user: user, admin: admin}, nil
+	g := &Guard{Client: gc, user: user, admin: admin}
+	gc.AddHook(guardHook{g: g, match: escapeGlob(prefix)})
+	return g, nil
 }
 
-// guardDenied are the commands a guarded script may not call besides
-// @dangerous and @admin: those that reach another database, or name one
-// (the deny of the @dangerous ones is repeated in case a server files them
-// elsewhere). COPY comes last: NewGuard drops it on a server without it.
-var guardDenied = []any{"-select", "-swapdb", "-move", "-migrate", "-flushdb", "-flushall", "-copy"}
+// setGuardUser creates user with password pass, keys under prefix and the
+// commands of usercmd.ACLRules. A deny rule the server refuses (a command
+// it does not know: COPY before Redis 6.2, FUNCTION before 7; a subcommand
+// it cannot deny: before 7) is dropped and the rest tried again: what a
+// server does not have needs no deny, and what it cannot deny by
+// subcommand a script cannot call (SCRIPT, CLIENT are not allowed from
+// scripts).
+func setGuardUser(ctx context.Context, admin *redis.Client, user, pass, prefix string) error {
+	rules := usercmd.ACLRules()
+	deny := map[string]bool{}
+	for _, r := range usercmd.DenyRules() {
+		deny[r] = true
+	}
+	for {
+		args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*"}
+		for _, r := range rules {
+			args = append(args, r)
+		}
+		err := admin.Do(ctx, args...).Err()
+		if err == nil {
+			return nil
+		}
+		i := slices.IndexFunc(rules, func(r string) bool { return deny[r] && strings.Contains(err.Error(), "'"+r+"'") })
+		if i < 0 {
+			return err
+		}
+		rules = slices.Delete(rules, i, i+1)
+	}
+}
+
+// guardHook sends ratelab's own SCAN of keys under the guard's prefix on
+// the admin connection (the guarded user may not SCAN), and names, in the
+// error of a call the guard refused, the command refused (ACL LOG).
+type guardHook struct {
+	g     *Guard
+	match string // the prefix, escaped for SCAN MATCH
+}
+
+func (h guardHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h guardHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "scan" && scanUnder(cmd.Args(), h.match) {
+			return h.g.admin.Process(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		if IsGuardRefusal(err) {
+			cmd.SetErr(h.g.named(ctx, err))
+			return cmd.Err()
+		}
+		return err
+	}
+}
+
+func (h guardHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if IsGuardRefusal(c.Err()) {
+				c.SetErr(h.g.named(ctx, c.Err()))
+				if err != nil {
+					err = c.Err()
+				}
+			}
+		}
+		return err
+	}
+}
+
+// scanUnder reports whether the SCAN args (SCAN cursor [MATCH p] [COUNT n]
+// [TYPE t]) have a MATCH, every one of them starting with match (a literal,
+// escaped for SCAN MATCH): then only keys under the prefix are listed.
+func scanUnder(args []any, match string) bool {
+	found := false
+	for i := 2; i+1 < len(args); i += 2 {
+		opt, _ := args[i].(string)
+		if !strings.EqualFold(opt, "match") {
+			continue
+		}
+		p, _ := args[i+1].(string)
+		if !strings.HasPrefix(p, match) {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+// named is err, a refusal of the guard, with the command refused, from
+// the newest entry of the guard user's scripts in ACL LOG: "...: it called
+// SCAN".
+// A key refused is not named (the name may be a user's), nor a command
+// when ACL LOG cannot be read: err is returned as it is.
+func (g *Guard) named(ctx context.Context, err error) error {
+	if !strings.Contains(err.Error(), "user executing the script can't") {
+		return err // refused by its flags (not allowed from scripts), not logged: Redis names none
+	}
+	cctx, cancel := CleanupContext(ctx, time.Second)
+	defer cancel()
+	entries, lerr := g.admin.Do(cctx, "ACL", "LOG", "10").Slice()
+	if lerr != nil {
+		return err
+	}
+	for _, e := range entries {
+		fields := map[string]string{}
+		switch e := e.(type) {
+		case []any: // RESP2: field, value, ...
+			for i := 0; i+1 < len(e); i += 2 {
+				k, _ := e[i].(string)
+				fields[k] = fmt.Sprint(e[i+1])
+			}
+		case map[any]any: // RESP3
+			for k, v := range e {
+				fields[fmt.Sprint(k)] = fmt.Sprint(v)
+			}
+		}
+		if fields["username"] != g.user || fields["context"] != "lua" {
+			continue // another user's, or a command of ratelab's own
+		}
+		if fields["reason"] == "command" {
+			return fmt.Errorf("%w: it called %s", err, strings.ToUpper(strings.ReplaceAll(fields["object"], "|", " ")))
+		}
+		return err
+	}
+	return err
+}
+
+// DenyRules
 
 // Close closes the guarded connection and removes the ACL user, also when
 // ctx is cancelled (within a few seconds). The error, naming the user, is
