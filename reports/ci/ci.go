@@ -218,17 +218,6 @@ func ErrorReport(target string, ls []limit.Limit, err error) *measure.VerifyRepo
 	return r
 }
 
-// DirName makes a target's name a directory name: '/', '\\', ':' and
-// control characters become '_'.
-func DirName(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == ':' || r < ' ' {
-			return '_'
-		}
-		return r
-	}, name)
-}
-
 // Suite tallies a verify over several targets as each ends. The zero Suite
 // is empty and ready; it is not safe for concurrent use.
 type Suite struct {
