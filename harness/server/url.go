@@ -96,7 +96,7 @@ func open(ctx context.Context, spec string, o Options, check bool) (*Redis, erro
 func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := ClusterOptions(spec)
 	if err != nil {
-		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
+		return nil, badURL("bad Redis Cluster URL", spec, err)
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 	opt.MaxRetries = -1
@@ -134,7 +134,7 @@ func IsTLS(spec string) bool {
 func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := redis.ParseURL(spec)
 	if err != nil {
-		return nil, fmt.Errorf("bad Redis URL %q: %w", RedactURL(spec), err)
+		return nil, badURL("bad Redis URL", spec, err)
 	}
 	opt.DialTimeout = o.Timeout
 	opt.ReadTimeout = o.Timeout
@@ -292,27 +292,6 @@ func connError(addr, user string, tls bool, err error) error {
 		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))
 	}
 	return fmt.Errorf("cannot reach Redis at %s: %s", addr, oneLine(s))
-}
-
-// RedactURL hides a password in a Redis URL for messages (redis+cluster://
-// URLs with several hosts too).
-func RedactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndex(rest, "@")
-	if slash := strings.IndexByte(rest, '/'); slash >= 0 && slash < at {
-		at = -1
-	}
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // LoadCA reads a PEM file of CA certificates to trust for rediss:// URLs
