@@ -47,24 +47,9 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrNoGuard)
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
-	// named by the run, so that `ratelab clean` can tie a user left by a
-	// killed run to it (GuardUserPrefix)
-	user, pass := GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
-	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
-		user = GuardUserPrefix + id
-	}
-	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
-		"+@all", "-@dangerous", "-@admin", "+info"}
-	rules = append(rules, guardDenied...)
-	err := admin.Do(ctx, rules...).Err()
-	if err != nil && strings.Contains(err.Error(), "-copy") {
-		// a Redis older than 6.2 has no COPY: nothing to deny
-		err = admin.Do(ctx, rules[:len(rules)-1]...).Err()
-	}
+	user, pass, err := setGuardUser(ctx, admin, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoGuard, err)
 	}
 	opt := *admin.Options()
 	if opt.DB == 0 {
@@ -87,6 +72,33 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	gc := redis.NewClient(&opt)
 	Track(gc)
 	return &Guard{Client: gc, user: user, admin: admin}, nil
+}
+
+// setGuardUser creates on admin's server a user with a random password
+// for the keys under prefix and the commands a guarded script may run
+// (Guard), then the rules extra; it returns the user and its password.
+// The error is the server's refusal ("ACL SETUSER: NOPERM ...").
+func setGuardUser(ctx context.Context, admin *redis.Client, prefix string, extra ...any) (user, pass string, err error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
+	// named by the run, so that `ratelab clean` can tie a user left by a
+	// killed run to it (GuardUserPrefix)
+	user, pass = GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
+		user = GuardUserPrefix + id
+	}
+	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*", "resetchannels",
+		"+@all", "-@dangerous", "-@admin", "+info"}
+	rules = append(rules, guardDenied...)
+	err = admin.Do(ctx, append(rules, extra...)...).Err()
+	if err != nil && strings.Contains(err.Error(), "-copy") {
+		// a Redis older than 6.2 has no COPY: nothing to deny
+		err = admin.Do(ctx, append(rules[:len(rules)-1], extra...)...).Err()
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("ACL SETUSER: %w", err)
+	}
+	return user, pass, nil
 }
 
 // guardDenied are the commands a guarded script may not call besides
