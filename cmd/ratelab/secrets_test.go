@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -187,7 +189,12 @@ func TestNoPasswordInAnyOutput(t *testing.T) {
 			step{"run from $REDIS_URL " + u.name, u.url, []string{"run", "--scenarios", "boundary-burst", "--algorithms", "fixed-window", "--out", out("env-" + u.name)}, u.code},
 		)
 	}
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})) // allows everything
+	defer endpoint.Close()
+	host := strings.TrimPrefix(endpoint.URL, "http://")
 	steps = append(steps,
+		step{"verify --http violated", "", []string{"verify", "--http", "http://u:" + url.QueryEscape(secret) + "@" + host + "/", "--limit", "5/200ms", "--out", out("http")}, exitFail},
+		step{"verify --http bad URL", "", []string{"verify", "--http", "http://u:S3cr%zzt@" + host + "/", "--limit", "5/200ms", "--out", out("http-bad")}, exitUsage},
 		step{"verify violated", "", []string{"verify", "--redis", good, "--algorithm", "fixed-window", "--limit", "10/300ms", "--out", out("violated")}, exitFail},
 		step{"report ok", "", []string{"report", out("run-ok")}, exitOK},
 		step{"report of no results", "", []string{"report", out("run-bad URL")}, exitUsage},

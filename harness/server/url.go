@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -79,7 +80,7 @@ func open(ctx context.Context, spec string, o Options, check bool) (*Redis, erro
 	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
 		r, err = dialURL(ctx, spec, o)
 	default:
-		return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+		return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", redact.URL(spec))
 	}
 	if err != nil || !check {
 		return r, err
