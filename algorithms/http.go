@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -29,7 +30,7 @@ var _ Limiter = (*HTTPLimiter)(nil)
 // (zero means 5 s).
 func NewHTTPLimiter(rawURL string, l limit.Limit, timeout time.Duration) (*HTTPLimiter, error) {
 	if !strings.HasPrefix(rawURL, "http://") && !strings.HasPrefix(rawURL, "https://") {
-		return nil, fmt.Errorf("not an http:// or https:// URL: %q", rawURL)
+		return nil, fmt.Errorf("not an http:// or https:// URL: %q", redact.URL(rawURL))
 	}
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -39,8 +40,8 @@ func NewHTTPLimiter(rawURL string, l limit.Limit, timeout time.Duration) (*HTTPL
 	return &HTTPLimiter{url: rawURL, limit: l, client: &http.Client{Timeout: timeout, Transport: tr}}, nil
 }
 
-// Name returns the URL.
-func (h *HTTPLimiter) Name() string { return h.url }
+// Name returns the URL, its password hidden (redact.URL).
+func (h *HTTPLimiter) Name() string { return redact.URL(h.url) }
 
 // Describe returns the limit being verified.
 func (h *HTTPLimiter) Describe() string { return h.limit.String() + " (HTTP, GET)" }
@@ -55,12 +56,13 @@ func (h *HTTPLimiter) Capabilities() Capabilities {
 // Allow sends one GET. The key is used only through a {key} placeholder.
 func (h *HTTPLimiter) Allow(ctx context.Context, key string, cost int64, _ Clock) (Decision, error) {
 	if cost != 1 {
-		return Decision{}, fmt.Errorf("%s: cost %d: an HTTP endpoint takes cost 1 only", h.url, cost)
+		return Decision{}, fmt.Errorf("%s: cost %d: an HTTP endpoint takes cost 1 only", h.Name(), cost)
 	}
 	u := strings.ReplaceAll(h.url, "{key}", url.QueryEscape(key))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return Decision{}, err
+		// not err: net/url quotes the URL, password and all
+		return Decision{}, fmt.Errorf("%s: not a URL (write %% @ : / ? # in a password as %%25 %%40 %%3A %%2F %%3F %%23)", redact.URL(u))
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -74,5 +76,5 @@ func (h *HTTPLimiter) Allow(ctx context.Context, key string, cost int64, _ Clock
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return Decision{Allowed: false}, nil
 	}
-	return Decision{}, fmt.Errorf("%s: HTTP %s (want 2xx or 429)", u, resp.Status)
+	return Decision{}, fmt.Errorf("%s: HTTP %s (want 2xx or 429)", redact.URL(u), resp.Status)
 }

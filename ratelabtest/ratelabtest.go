@@ -29,6 +29,7 @@ import (
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -66,7 +67,7 @@ func Redis(t testing.TB) *server.Redis {
 			continue
 		}
 		if !server.IsURL(url) {
-			t.Fatalf("ratelabtest: $%s=%q is not a redis:// or rediss:// URL", name, server.RedactURL(url))
+			t.Fatalf("ratelabtest: $%s=%q is not a redis:// or rediss:// URL", name, redact.URL(url))
 			return nil
 		}
 		rd, err := server.OpenURL(ctx, url, server.Options{Timeout: StartTimeout})

@@ -8,6 +8,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -22,10 +23,11 @@ func ScriptSHA1(src string) string {
 }
 
 // Record is s as a verify.json records it (measure.TargetSpec): the
-// built-in's name, the endpoint, or the script's path and SHA-1 with its
-// set-up's, its templates and its predicate as written.
+// built-in's name, the endpoint (its password hidden: an endpoint is
+// never replayed), or the script's path and SHA-1 with its set-up's, its
+// templates and its predicate as written.
 func (s Spec) Record() *measure.TargetSpec {
-	return &measure.TargetSpec{Name: s.Name, Algorithm: s.Algorithm, HTTP: s.HTTP,
+	return &measure.TargetSpec{Name: s.Name, Algorithm: s.Algorithm, HTTP: redact.URL(s.HTTP),
 		Script: s.Script, ScriptSHA1: ScriptSHA1(s.Source), Setup: s.Setup, SetupSHA1: ScriptSHA1(s.SetupSource),
 		Keys: s.Keys, Args: s.Args, Allowed: s.AllowedExpr, AllowedWhen: s.AllowedWhen}
 }

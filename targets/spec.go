@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/redis/go-redis/v9"
 )
@@ -120,7 +121,7 @@ func describe(ls []limit.Limit) string {
 // Label is the name to call s by in messages and summaries: its Name,
 // else its Algorithm, HTTP endpoint or Script path, else "target".
 func (s Spec) Label() string {
-	for _, n := range []string{s.Name, s.Algorithm, s.HTTP, s.Script} {
+	for _, n := range []string{s.Name, s.Algorithm, redact.URL(s.HTTP), s.Script} {
 		if n != "" {
 			return n
 		}

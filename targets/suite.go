@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/internal/redact"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -98,7 +99,7 @@ func ParseTargets(data []byte, path string) ([]Spec, error) {
 		if s.Name == "" {
 			s.Name = s.Algorithm
 			if s.Name == "" {
-				s.Name = s.HTTP
+				s.Name = redact.URL(s.HTTP)
 			}
 		}
 		if j, dup := names[s.Name]; dup {

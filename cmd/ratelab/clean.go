@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness/cleanup"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/redact"
 )
 
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -30,7 +31,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 			defer rd.CloseOrSay(stderr)
 			live, err := cleanup.Run(c.Context(), rd, cfg, yes, stdout)
 			if err != nil {
-				return usagef("--redis %s: %w", server.RedactURL(rf.spec), err)
+				return usagef("--redis %s: %w", redact.URL(rf.spec), err)
 			}
 			if yes && live {
 				return usagef("--run: run %s is still running: its keys were not removed", cfg.Run)

@@ -241,6 +241,11 @@ func TestHostile(t *testing.T) {
 		}
 	}
 
+	// outputs: secrets, CI output and the out dir (hostile_outputs_test.go)
+	for _, a := range outputsAttacks(t, work, &output) {
+		attacks = append(attacks, attack{name: a.name, args: a.args, exit: a.exit, msg: a.msg, pre: a.pre, post: a.post})
+	}
+
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "attack\texit\twant\ttime\tresult")

@@ -51,6 +51,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// progress meters and the runner write from goroutines of their own
 	stdout, stderr = progress.Serialized(stdout), progress.Serialized(stderr)
+	if os.Getenv(ci.EnvGitHubActions) == "true" {
+		// names, paths, replies and file bytes reach both streams in many
+		// places: here, on the way out, no line of theirs can be a workflow
+		// command the runner obeys; ratelab's own annotations pass
+		// (ci.WriteCommands)
+		nOut, nErr := ci.Neutralize(stdout), ci.Neutralize(stderr)
+		defer func() { _, _ = nOut.Flush(), nErr.Flush() }() // a partial last line; nowhere to report a failed write
+		stdout, stderr = nOut, nErr
+	}
 	defer reports.ReleaseOuts() // the results directories this command claimed
 	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
 	// hangs; unregistered before stop cancels ctx on return

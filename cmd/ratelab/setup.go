@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -111,7 +112,7 @@ func (f *redisFlags) open(c *cobra.Command) (*server.Redis, error) {
 func (f *redisFlags) connect(c *cobra.Command) (*server.Redis, error) {
 	rd, err := engine.OpenChecked(c.Context(), f.spec, f.opts)
 	if oe := (*engine.OpenError)(nil); errors.As(err, &oe) {
-		return nil, usagef("--redis %s: %w", server.RedactURL(oe.Spec), oe.Err)
+		return nil, usagef("--redis %s: %w", redact.URL(oe.Spec), oe.Err)
 	}
 	return rd, flagError(nil, err)
 }
@@ -125,7 +126,7 @@ func redisFromEnv(c *cobra.Command, spec *string) {
 		return
 	}
 	*spec = v
-	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, server.RedactURL(v))
+	fmt.Fprintf(c.ErrOrStderr(), "ratelab: --redis from $%s: %s\n", name, redact.URL(v))
 }
 
 // formatFlag is a command's --format and --wide (reports.Choice). Every

@@ -330,6 +330,21 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 			}
 			res.Config.RedisBenchmark = strings.TrimSpace(string(v))
 		}
+		var user *server.TempUser
+		if cfg.CompareRedisBenchmark && needsLogin(nodes[0].Options()) {
+			// redis-benchmark reads a password only from its command line
+			// (-a, -u), which every user of the machine can read: it logs in
+			// as a one-time user instead, never with the user's password
+			if user, err = server.NewTempUser(ctx, rd, sess.Prefix); err != nil {
+				return field.Errorf("compare-redis-benchmark", "redis-benchmark takes a password only on its command line, "+
+					"where every user of this machine can read it; ratelab gives it a one-time ACL user instead, which this login may not create (%w): compare with a login allowed ACL SETUSER, or bench without comparing", err)
+			}
+			defer func() {
+				if err := user.Close(ctx); err != nil {
+					fmt.Fprintf(progress, "ratelab: %v (ratelab clean removes it)\n", err)
+				}
+			}()
+		}
 		if err := algorithms.LoadScripts(ctx, rd.Client); err != nil {
 			return err
 		}
@@ -338,7 +353,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		}
 		client := workerClient(rd.Client, cfg.Clients)
 		defer func() { _ = client.Close() }() // ratelab's own worker pool: nothing to tell the user
-		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, client: client, progress: progress}
+		b := &bencher{cfg: cfg, sess: sess, nodes: nodes, user: user, client: client, progress: progress}
 		algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
 		pm := prog.Start(progress, "bench", "rows", int64(len(algs)*len(cfg.Paths)))
 		defer pm.Stop()

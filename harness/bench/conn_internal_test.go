@@ -5,11 +5,14 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // redis-benchmark reaches a Redis named by a redis:// or rediss:// URL by
-// the URL (its user and password with it), any other by the address of
-// the server ratelab measures.
+// the URL without its user and password, any other by the address of the
+// server ratelab measures; it logs in as the one-time user when there is
+// one, never with the URL's password.
 func TestRedisBenchmarkConn(t *testing.T) {
 	node := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6400", DB: 2}) // never dialled
 	defer func() { _ = node.Close() }()
@@ -18,7 +21,8 @@ func TestRedisBenchmarkConn(t *testing.T) {
 		name, redisURL string
 		want           []string
 	}{
-		{"URL", "redis://u:p@h:1/2", []string{"-u", "redis://u:p@h:1/2"}},
+		{"URL", "redis://u:p@h:1/2", []string{"-u", "redis://h:1/2"}},
+		{"a password with @ : %", "redis://:p%40%3A%25@h:1", []string{"-u", "redis://h:1"}},
 		{"TLS URL", "rediss://h:1", []string{"-u", "rediss://h:1"}},
 		// a server ratelab started
 		{"exec", "exec", byAddr},
@@ -29,6 +33,10 @@ func TestRedisBenchmarkConn(t *testing.T) {
 		b := &bencher{cfg: Config{RedisURL: tc.redisURL}, nodes: []*redis.Client{node}}
 		if got := b.redisBenchmarkConn(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+		b.user = &server.TempUser{User: "ratelab-guard-x", Password: "one-time"}
+		if got, want := b.redisBenchmarkConn(), append(tc.want, "--user", "ratelab-guard-x", "-a", "one-time"); !slices.Equal(got, want) {
+			t.Errorf("%s, one-time user: got %q, want %q", tc.name, got, want)
 		}
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"encoding/csv"
 	"fmt"
 	"math"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/measure"
 )
@@ -70,21 +73,39 @@ func RedisBenchmarkCommand(call Call, path, prefix string) []string {
 	return out
 }
 
-// redisBenchmarkConn is how redis-benchmark reaches the server.
+// redisBenchmarkConn is how redis-benchmark reaches the server: the URL
+// without its user and password, or -h/-p/--dbnum of the server's
+// address, and the one-time user (b.user) when the server wants a login.
+// The user's own password is never on redis-benchmark's command line,
+// which every user of the machine can read.
 func (b *bencher) redisBenchmarkConn() []string {
-	if u := b.cfg.RedisURL; strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://") {
-		return []string{"-u", u}
-	}
 	opt := b.nodes[0].Options()
-	host, port, _ := strings.Cut(opt.Addr, ":")
-	if i := strings.LastIndex(opt.Addr, ":"); i >= 0 {
-		host, port = opt.Addr[:i], opt.Addr[i+1:]
+	var args []string
+	if u, err := url.Parse(b.cfg.RedisURL); err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") {
+		u.User = nil
+		args = []string{"-u", u.String()}
+	} else {
+		host, port, _ := strings.Cut(opt.Addr, ":")
+		if i := strings.LastIndex(opt.Addr, ":"); i >= 0 {
+			host, port = opt.Addr[:i], opt.Addr[i+1:]
+		}
+		args = []string{"-h", strings.Trim(host, "[]"), "-p", port}
+		if opt.DB != 0 {
+			args = append(args, "--dbnum", strconv.Itoa(opt.DB))
+		}
 	}
-	args := []string{"-h", strings.Trim(host, "[]"), "-p", port}
-	if opt.DB != 0 {
-		args = append(args, "--dbnum", strconv.Itoa(opt.DB))
+	if b.user != nil {
+		args = append(args, "--user", b.user.User, "-a", b.user.Password)
 	}
 	return args
+}
+
+// needsLogin reports whether connections made with opt log in (a user,
+// a password or a credentials provider): then redis-benchmark needs a
+// login too, and gets a one-time user (server.NewTempUser).
+func needsLogin(opt *redis.Options) bool {
+	return opt.Username != "" || opt.Password != "" || opt.CredentialsProvider != nil ||
+		opt.CredentialsProviderContext != nil || opt.StreamingCredentialsProvider != nil
 }
 
 // parseRedisBenchmarkCSV reads redis-benchmark --csv output: a header line

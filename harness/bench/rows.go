@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
@@ -20,6 +21,7 @@ type bencher struct {
 	cfg      Config // with defaults
 	sess     *harness.Session
 	nodes    []*redis.Client       // stats: the server, or each master of a cluster
+	user     *server.TempUser      // redis-benchmark's login on a server that wants one, else nil
 	client   redis.UniversalClient // the workers' connections (a ClusterClient on a cluster)
 	progress io.Writer
 	seq      int // runs so far: each run's keys are under "<prefix>b<seq>:"

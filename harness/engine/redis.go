@@ -13,6 +13,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/internal/redact"
 )
 
 // DefaultConnectTimeout bounds how long Open waits for the user's Redis to
@@ -62,11 +63,11 @@ func (o Options) Check(spec string) (Options, error) {
 		return o, field.Errorf("connect_timeout", "must be > 0, got %s", o.Timeout)
 	}
 	if o.Image != "" && spec != "container" && spec != "auto" {
-		return o, field.Errorf("redis_image", "only a container Redis uses an image (got Redis %s)", server.RedactURL(spec))
+		return o, field.Errorf("redis_image", "only a container Redis uses an image (got Redis %s)", redact.URL(spec))
 	}
 	if o.CAFile != "" {
 		if !server.IsTLS(spec) {
-			return o, field.Errorf("redis_ca", "only rediss:// URLs use TLS (got %s)", server.RedactURL(spec))
+			return o, field.Errorf("redis_ca", "only rediss:// URLs use TLS (got %s)", redact.URL(spec))
 		}
 		pool, err := server.LoadCA(o.CAFile)
 		if err != nil {
@@ -85,7 +86,7 @@ type OpenError struct {
 	Err  error
 }
 
-func (e *OpenError) Error() string { return "redis " + server.RedactURL(e.Spec) + ": " + e.Err.Error() }
+func (e *OpenError) Error() string { return "redis " + redact.URL(e.Spec) + ": " + e.Err.Error() }
 func (e *OpenError) Unwrap() error { return e.Err }
 
 // OpenChecked opens the Redis of spec as a user gave it with o: o is
@@ -164,7 +165,7 @@ func OpenWith(ctx context.Context, spec string, o Options) (*server.Redis, error
 		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs, AllowEviction: o.AllowEviction})
 	}
 	return nil, fmt.Errorf("unknown Redis %q: want auto, exec, container, cluster, a redis:// or rediss:// URL, "+
-		"or a redis+cluster://host:port,host:port URL", server.RedactURL(spec))
+		"or a redis+cluster://host:port,host:port URL", redact.URL(spec))
 }
 
 // startExec starts a throwaway redis-server (see OpenWith "exec";

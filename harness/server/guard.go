@@ -53,16 +53,9 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrNoGuard)
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
-	// named by the run, so that `ratelab clean` can tie a user left by a
-	// killed run to it (GuardUserPrefix)
-	user, pass := GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
-	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
-		user = GuardUserPrefix + id
-	}
-	if err := setGuardUser(ctx, admin, user, pass, prefix); err != nil {
-		return nil, fmt.Errorf("%w: ACL SETUSER: %v", ErrNoGuard, err)
+	user, pass, err := setGuardUser(ctx, admin, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoGuard, err)
 	}
 	opt := *admin.Options()
 	if opt.DB == 0 {
@@ -89,14 +82,24 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 	return g, nil
 }
 
-// setGuardUser creates user with password pass, keys under prefix and the
-// commands of usercmd.ACLRules. A deny rule the server refuses (a command
-// it does not know: COPY before Redis 6.2, FUNCTION before 7; a subcommand
-// it cannot deny: before 7) is dropped and the rest tried again: what a
+// setGuardUser creates on admin's server a user with a random password,
+// named by the run of prefix when it has one, for the keys under prefix
+// and the commands of usercmd.ACLRules, then the rules extra; it returns
+// the user and its password. A deny rule the server refuses (a command it
+// does not know: COPY before Redis 6.2, FUNCTION before 7; a subcommand it
+// cannot deny: before 7) is dropped and the rest tried again: what a
 // server does not have needs no deny, and what it cannot deny by
 // subcommand a script cannot call (SCRIPT, CLIENT are not allowed from
-// scripts).
-func setGuardUser(ctx context.Context, admin *redis.Client, user, pass, prefix string) error {
+// scripts). The error is the server's refusal ("ACL SETUSER: NOPERM ...").
+func setGuardUser(ctx context.Context, admin *redis.Client, prefix string, extra ...string) (user, pass string, err error) {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
+	// named by the run, so that `ratelab clean` can tie a user left by a
+	// killed run to it (GuardUserPrefix)
+	user, pass = GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
+	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
+		user = GuardUserPrefix + id
+	}
 	rules := usercmd.ACLRules()
 	deny := map[string]bool{}
 	for _, r := range usercmd.DenyRules() {
@@ -104,16 +107,16 @@ func setGuardUser(ctx context.Context, admin *redis.Client, user, pass, prefix s
 	}
 	for {
 		args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*"}
-		for _, r := range rules {
+		for _, r := range append(rules, extra...) {
 			args = append(args, r)
 		}
 		err := admin.Do(ctx, args...).Err()
 		if err == nil {
-			return nil
+			return user, pass, nil
 		}
 		i := slices.IndexFunc(rules, func(r string) bool { return deny[r] && strings.Contains(err.Error(), "'"+r+"'") })
 		if i < 0 {
-			return err
+			return "", "", fmt.Errorf("ACL SETUSER: %w", err)
 		}
 		rules = slices.Delete(rules, i, i+1)
 	}
@@ -215,8 +218,6 @@ func (g *Guard) named(ctx context.Context, err error) error {
 	}
 	return err
 }
-
-// DenyRules
 
 // Close closes the guarded connection and removes the ACL user, also when
 // ctx is cancelled (within a few seconds). The error, naming the user, is

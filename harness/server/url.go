@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/internal/input"
+	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -79,7 +80,7 @@ func open(ctx context.Context, spec string, o Options, check bool) (*Redis, erro
 	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
 		r, err = dialURL(ctx, spec, o)
 	default:
-		return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", RedactURL(spec))
+		return nil, fmt.Errorf("want the URL of a Redis (redis://, rediss://, redis+cluster://), got %q", redact.URL(spec))
 	}
 	if err != nil || !check {
 		return r, err
@@ -96,7 +97,7 @@ func open(ctx context.Context, spec string, o Options, check bool) (*Redis, erro
 func dialClusterURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := ClusterOptions(spec)
 	if err != nil {
-		return nil, fmt.Errorf("bad Redis Cluster URL %q: %w", RedactURL(spec), err)
+		return nil, badURL("bad Redis Cluster URL", spec, err)
 	}
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 	opt.MaxRetries = -1
@@ -134,7 +135,7 @@ func IsTLS(spec string) bool {
 func dialURL(ctx context.Context, spec string, o Options) (*Redis, error) {
 	opt, err := redis.ParseURL(spec)
 	if err != nil {
-		return nil, fmt.Errorf("bad Redis URL %q: %w", RedactURL(spec), err)
+		return nil, badURL("bad Redis URL", spec, err)
 	}
 	opt.DialTimeout = o.Timeout
 	opt.ReadTimeout = o.Timeout
@@ -292,27 +293,6 @@ func connError(addr, user string, tls bool, err error) error {
 		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))
 	}
 	return fmt.Errorf("cannot reach Redis at %s: %s", addr, oneLine(s))
-}
-
-// RedactURL hides a password in a Redis URL for messages (redis+cluster://
-// URLs with several hosts too).
-func RedactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndex(rest, "@")
-	if slash := strings.IndexByte(rest, '/'); slash >= 0 && slash < at {
-		at = -1
-	}
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // LoadCA reads a PEM file of CA certificates to trust for rediss:// URLs

@@ -14,8 +14,9 @@ import (
 
 // Each verifies the targets specs in turn, with run, and tallies each in
 // suite as it ends. run gets the target and its results directory: out,
-// or with several targets out's subdirectory of the target's name
-// (ci.DirName; "" stays ""); it returns the target's report, nil when it
+// or with several targets out's subdirectory named by the target's name
+// made a safe file name, unique among the targets (ci.DirNames; "" stays
+// ""); it returns the target's report, nil when it
 // stopped before one (its error then is the report: ci.ErrorReport), and
 // its error. failed says whether an error is a failed verification (exit
 // 1) rather than one that could not be made. With several targets, each
@@ -25,14 +26,19 @@ import (
 func Each(ctx context.Context, specs []targets.Spec, out string, progress io.Writer, suite *ci.Suite,
 	failed func(error) bool, run func(s targets.Spec, out string) (*measure.VerifyReport, error)) []error {
 	several := len(specs) > 1
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	dirs := ci.DirNames(names)
 	var errs []error
-	for _, s := range specs {
+	for i, s := range specs {
 		if ctx.Err() != nil {
 			break
 		}
 		dir := out
 		if several && out != "" {
-			dir = filepath.Join(out, ci.DirName(s.Name))
+			dir = filepath.Join(out, dirs[i])
 		}
 		if several {
 			fmt.Fprintf(progress, "ratelab: target %s\n", s.Label())

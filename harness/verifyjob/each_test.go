@@ -30,9 +30,9 @@ func TestEach(t *testing.T) {
 		wantSaid bool // "ratelab: target" announced
 	}{
 		{"one", []targets.Spec{a}, "res", false, []string{"res"}, 1, false},
-		{"several", []targets.Spec{a, b}, "res", false, []string{filepath.Join("res", ci.DirName("a")), filepath.Join("res", ci.DirName("b"))}, 2, true},
+		{"several", []targets.Spec{a, b}, "res", false, []string{filepath.Join("res", "a"), filepath.Join("res", "b")}, 2, true},
 		{"several, no out", []targets.Spec{a, b}, "", false, []string{"", ""}, 2, true},
-		{"interrupted", []targets.Spec{a, b}, "res", true, []string{filepath.Join("res", ci.DirName("a"))}, 1, true},
+		{"interrupted", []targets.Spec{a, b}, "res", true, []string{filepath.Join("res", "a")}, 1, true},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var progress bytes.Buffer

@@ -32,10 +32,11 @@ type Outputs struct {
 	// SuiteJSON writes the targets' reports as one JSON object (WriteSuite).
 	SuiteJSON bool
 	// GitHubActions writes the annotations, on stdout, or on stderr when
-	// XMLOnStdout; FromEnv sets it when GITHUB_ACTIONS is "true".
+	// DataOnStdout; FromEnv sets it when GITHUB_ACTIONS is "true".
 	GitHubActions bool
-	// XMLOnStdout says stdout carries the JUnit XML report.
-	XMLOnStdout bool
+	// DataOnStdout says stdout carries what a program reads (the JUnit XML
+	// report, or JSON), which an annotation line would break.
+	DataOnStdout bool
 	// StepSummary is the file the job's Markdown summary is appended to;
 	// "" for none. FromEnv sets it from GITHUB_STEP_SUMMARY.
 	StepSummary string
@@ -59,17 +60,20 @@ func (o Outputs) WriteSuite(w io.Writer, done []reports.Verified) error {
 }
 
 // WriteGitHub writes the GitHub Actions annotations of done (to stdout, or
-// to stderr when stdout is the XML: the runner reads commands from both)
+// to stderr when stdout carries XML or JSON: the runner reads commands
+// from both; WriteCommands)
 // and appends the job summary to o.StepSummary, as o asks. Errors name the
 // summary's variable ("$GITHUB_STEP_SUMMARY: ...").
 func (o Outputs) WriteGitHub(stdout, stderr io.Writer, done []reports.Verified) error {
 	var errs []error
 	if o.GitHubActions {
 		to := stdout
-		if o.XMLOnStdout {
+		if o.DataOnStdout {
 			to = stderr
 		}
-		errs = append(errs, reports.WriteAnnotations(to, done))
+		var b bytes.Buffer
+		_ = reports.WriteAnnotations(&b, done) // a bytes.Buffer does not fail
+		errs = append(errs, WriteCommands(to, b.Bytes()))
 	}
 	if o.StepSummary != "" {
 		if err := appendFile(o.StepSummary, func(w io.Writer) error { return reports.WriteStepSummary(w, done) }); err != nil {
@@ -105,9 +109,10 @@ func (c *Collect) Prints() bool { return c.JUnit != "-" && !(c.Several && c.JSON
 // (Several and JSON, unless stdout carries the JUnit report), the JUnit
 // report (WriteJUnit, its error passed through junitErr, by which the
 // caller names the file) and the GitHub Actions outputs (WriteGitHub),
-// on stdout and stderr. Errors are joined in that order.
+// on stdout and stderr: with JSON or the JUnit report on stdout, stdout
+// holds nothing else. Errors are joined in that order.
 func (c *Collect) Write(stdout, stderr io.Writer, junitErr func(error) error) error {
-	o := Outputs{SuiteJSON: c.Several && c.JSON && c.JUnit != "-", XMLOnStdout: c.JUnit == "-"}.FromEnv()
+	o := Outputs{SuiteJSON: c.Several && c.JSON && c.JUnit != "-", DataOnStdout: c.JUnit == "-" || c.JSON}.FromEnv()
 	errs := []error{o.WriteSuite(stdout, c.Suite.Done)}
 	if err := WriteJUnit(c.JUnit, stdout, c.Suite.Done); err != nil {
 		errs = append(errs, junitErr(err))
@@ -216,17 +221,6 @@ func ErrorReport(target string, ls []limit.Limit, err error) *measure.VerifyRepo
 		r.LimitDesc, r.Limit, r.WindowMS = ls[0].String(), ls[0].Count, ls[0].Window.Milliseconds()
 	}
 	return r
-}
-
-// DirName makes a target's name a directory name: '/', '\\', ':' and
-// control characters become '_'.
-func DirName(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == ':' || r < ' ' {
-			return '_'
-		}
-		return r
-	}, name)
 }
 
 // Suite tallies a verify over several targets as each ends. The zero Suite

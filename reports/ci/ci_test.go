@@ -32,12 +32,6 @@ func TestWorse(t *testing.T) {
 	}
 }
 
-func TestDirName(t *testing.T) {
-	if got, want := DirName("a/b\\c:d\te"), "a_b_c_d_e"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
 func TestSuiteOutcome(t *testing.T) {
 	rep := &measure.VerifyReport{Verdict: measure.Holds}
 	for _, tc := range []struct {
