@@ -117,7 +117,7 @@ func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at Clock
 // DecideOn implements ClientSider. Errors: cost outside 1..limit wraps
 // ErrCostExceedsLimit; a template that cannot be filled, or a reply the
 // predicate cannot judge, is a *ScriptError; the script's own errors and
-// failed round trips are returned wrapped with the name.
+// failed round trips are Run's (they name the script).
 func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error) {
 	call, err := c.call(key, cost, at)
 	if err != nil {
@@ -133,7 +133,7 @@ func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key strin
 	}
 	reply, err := e.Run(ctx, c.script, call.Keys, args)
 	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+		return Decision{}, err // Run's errors name the script
 	}
 	d, err := c.decode(call, reply)
 	if err != nil {
