@@ -55,10 +55,16 @@ func (e *StoppedError) Error() string {
 	return fmt.Sprintf("%s: stopped after %s: %v", at, e.Ran.Round(time.Millisecond), e.Cause)
 }
 
-// Unwrap returns ErrStopped and the cause (errors.Is(err,
-// context.Canceled) holds for a cancelled run, ErrMemory for the
-// watchdog's).
-func (e *StoppedError) Unwrap() []error { return []error{ErrStopped, e.Cause} }
+// Unwrap returns ErrStopped and the cause (ErrMemory for the
+// watchdog's, a cancelled ctx's cause), except a deadline: a run stopped
+// while its Lua ran is not a call that Redis left unanswered, so
+// errors.Is(err, context.DeadlineExceeded) is false.
+func (e *StoppedError) Unwrap() []error {
+	if errors.Is(e.Cause, context.DeadlineExceeded) {
+		return []error{ErrStopped}
+	}
+	return []error{ErrStopped, e.Cause}
+}
 
 // Memory watchdog: while any run is under way, every watchEvery the Go
 // heap (objects, runtime/metrics) is read; above heapLimit a collection

@@ -12,11 +12,14 @@
 // string, math; no cjson, struct, cmsgpack, bit or coroutine), without
 // what reads files, loads code or prints (dofile, loadfile, load,
 // loadstring, require, module, print, getfenv, setfenv), and a missing
-// global is an error as in Redis. A run is bounded: its ctx stops the Lua
-// between instructions and inside pattern matching (a *StoppedError), no
-// string longer than MaxString is built, and a watchdog on the Go heap
-// stops every run under way when it passes its bound. Replies reach the script converted as Redis converts
-// them for scripts (RESP2): integers as numbers, bulk strings as strings,
+// global is an error as in Redis. A run (Exec.Run) is bounded: its ctx
+// stops the Lua between instructions and inside pattern matching (Run
+// returns a *StoppedError), no string longer than MaxString is built, and
+// a watchdog on the Go heap stops every run under way when it passes its
+// bound. Run's errors name the script once ("x.lua:3: ...").
+//
+// Replies reach the script converted as Redis converts them for scripts
+// (RESP2): integers as numbers, bulk strings as strings,
 // arrays as tables, a nil reply as false, a status reply as {ok=...} and an
 // error as {err=...} (raised by redis.call, returned by redis.pcall). The
 // script's own reply comes back converted the other way, as EVAL returns
@@ -116,20 +119,18 @@ type Exec struct {
 	// Rounds, when not nil, collects every round trip.
 	Rounds *[]*Round
 
+	failed error // the last round trip's failure, raised in the script
+
 	readBefore bool
 	watching   bool
-	failed     error // the last round trip's failure, raised in the script
 }
 
 // Run runs s with KEYS keys and ARGV args and returns its reply converted as
 // EVAL returns it (int64, string, []any, nil). The script's error, or one
 // it raised with a Redis error, is returned as an error; so is a round trip
-// that failed (a network error, a cancelled ctx). Errors name the script
-// once. ctx also bounds the Lua itself: a script that loops forever, or a
-// pattern that backtracks for ever, stops when ctx is done with a
-// *StoppedError (its Cause is ctx's; ErrMemory when the memory watchdog
-// stopped it). A WATCH left by the script is undone (UNWATCH) before Run
-// returns.
+// that failed (a network error, a cancelled ctx). ctx also bounds the Lua
+// itself: a script that loops forever stops when ctx is done. A WATCH left
+// by the script is undone (UNWATCH) before Run returns.
 func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, error) {
 	e.readBefore, e.failed = false, nil
 	L, _ := s.pool.Get().(*lua.LState)
