@@ -79,8 +79,9 @@ var (
 )
 
 var watch struct {
-	mu   sync.Mutex
-	runs map[*context.CancelCauseFunc]struct{}
+	mu      sync.Mutex
+	runs    map[*context.CancelCauseFunc]struct{}
+	polling bool // watchHeap runs
 }
 
 // watched returns ctx with a cancel the watchdog can call, and the func
@@ -91,7 +92,8 @@ func watched(ctx context.Context) (context.Context, func()) {
 	if watch.runs == nil {
 		watch.runs = map[*context.CancelCauseFunc]struct{}{}
 	}
-	if len(watch.runs) == 0 {
+	if !watch.polling {
+		watch.polling = true
 		go watchHeap()
 	}
 	watch.runs[&cancel] = struct{}{}
@@ -111,22 +113,25 @@ func watchHeap() {
 	for range t.C {
 		watch.mu.Lock()
 		n, limit := len(watch.runs), heapLimit
-		watch.mu.Unlock()
 		if n == 0 {
+			watch.polling = false
+			watch.mu.Unlock()
 			return
 		}
+		watch.mu.Unlock()
 		if heapBytes() <= limit {
 			continue
 		}
 		runtime.GC() // garbage counts until swept: judge what is live
-		if used := heapBytes(); used > limit {
+		used := heapBytes()
+		watch.mu.Lock()
+		if limit = heapLimit; used > limit {
 			err := fmt.Errorf("%w (%d MiB over a bound of %d MiB)", ErrMemory, used>>20, limit>>20)
-			watch.mu.Lock()
 			for c := range watch.runs {
 				(*c)(err)
 			}
-			watch.mu.Unlock()
 		}
+		watch.mu.Unlock()
 	}
 }
 
