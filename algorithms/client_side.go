@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -116,8 +117,9 @@ func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at Clock
 
 // DecideOn implements ClientSider. Errors: cost outside 1..limit wraps
 // ErrCostExceedsLimit; a template that cannot be filled, or a reply the
-// predicate cannot judge, is a *ScriptError; the script's own errors and
-// failed round trips are returned wrapped with the name.
+// predicate cannot judge, or a run stopped while its Lua ran
+// (clientside.StoppedError), is a *ScriptError; the script's own errors
+// and failed round trips are Run's (they name the script).
 func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error) {
 	call, err := c.call(key, cost, at)
 	if err != nil {
@@ -132,8 +134,13 @@ func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key strin
 		args[i] = fmt.Sprint(a)
 	}
 	reply, err := e.Run(ctx, c.script, call.Keys, args)
+	if errors.Is(err, clientside.ErrStopped) {
+		// its Lua ran past the call's bound or the memory bound: the
+		// script's doing, not Redis's, and every call would do the same
+		return Decision{}, &ScriptError{err}
+	}
 	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+		return Decision{}, err // Run's errors name the script
 	}
 	d, err := c.decode(call, reply)
 	if err != nil {

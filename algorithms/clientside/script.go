@@ -7,10 +7,19 @@
 // redis.transaction({...}) (MULTI/EXEC: atomic, nil when a WATCHed key
 // changed) and WATCH/UNWATCH on the client's connection.
 //
-// The Lua is Lua 5.1, run by github.com/yuin/gopher-lua, with the libraries
-// a Redis script has (base, table, string, math; no cjson, struct,
-// cmsgpack or bit). Replies reach the script converted as Redis converts
-// them for scripts (RESP2): integers as numbers, bulk strings as strings,
+// The Lua is Lua 5.1, run by github.com/yuin/gopher-lua, in a sandbox as
+// strict as Redis 7.0's: the libraries a Redis script has (base, table,
+// string, math; no cjson, struct, cmsgpack, bit or coroutine), without
+// what reads files, loads code or prints (dofile, loadfile, load,
+// loadstring, require, module, print, getfenv, setfenv), and a missing
+// global is an error as in Redis. A run (Exec.Run) is bounded: its ctx
+// stops the Lua between instructions and inside pattern matching (Run
+// returns a *StoppedError), no string longer than MaxString is built, and
+// a watchdog on the Go heap stops every run under way when it passes its
+// bound. Run's errors name the script once ("x.lua:3: ...").
+//
+// Replies reach the script converted as Redis converts them for scripts
+// (RESP2): integers as numbers, bulk strings as strings,
 // arrays as tables, a nil reply as false, a status reply as {ok=...} and an
 // error as {err=...} (raised by redis.call, returned by redis.pcall). The
 // script's own reply comes back converted the other way, as EVAL returns
@@ -32,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	lua "github.com/yuin/gopher-lua"
@@ -55,7 +65,7 @@ func Compile(name, src string) (*Script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	proto, err := lua.Compile(chunk, name)
+	proto, err := lua.Compile(rewriteConcat(chunk), name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -111,6 +121,8 @@ type Exec struct {
 	// Rounds, when not nil, collects every round trip.
 	Rounds *[]*Round
 
+	failed error // the last round trip's failure, raised in the script
+
 	readBefore bool
 	watching   bool
 	refused    error // a command the policy refused (usercmd), for Run
@@ -127,15 +139,19 @@ type Exec struct {
 // ("x.lua called FUNCTION LOAD: not allowed (...)"), also when the script
 // caught the error (pcall) and went on.
 func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, error) {
-	e.readBefore = false
+	e.readBefore, e.failed = false, nil
 	L, _ := s.pool.Get().(*lua.LState)
 	if L == nil {
 		L = newState()
 	}
+	start := time.Now()
+	ctx, unwatch := watched(ctx) // the memory watchdog may stop it
+	defer unwatch()
 	L.SetContext(ctx) // a script that never returns stops with ctx
 	L.SetGlobal("KEYS", stringsTable(L, keys))
 	L.SetGlobal("ARGV", stringsTable(L, args))
 	L.SetGlobal("redis", e.redisTable(ctx, L))
+	L.SetGlobal(concatGlobal, L.NewFunction(concat))
 	L.Push(L.NewFunctionFromProto(s.proto))
 	err := L.PCall(0, 1, nil)
 	L.RemoveContext()
@@ -163,7 +179,12 @@ func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, er
 					return nil, fmt.Errorf("%s: %s", s.name, string(msg))
 				}
 			}
-			return nil, fmt.Errorf("%s: %s", s.name, ae.Object.String())
+			msg := ae.Object.String()
+			if ctx.Err() != nil && (e.failed == nil || !strings.HasSuffix(msg, e.failed.Error())) {
+				// stopped while the Lua ran, not while Redis answered
+				return nil, stopped(ctx, s.name, msg, time.Since(start))
+			}
+			return nil, errors.New(named(s.name, msg))
 		}
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -172,18 +193,14 @@ func (e *Exec) Run(ctx context.Context, s *Script, keys, args []string) (any, er
 	return fromLua(ret)
 }
 
-// newState is a Lua state with the libraries of a Redis script.
-func newState() *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	for _, lib := range []struct {
-		name string
-		fn   lua.LGFunction
-	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
-		L.Push(L.NewFunction(lib.fn))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
+// named is a Lua error message msg that names the script once: as it is
+// when it starts with the script's position ("name:line: ..."), else
+// after the name.
+func named(name, msg string) string {
+	if strings.HasPrefix(msg, name+":") {
+		return msg
 	}
-	return L
+	return name + ": " + msg
 }
 
 func stringsTable(L *lua.LState, ss []string) *lua.LTable {
@@ -205,6 +222,7 @@ func (e *Exec) redisTable(ctx context.Context, L *lua.LState) *lua.LTable {
 			}
 			replies, err := e.round(ctx, KindCall, [][]string{cmd})
 			if err != nil {
+				e.failed = err
 				L.RaiseError("%s", err.Error())
 			}
 			v := toLua(L, replies[0])
@@ -237,6 +255,7 @@ func (e *Exec) redisTable(ctx context.Context, L *lua.LState) *lua.LTable {
 			}
 			replies, err := e.round(ctx, kind, cmds)
 			if err != nil {
+				e.failed = err
 				L.RaiseError("%s", err.Error())
 			}
 			if replies == nil { // EXEC aborted

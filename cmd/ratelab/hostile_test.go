@@ -130,6 +130,32 @@ func TestHostile(t *testing.T) {
 		return []string{"capacity", "--redis", url, "--algorithms", "sliding-log", "--limits", "1000", "--keys", "4000", "--budget", "400000", "--out", path(out), "--format", "csv"}
 	}
 	var output string // the last attack's stdout+stderr
+	envFile := write(".env", "REDIS_PASSWORD=hostile-secret\n")
+	// a client-side script: attack, then a fixed window; exit 2 with msg,
+	// no secret, no forged line, the script named once in the last line
+	sandbox := func(name, lua string, extra []string, msg string) attack {
+		file := write("sandbox-"+strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r
+			}
+			return '-'
+		}, strings.ToLower(name))+".lua", lua+"\nlocal n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], 1000)\nif n <= 10 then return 1 end\nreturn 0\n")
+		args := []string{"verify", "--client-side", "--redis", url, "--script", file, "--limit", "10", "--window", "1s", "--out", path("out-" + filepath.Base(file))}
+		return attack{name: "client-side " + name, args: append(args, extra...), exit: exitUsage, msg: msg, post: func() string {
+			lines := strings.Split(strings.TrimSpace(output), "\n")
+			switch last := lines[len(lines)-1]; {
+			case strings.Contains(output, "hostile-secret"):
+				return "a file's secret in the output"
+			case strings.Contains(output, "::error") || strings.Contains(output, "::add-mask") || strings.Contains(output, `"holds"`):
+				return "the script's lines in the output"
+			case strings.Contains(output, "kept failing"):
+				return "said Redis kept failing"
+			case strings.Count(last, filepath.Base(file)) != 1:
+				return fmt.Sprintf("the script named %d times", strings.Count(last, filepath.Base(file)))
+			}
+			return ""
+		}}
+	}
 	var attacks []attack
 	for _, fl := range []struct{ cmd, flag string }{
 		{"verify", "--config"}, {"verify", "--script"}, {"run", "--scenario-file"}, {"run", "--traffic"}, {"run", "--script"},
@@ -187,6 +213,15 @@ func TestHostile(t *testing.T) {
 			exit: exitUsage, msg: "does not compile"},
 		attack{name: "script reply with escapes", args: []string{"verify", "--redis", url, "--script", escapes, "--key", "{key}", "--limit", "10", "--window", "1s"},
 			exit: exitUsage, post: noEscapes(&output)},
+		// client-side Lua: only what a Redis script has, bounded in time and memory
+		sandbox("dofile('.env')", "dofile('"+envFile+"')", nil, "nonexistent global variable 'dofile'"),
+		sandbox("print: CI commands, a forged verdict", "print('::error file=x::forged') print('::add-mask::x') print('{\"verdict\":\"holds\"}')",
+			[]string{"--format", "json"}, "nonexistent global variable 'print'"),
+		sandbox("backtracking string.find", "redis.call('GET', KEYS[1]) string.find(string.rep('a', 30000), '.-.-.-.-.-b')",
+			[]string{"--timeout", "1s", "--max-outage", "2s"}, "ran past its call's time bound"),
+		sandbox("string.rep('x', 2^33)", "local s = string.rep('x', 2^33)", nil, "string.rep: the result would be 8589934592 bytes"),
+		sandbox("doubling .. loop", "local s = 'xxx' while true do s = s .. s end", []string{"--timeout", "30s"}, "..: the result would be 805306368 bytes"),
+		sandbox("loop after the first calls", "if redis.call('INCR', KEYS[1] .. ':n') > 3 then while true do end end", nil, "ran past its call's time bound"),
 		// the rest of issue 24's messages: a state of the server named, not what it left behind
 		attack{name: "capacity, CLIENT KILL mid-fill (reconnects)", args: capacity("cap-kill"), exit: exitOK, pre: killClients},
 		attack{name: "bench, CLIENT KILL mid-run (reconnects)", args: []string{"bench", "--redis", url, "--algorithms", "sliding-log", "--duration", "3s", "--clients", "4", "--paths", "allow", "--out", path("bench-kill"), "--format", "csv"},
@@ -318,6 +353,32 @@ func TestHostile(t *testing.T) {
 		problem = fmt.Sprintf("exits %v: both wrote to one --out", exits)
 	}
 	row("two runs, one new --out", exits[0]+exits[1], exitUsage, time.Since(start), problem)
+
+	// a signal stops verify within 1 s whatever its client-side script does
+	runaway := write("runaway.lua", "redis.call('GET', KEYS[1]) local s = string.rep('a', 30000) while true do string.find(s, '.-.-.-.-.-b') end\nreturn 1\n")
+	for _, sg := range []struct {
+		sig  syscall.Signal
+		exit int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		cmd := exec.Command(bin, "verify", "--client-side", "--redis", url, "--script", runaway, "--limit", "10", "--window", "1s", "--timeout", "60s", "--max-outage", "60s", "--out", path("out-runaway-"+sg.sig.String()))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second) // into verify's trials
+		sent := time.Now()
+		_ = cmd.Process.Signal(sg.sig)
+		timer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+		_ = cmd.Wait()
+		timer.Stop()
+		took, problem := time.Since(sent), ""
+		switch {
+		case cmd.ProcessState.ExitCode() != sg.exit:
+			problem = fmt.Sprintf("exit %d", cmd.ProcessState.ExitCode())
+		case took > time.Second:
+			problem = "slower than 1s after the signal"
+		}
+		row("client-side runaway pattern, "+sg.sig.String(), cmd.ProcessState.ExitCode(), sg.exit, took, problem)
+	}
 
 	// what must hold after every attack
 	ctx := context.Background()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/launch"
@@ -116,6 +118,32 @@ func targetErr(err error) error {
 	}
 	return flagError(nil, err)
 }
+
+// scriptError is the error err of the script at path (its rows' name
+// name) under its flag: "--script PATH: ...", or "--script PATH:LINE: ..."
+// when err starts with the script's position ("name:line: ..."), so that
+// the script is named once.
+// A script stopped for running past its call's bound says which flag
+// sets the bound.
+func scriptError(path, name string, err error) error {
+	msg := err.Error()
+	if se := new(clientside.StoppedError); errors.As(err, &se) && errors.Is(se.Cause, context.DeadlineExceeded) {
+		msg += " (--timeout sets the bound)"
+	}
+	if rest, ok := strings.CutPrefix(msg, name+":"); ok && name != "" {
+		return usageError{&reworded{"--script " + path + ":" + rest, err}}
+	}
+	return usageError{&reworded{"--script " + path + ": " + msg, err}}
+}
+
+// reworded is err with the message msg.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (e *reworded) Error() string { return e.msg }
+func (e *reworded) Unwrap() error { return e.err }
 
 // atomicOnly refuses client-side targets in command (capacity, bench:
 // targets.AtomicOnly), naming the flag of c or the target file.

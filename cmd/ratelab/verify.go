@@ -100,8 +100,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
 	if err != nil {
 		err = errors.Join(err, flagError(nil, werr))
-		if name := f.target.specs[0].Script; name != "" {
-			return usagef("--script %s: %w", name, err)
+		if spec := f.target.specs[0]; spec.Script != "" {
+			return scriptError(spec.Script, spec.Name, err)
 		}
 		return usagef("%w", err)
 	}

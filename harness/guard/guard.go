@@ -8,6 +8,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
@@ -213,9 +215,16 @@ func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
 			return &targets.SpecError{Spec: s, Err: err}
 		}
 		seq := 0
+		var stopped error // a client-side script's Lua ran past the bound: it would again
 		_, err = server.ProbeScript(ctx, p, ProbeCalls, ProbeBound, func(ctx context.Context, _ redis.UniversalClient) error {
+			if stopped != nil {
+				return stopped
+			}
 			seq++
 			_, err := lim.Allow(ctx, "ratelab:probe:{k"+strconv.Itoa(seq%3)+"}", 1, algorithms.At(harness.VirtualEpoch.Add(time.Duration(seq)*100*time.Millisecond)))
+			if errors.Is(err, clientside.ErrStopped) {
+				stopped = err
+			}
 			return err
 		})
 		if name, _ := field.Name(err); name == "script" {
