@@ -1,7 +1,7 @@
 // Package cleanup finds, lists and removes what killed ratelab runs left
 // on a Redis: their keys (server.FindLeftovers), the ACL users of their
 // script guards (server.FindGuardUsers) and, on this machine, the
-// temporary directories of their local clusters (engine.SweepClusterDirs).
+// temporary directories of their local clusters (localredis.SweepClusterDirs).
 package cleanup
 
 import (
@@ -10,7 +10,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -45,7 +45,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove b
 		return false, err
 	}
 	if remove { // the temporary directories of --redis cluster runs that were killed
-		for _, d := range engine.SweepClusterDirs() {
+		for _, d := range localredis.SweepClusterDirs() {
 			fmt.Fprintf(w, "removed %s (a killed --redis cluster run's)\n", d)
 		}
 	}

@@ -22,8 +22,9 @@ const DefaultConnectTimeout = server.DefaultConnectTimeout
 
 // StartTimeout is the least time Open gives a server it starts itself
 // (exec, container, cluster) to come up, whatever the connect timeout: a
-// cluster forms in about a second, a container in one or two.
-const StartTimeout = 20 * time.Second
+// cluster forms in about a second, a container in one or two
+// (localredis.StartTimeout).
+const StartTimeout = localredis.StartTimeout
 
 // ErrNoRedis is wrapped by Open when no way to get a Redis was found.
 var ErrNoRedis = errors.New("no Redis available")
@@ -179,14 +180,20 @@ func startExec(ctx context.Context, timeout, dial time.Duration) (*server.Redis,
 	return rd, err
 }
 
-// process is a redis-server ratelab started (the cluster's nodes).
-type process = localredis.Process
+// ClusterMasters is the number of masters `--redis cluster` starts
+// (localredis.ClusterMasters).
+const ClusterMasters = localredis.ClusterMasters
 
-// spawnRedis is localredis.Spawn.
-var spawnRedis = localredis.Spawn
-
-// freePort is localredis.FreePort.
-var freePort = localredis.FreePort
+// startCluster starts a throwaway local Redis Cluster (see OpenWith
+// "cluster"; localredis.StartCluster): it waits up to timeout for it to
+// form; its client dials with dial.
+func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
+	rd, err := localredis.StartCluster(ctx, timeout, dial)
+	if errors.Is(err, localredis.ErrNoServer) {
+		return nil, fmt.Errorf("%w: the cluster engine starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
+	}
+	return rd, err
+}
 
 // envOr returns the environment variable name, or def when it is unset or empty.
 func envOr(name, def string) string {

@@ -22,7 +22,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -199,7 +199,8 @@ func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "ratelab: redis-server is not on PATH: your script is not tried on a throwaway Redis first")
 		return nil
 	}
-	p, err := engine.OpenWith(ctx, "exec", engine.Options{})
+	server.QuietLogs()
+	p, err := localredis.Start(ctx, localredis.StartTimeout, server.DefaultConnectTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "ratelab: your script is not tried on a throwaway Redis first: %v\n", err)
 		return nil

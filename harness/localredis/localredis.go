@@ -1,7 +1,9 @@
 // Package localredis starts throwaway redis-server processes from PATH on
-// free loopback ports: the "exec" Redis of ratelab and of its test helper
-// (ratelabtest), without Docker. harness/engine builds its exec and
-// cluster engines on it; importing it pulls no container client.
+// free loopback ports: the "exec" Redis of ratelab, of its test helper
+// (ratelabtest) and of the script probe (harness/guard), and the local
+// Redis Cluster of "cluster" (StartCluster, and SweepClusterDirs for the
+// directories of killed runs), without Docker. harness/engine builds its
+// exec and cluster engines on it; importing it pulls no container client.
 package localredis
 
 import (
@@ -22,6 +24,11 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
+
+// StartTimeout is the least time ratelab gives a server it starts itself
+// to come up, whatever the user's connect timeout (harness/engine's
+// StartTimeout, and the script probe's server).
+const StartTimeout = 20 * time.Second
 
 // ErrNoServer is wrapped by Start when redis-server is not on PATH.
 var ErrNoServer = errors.New("redis-server is not on PATH (Debian: apt-get install redis-server)")

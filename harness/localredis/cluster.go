@@ -1,4 +1,4 @@
-package engine
+package localredis
 
 import (
 	"context"
@@ -20,13 +20,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ClusterMasters is the number of masters `--redis cluster` starts.
+// ClusterMasters is the number of masters StartCluster starts (those of
+// `--redis cluster`).
 const ClusterMasters = 3
 
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// startCluster starts a local Redis Cluster: ClusterMasters redis-server
+// StartCluster starts a local Redis Cluster: ClusterMasters redis-server
 // processes from PATH with --cluster-enabled yes on free loopback ports
 // (client and bus ports), each given an equal range of the hash slots with
 // CLUSTER ADDSLOTSRANGE and introduced with CLUSTER MEET, and returns once
@@ -34,18 +35,20 @@ const clusterSlots = 16384
 // files live in a temporary directory; Close stops the processes and
 // removes it.
 //
-// It waits up to timeout for the cluster; its client dials with dial.
-func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
+// It waits up to timeout for the cluster; its client dials with dial. The
+// result is a *server.Redis of Mode "cluster". Errors wrap ErrNoServer, or
+// say which node failed and why.
+func StartCluster(ctx context.Context, timeout, dial time.Duration) (*server.Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("%w: the cluster engine starts redis-server from PATH, and it is not there (Debian: apt-get install redis-server)", ErrNoRedis)
+		return nil, ErrNoServer
 	}
 	SweepClusterDirs() // those of clusters whose ratelab was killed
 	dir, err := os.MkdirTemp("", clusterDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("start a Redis Cluster: %w", err)
 	}
-	var procs []*process
+	var procs []*Process
 	stop := func() error {
 		var wg sync.WaitGroup
 		errs := make([]error, len(procs))
@@ -69,14 +72,14 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 	deadline := time.Now().Add(timeout)
 	used := map[int]bool{}
 	for i := 0; i < ClusterMasters; i++ {
-		var p *process
+		var p *Process
 		var lastErr error
 		for attempt := 0; attempt < 3 && p == nil; attempt++ {
 			port, bus, err := freePortPair(used)
 			if err != nil {
 				return fail(err)
 			}
-			p, lastErr = spawnRedis(ctx, bin, port, time.Until(deadline), dial, []string{
+			p, lastErr = Spawn(ctx, bin, port, time.Until(deadline), dial, []string{
 				"--cluster-enabled", "yes",
 				"--cluster-port", strconv.Itoa(bus),
 				"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
@@ -123,7 +126,7 @@ func startCluster(ctx context.Context, timeout, dial time.Duration) (*server.Red
 }
 
 // busPort returns the --cluster-port argument p was started with.
-func busPort(p *process) string {
+func busPort(p *Process) string {
 	args := p.Cmd.Args
 	for i, a := range args {
 		if a == "--cluster-port" && i+1 < len(args) {
@@ -137,7 +140,7 @@ func busPort(p *process) string {
 func freePortPair(used map[int]bool) (int, int, error) {
 	var got []int
 	for len(got) < 2 {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return 0, 0, err
 		}
