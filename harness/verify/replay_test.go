@@ -27,6 +27,9 @@ func TestReplayCounterExamples(t *testing.T) {
 		{scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, scriptRun{file: "weighted-sliding-log.lua", args: nowWinLimIDC}},
 		{scriptRun{file: "shared-key.lua", args: nowWinLimID, gate: true}, scriptRun{file: "sliding-log.lua", args: nowWinLimID, gate: true}},
 		{scriptRun{file: "gcra-rounding.lua", args: nowWinLim}, scriptRun{file: "gcra.lua", args: nowWinLim}},
+		// reads no clock: verified in virtual time through its key's TTL,
+		// and replayed the same way
+		{scriptRun{file: "fw-first-hit.lua", args: limWinMS}, scriptRun{file: "fw-push-out.lua", args: limWinMS}},
 		// skewed client clocks: every limiter on the clients' clocks is
 		// fooled by the same trace, so no twin
 		{scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, scriptRun{}},
