@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -136,6 +135,9 @@ func (s *study) source(ce *measure.CounterExample) (*traceSrc, error) {
 	for _, us := range tc.SkewUS {
 		t.Skew = append(t.Skew, time.Duration(us)*time.Microsecond)
 	}
+	if len(tc.Requests) > maxTraceRequests {
+		return nil, field.Errorf("trace", "%d requests, more than a verification keeps (%d)", len(tc.Requests), maxTraceRequests)
+	}
 	for i, r := range tc.Requests {
 		if r.Cost < 1 || r.Key == "" {
 			return nil, field.Errorf("trace", "request %d: want a key and a cost >= 1", i+1)
@@ -144,9 +146,6 @@ func (s *study) source(ce *measure.CounterExample) (*traceSrc, error) {
 			return nil, field.Errorf("trace", "request %d is earlier than the one before it", i+1)
 		}
 		src.arrivals = append(src.arrivals, scenarios.Arrival{At: time.Duration(r.AtUS) * time.Microsecond, Key: r.Key, Cost: r.Cost, Client: r.Client})
-	}
-	if len(src.arrivals) > maxTraceRequests {
-		return nil, errors.New("trace: too many requests")
 	}
 	t.Schedule.Arrivals = src.arrivals
 	src.trial = t
