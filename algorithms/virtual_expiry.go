@@ -97,9 +97,14 @@ import (
 // are not expired in the middle of a script (Redis freezes key expiry
 // there), so nothing tracked vanishes mid-call.
 //
-// Not covered: keys outside the tracked prefix (they keep real TTLs); a
-// script with "#!lua flags=no-writes" (the emulation writes); function
-// libraries (ErrFunctionLibrary).
+// Not covered: keys outside the tracked prefix (a key of another hash tag
+// than the call's) do not expire in virtual time; their relative expiries
+// (EXPIRE, PEXPIRE, SETEX, PSETEX, SET and GETEX ... EX and PX, RESTORE)
+// get S added and TTL and PTTL take it off again, in both forms, so they
+// do not expire on the wall clock during the command either: whether such
+// a key is there never depends on how long the calls took (their absolute
+// expiries are sent as they are). A script with "#!lua flags=no-writes"
+// (the emulation writes); function libraries (ErrFunctionLibrary).
 
 // Names the expiry prefix declares, besides those of virtualTimePrefix.
 const (
@@ -174,15 +179,19 @@ func expiryPrefix(withTime, vararg bool) string {
 		"local function __ratelab_rel(v, unit) local x = __ratelab_int(v); if x == nil or x <= 0 then return nil end; return string.format('%d', x * unit + __ratelab_m) end;",
 		"local function __ratelab_abs(v, unit) local x = __ratelab_int(v); if x == nil then return nil end; x = x * unit; if x > __ratelab_xv then x = x + __ratelab_m end; return string.format('%d', math.max(x + __ratelab_off, 1)) end;",
 		"local function "+xAbs+"(cmd, ...) local a, m, u = {...}, select('#', ...), string.upper(cmd); __ratelab_pend = nil;",
-		"local read = u == 'TTL' or u == 'PTTL' or u == 'EXPIRETIME' or u == 'PEXPIRETIME'; __ratelab_args(not read, m, ...); if not __ratelab_in(a[1]) then return cmd, ... end;",
+		"local read = u == 'TTL' or u == 'PTTL' or u == 'EXPIRETIME' or u == 'PEXPIRETIME'; __ratelab_args(not read, m, ...);",
+		// a key outside the tracked prefix: its relative expiries shifted
+		// and read back (it never ends on the wall clock during the
+		// command), its absolute ones as sent
+		"local tk = __ratelab_in(a[1]); if not tk and (u == 'EXPIREAT' or u == 'PEXPIREAT' or u == 'EXPIRETIME' or u == 'PEXPIRETIME') then return cmd, ... end;",
 		"if u == 'EXPIRE' or u == 'PEXPIRE' then local t = __ratelab_rel(a[2], u == 'EXPIRE' and 1000 or 1); if t then cmd, a[2] = 'PEXPIRE', t end",
 		"elseif u == 'SETEX' or u == 'PSETEX' then local t = __ratelab_rel(a[2], u == 'SETEX' and 1000 or 1); if t then cmd, a[2] = 'PSETEX', t end",
 		"elseif u == 'EXPIREAT' or u == 'PEXPIREAT' then local t = __ratelab_abs(a[2], u == 'EXPIREAT' and 1000 or 1); if t then cmd, a[2] = 'PEXPIREAT', t end",
 		"elseif u == 'SET' or u == 'GETEX' then for i = (u == 'SET' and 3 or 2), m - 1 do local o, t = type(a[i]) == 'string' and string.upper(a[i]), nil;",
 		"if o == 'EX' or o == 'PX' then t = __ratelab_rel(a[i + 1], o == 'EX' and 1000 or 1); if t then a[i], a[i + 1] = 'PX', t end",
-		"elseif o == 'EXAT' or o == 'PXAT' then t = __ratelab_abs(a[i + 1], o == 'EXAT' and 1000 or 1); if t then a[i], a[i + 1] = 'PXAT', t end end end",
+		"elseif tk and (o == 'EXAT' or o == 'PXAT') then t = __ratelab_abs(a[i + 1], o == 'EXAT' and 1000 or 1); if t then a[i], a[i + 1] = 'PXAT', t end end end",
 		"elseif u == 'RESTORE' then local abs = false; for i = 4, m do if type(a[i]) == 'string' and string.upper(a[i]) == 'ABSTTL' then abs = true end end;",
-		"if (tonumber(a[2]) or 0) > 0 then a[2] = (abs and __ratelab_abs(a[2], 1) or __ratelab_rel(a[2], 1)) or a[2] end",
+		"if (tonumber(a[2]) or 0) > 0 and (tk or not abs) then a[2] = (abs and __ratelab_abs(a[2], 1) or __ratelab_rel(a[2], 1)) or a[2] end",
 		"elseif u == 'TTL' then cmd, __ratelab_pend = 'PTTL', 'ttl' elseif u == 'EXPIRETIME' then cmd, __ratelab_pend = 'PEXPIRETIME', 'et'",
 		"elseif u == 'PTTL' or u == 'PEXPIRETIME' then __ratelab_pend = u end;",
 		"return cmd, unpack(a, 1, m) end;",

@@ -21,7 +21,9 @@ import (
 // them), and the body runs. A lean EXPIRE or PEXPIRE of a tracked key with a
 // positive integer time t (at most 1e15) sends PEXPIRE key S instead (its
 // real TTL becomes the safety TTL at once) and, when Redis answers 1, notes
-// the exact virtual deadline vnow + t (ms). The suffix then records, for every
+// the exact virtual deadline vnow + t (ms); one of a key outside the tracked
+// prefix sends PEXPIRE key t + S (not emulated, as in the full form). The
+// suffix then records, for every
 // tracked or touched key (every key a lean body writes is its command's
 // first argument, so noted; keys of KEYS the body never touched are not
 // looked at, unlike the full form):
@@ -234,7 +236,11 @@ func leanExpire(real string) string {
 	return strings.Join([]string{
 		"__ratelab_lk = nil;",
 		"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
-		"if not " + leanIn("k") + " then local r = " + real + "(cmd, k, t); return r end;",
+		// a key outside the tracked prefix: not emulated, its TTL shifted
+		// by S (it never ends on the wall clock during the command)
+		"if not " + leanIn("k") + " then local x = tonumber(t); if x ~= nil and x % 1 == 0 and x > 0 and x <= 1e15 then",
+		"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end; local r = " + real + "('PEXPIRE', k, string.format('%d', x + __ratelab_xs)); return r end;",
+		"local r = " + real + "(cmd, k, t); return r end;",
 		"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end;",
 		// an integer in (0, 1e15]: x % 1 is NaN for an infinity
 		"local x = tonumber(t); if x == nil or x % 1 ~= 0 or x > 1e15 or x <= 0 then local r = " + real + "(cmd, k, t); if r == 1 then __ratelab_n[k] = 'x' end; return r end;",

@@ -207,3 +207,38 @@ func TestExpiryCallEqualsRewrite(t *testing.T) {
 		}
 	}
 }
+
+// A key outside the tracked prefix (a script that builds a key of another
+// hash tag) is not emulated, and does not expire on the wall clock during
+// the command either: its relative TTL gets the safety TTL added, in the
+// lean form and in the full one, and reads back as set (TTL, PTTL). So
+// whether it is gone never depends on how long the calls took in real
+// time (on a loaded machine a 500 ms TTL ran out between a greedy
+// adversary's calls, and a verdict found there did not replay).
+func TestVirtualExpiryUntrackedKeyOnSafetyTTL(t *testing.T) {
+	key := srv.Key(t)
+	comp := key + "~vt"
+	other := "untracked:" + key
+	t.Cleanup(func() { srv.Client().Del(t.Context(), other) })
+	cases := []struct {
+		name, src, want string
+	}{
+		{"lean PEXPIRE", "local k = ARGV[1] redis.call('INCR', k) redis.call('PEXPIRE', k, 100) return 1", "1"},
+		{"lean EXPIRE", "local k = ARGV[1] redis.call('INCR', k) redis.call('EXPIRE', k, 1) return 1", "1"},
+		{"full SET PX", "local k = ARGV[1] redis.call('SET', k, 'x', 'PX', 100) return redis.call('PTTL', k)", "100"},
+		{"full PEXPIRE", "local k = ARGV[1] redis.call('INCR', k) redis.call('PEXPIRE', k, 100) return redis.call('PTTL', k)", "100"},
+		{"full EXPIRE", "local k = ARGV[1] redis.call('INCR', k) redis.call('EXPIRE', k, 2) return redis.call('TTL', k)", "2"},
+		{"full SETEX", "local k = ARGV[1] redis.call('SETEX', k, 2, 'x') return redis.call('TTL', k)", "2"},
+	}
+	for _, c := range cases {
+		srv.Client().Del(t.Context(), other)
+		got, err := xcall(t, c.src, false, vt0, key, comp, other)
+		if err != nil || !within1(fmt.Sprint(got), c.want) {
+			t.Errorf("%s: got %v, %v; want %s", c.name, got, err, c.want)
+		}
+		// safety 1 h (xcall's): the real TTL is the script's plus that
+		if ttl := srv.Client().PTTL(t.Context(), other).Val(); ttl < time.Hour {
+			t.Errorf("%s: %s has a real TTL of %v, want the safety TTL (1h) added", c.name, other, ttl)
+		}
+	}
+}

@@ -125,9 +125,12 @@ func readResultsAs(path, command string, v any) error {
 // ReadVerify reads a verify.json written by `ratelab verify --out`, of the
 // current shape or the previous one (see VerifyReport.UnmarshalJSON). A
 // file that cannot be read, is not JSON, has no "families" array or comes
-// from a newer ratelab is an error naming path.
+// from a newer ratelab is an error naming path; so is one whose
+// counter-example's trace holds more than MaxTraceRequests requests
+// (wrapping ErrTraceTooLong), refused as the count passes the bound,
+// before the rest of the file is read and before any of it is decoded.
 func ReadVerify(path string) (*VerifyReport, error) {
-	data, err := input.ReadFile(path, input.MaxResults)
+	data, err := input.ReadFileChecked(path, input.MaxResults, checkCounts)
 	if err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}

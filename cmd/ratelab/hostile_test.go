@@ -3,8 +3,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -281,6 +283,23 @@ func TestHostile(t *testing.T) {
 		attacks = append(attacks, attack{name: a.name, args: a.args, exit: a.exit, msg: a.msg, pre: a.pre, post: a.post})
 	}
 
+	// replays: a counter-example verify offers to replay is replayed (a
+	// script that reads no clock included), and a forged verify.json is
+	// refused by its trace's count before the rest of it is read
+	firstHit, err := filepath.Abs("../../docs/examples/first-hit-window.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks = append(attacks,
+		attack{name: "verify a script that reads no clock (first hit)", args: []string{"verify", "--redis", url, "--script", firstHit, "--arg", "{window_ms}", "--arg", "{limit}",
+			"--allowed", "reply != nil", "--limit", "10", "--window", "1s", "--out", path("first-hit")}, exit: exitFail, msg: "violated"},
+		attack{name: "--replay of its counter-example", args: []string{"verify", "--redis", url, "--replay", path("first-hit/verify.json")},
+			exit: exitFail, msg: "violated again"},
+		attack{name: "--replay of a forged trace of 2x10^6 requests", args: []string{"verify", "--redis", url, "--replay", path("forged/verify.json")},
+			exit: exitUsage, msg: "trace longer than a verification keeps", fast: true,
+			pre: func() { forgeTrace(t, path("first-hit/verify.json"), path("forged/verify.json"), 2_000_000) }},
+	)
+
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "attack\texit\twant\ttime\tresult")
@@ -445,4 +464,52 @@ func slowEndpoint(t *testing.T, d time.Duration) string {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + l.Addr().String() + "/"
+}
+
+// forgeTrace writes to out the verify.json at in with its counter-example's
+// trace made n requests long (written as it goes, never held whole).
+func forgeTrace(t *testing.T, in, out string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	ce, _ := rec["counter_example"].(map[string]any)
+	trace, _ := ce["trace"].(map[string]any)
+	if trace == nil {
+		t.Fatalf("%s: no trace to forge", in)
+	}
+	const mark = "@@requests@@"
+	trace["requests"] = mark
+	b, err = json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, tail, _ := strings.Cut(string(b), `"`+mark+`"`)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString(head + "[")
+	for i := range n {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		fmt.Fprintf(w, `{"at_us":%d,"key":"user","cost":1,"client":0,"allowed":true}`, i)
+	}
+	w.WriteString("]" + tail)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

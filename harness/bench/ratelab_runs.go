@@ -114,6 +114,7 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 
 	out := ratelabRun{hist: newHist()}
 	var errs []error
+	var firstFailed error
 	for _, r := range results {
 		out.allowed += r.allowed
 		out.denied += r.denied
@@ -122,13 +123,18 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 		if r.err != nil {
 			errs = append(errs, r.err)
 		}
+		if firstFailed == nil {
+			firstFailed = r.firstFailed
+		}
 	}
 	out.run.Decisions = out.allowed + out.denied
 	if len(errs) > 0 {
 		return out, fmt.Errorf("ratelab run: %w", errs[0])
 	}
 	if out.errors > 0 && out.run.Decisions == 0 {
-		return out, fmt.Errorf("ratelab run: every decision failed")
+		// the calls' own error: the server state that refused them is
+		// named by it (server.Explain), not hidden behind a count
+		return out, fmt.Errorf("ratelab run: no call was decided (%d failed), the first with: %w", out.errors, firstFailed)
 	}
 	out.run.Tool = "ratelab"
 	out.run.Seconds = elapsed.Seconds()
@@ -146,6 +152,17 @@ type workerResult struct {
 	allowed, denied, errors int64
 	hist                    *hdrhistogram.Histogram
 	err                     error
+	// firstFailed is the error of the first call that failed (counted
+	// in errors), nil when none did
+	firstFailed error
+}
+
+// failed counts a call that failed with err.
+func (r *workerResult) failed(err error) {
+	r.errors++
+	if r.firstFailed == nil {
+		r.firstFailed = err
+	}
 }
 
 // worker is one client of a run.
@@ -253,7 +270,7 @@ func (wk *worker) loop(ctx context.Context) error {
 					continue
 				}
 				if d, err := decode(call, cmd); err != nil {
-					wk.out.errors++
+					wk.out.failed(err)
 				} else if d {
 					wk.out.allowed++
 				} else {
@@ -274,7 +291,7 @@ func (wk *worker) loop(ctx context.Context) error {
 			d, err := decode(call, cmd)
 			switch {
 			case err != nil:
-				wk.out.errors++
+				wk.out.failed(err)
 			case d:
 				wk.out.allowed++
 			default:

@@ -261,11 +261,22 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	return row, m.drop(ctx, prefix)
 }
 
+// bornWithTTL makes calibrate's hash and gives it its TTL in one atomic
+// call, so that no kill leaves a key without one (a pipeline of HSET and
+// PEXPIRE cut short can).
+//
+// KEYS[1] the hash; ARGV[1] its TTL, ms; reply: PEXPIRE's.
+var bornWithTTL = redis.NewScript(`redis.call('HSET', KEYS[1], 'f', '1') return redis.call('PEXPIRE', KEYS[1], ARGV[1])`)
+
 // calibrate measures what a key with a TTL costs beyond its MEMORY USAGE at
 // n keys: n small hashes (one field, listpack, whose MEMORY USAGE counts
 // every allocation at its real size) with a TTL, used_memory delta per key
 // minus their MEMORY USAGE.
 func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Duration) (float64, error) {
+	// cached before the first snapshot: the script cache is not a key's cost
+	if err := bornWithTTL.Load(ctx, m.c).Err(); err != nil {
+		return 0, err
+	}
 	if err := m.settle(ctx); err != nil {
 		return 0, err
 	}
@@ -280,8 +291,7 @@ func (m *meter) calibrate(ctx context.Context, prefix string, n int, ttl time.Du
 	for lo := 0; lo < n; lo += fillPipeline {
 		_, err := m.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys[lo:min(lo+fillPipeline, n)] {
-				p.HSet(ctx, k, "f", "1")
-				p.PExpire(ctx, k, ttl)
+				bornWithTTL.Eval(ctx, p, []string{k}, ttl.Milliseconds()) // EVAL: a SCRIPT FLUSH meanwhile is no NOSCRIPT
 			}
 			return nil
 		})

@@ -57,14 +57,20 @@ var accessProbe = redis.NewScript(accessProbeSrc)
 // and verify send (ACLCommands) on keys under KeyPrefix: it calls each one
 // directly on a few probe keys "ratelab:<id>:access-check:{p}:..." (a run
 // prefix of their own, so that `ratelab clean` finds what a kill -9 leaves;
-// each given a TTL of a minute as soon as it is written; deleted
-// afterwards), then runs a probe script (EVALSHA) that calls, from a
-// script, every command the algorithms' scripts call (TIME, their key
+// deleted afterwards), then runs a probe script (EVALSHA) that calls, from
+// a script, every command the algorithms' scripts call (TIME, their key
 // commands, PEXPIRE): an ACL applies inside scripts too. It imports no
-// algorithm. The error names the first command refused, with the grant
-// that fixes it: `the Redis user may not run ZADD (NOPERM ...): grant +zadd
-// (ratelab needs ...)`; a command refused only inside a script is named
-// "ZADD in a script".
+// algorithm.
+//
+// Every probe key is born with its TTL, so none is left without one
+// whatever moment the process dies at: the one key written is made by SET
+// ... PX (a minute); the commands that would make a key of another type
+// (ZADD, HSET, HINCRBY) are sent to that string key, where Redis checks
+// the ACL and then answers WRONGTYPE (a pass) without writing; the others
+// read, or write only keys that exist. The error names the first command
+// refused, with the grant that fixes it: `the Redis user may not run ZADD
+// (NOPERM ...): grant +zadd (ratelab needs ...)`; a command refused only
+// inside a script is named "ZADD in a script".
 func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 	base := RunPrefix(NewRunID()) + AccessCheckInfix + "{p}:"
 	str, zset, hash := base+"s", base+"z", base+"h"
@@ -87,18 +93,16 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 		{"EVAL", func() error { return c.Eval(ctx, probeScript, []string{str}).Err() }},
 		{"EVALSHA", func() error { return c.EvalSha(ctx, sha, []string{str}).Err() }},
 		{"GET", func() error { return ignoreNil(c.Get(ctx, str).Err()) }},
-		{"SET", func() error { return c.Set(ctx, base+"g", "1", time.Minute).Err() }},
-		{"INCRBY", func() error { return c.IncrBy(ctx, str, 1).Err() }},
-		{"PEXPIRE", func() error { return c.PExpire(ctx, str, time.Minute).Err() }},
-		{"ZADD", func() error { return c.ZAdd(ctx, zset, redis.Z{Score: 1, Member: "m"}).Err() }},
-		{"PEXPIRE", func() error { return c.PExpire(ctx, zset, time.Minute).Err() }},
+		{"PEXPIRE", func() error { return c.PExpire(ctx, str, time.Minute).Err() }}, // no key yet: nothing written
+		{"SET", func() error { return c.Set(ctx, str, "1", time.Minute).Err() }},    // born with its TTL
+		{"INCRBY", func() error { return c.IncrBy(ctx, str, 1).Err() }},             // keeps it
+		{"ZADD", func() error { return wrongType(c.ZAdd(ctx, str, redis.Z{Score: 1, Member: "m"}).Err()) }},
 		{"ZCARD", func() error { return c.ZCard(ctx, zset).Err() }},
 		{"ZRANGE", func() error { return c.ZRangeWithScores(ctx, zset, 0, 0).Err() }},
 		{"ZREMRANGEBYSCORE", func() error { return c.ZRemRangeByScore(ctx, zset, "0", "0").Err() }},
-		{"HSET", func() error { return c.HSet(ctx, hash, "f", 1).Err() }},
-		{"PEXPIRE", func() error { return c.PExpire(ctx, hash, time.Minute).Err() }},
-		{"HINCRBY", func() error { return c.HIncrBy(ctx, hash, "f", 1).Err() }},
-		{"HGET", func() error { return c.HGet(ctx, hash, "f").Err() }},
+		{"HSET", func() error { return wrongType(c.HSet(ctx, str, "f", 1).Err()) }},
+		{"HINCRBY", func() error { return wrongType(c.HIncrBy(ctx, str, "f", 1).Err()) }},
+		{"HGET", func() error { return ignoreNil(c.HGet(ctx, hash, "f").Err()) }},
 		{"HMGET", func() error { return c.HMGet(ctx, hash, "f").Err() }},
 		{"HDEL", func() error { return c.HDel(ctx, hash, "f").Err() }},
 		{"SCAN", func() error { _, err := ScanKeys(ctx, c, base); return err }},
@@ -120,6 +124,15 @@ func CheckAccess(ctx context.Context, c redis.UniversalClient) error {
 		return accessError(res[0]+" in a script", errors.New(res[1]))
 	}
 	return nil
+}
+
+// wrongType is err, or nil for a WRONGTYPE reply: the command passed the
+// ACL and was refused only for the key's type, writing nothing.
+func wrongType(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return nil
+	}
+	return err
 }
 
 func ignoreNil(err error) error {

@@ -19,7 +19,7 @@ import (
 // refuses writes with READONLY), the connection closed by the server
 // (CLIENT KILL, its timeout setting, a proxy). The error that ends such a
 // command must say so first (issue 24, messages), not show what the cause
-// left behind (EXECABORT, EOF, "every decision failed", keys gone because
+// left behind (EXECABORT, EOF, "no call was decided", keys gone because
 // a refresh was refused).
 
 // CauseKind is the server state a *CauseError names.
@@ -148,7 +148,7 @@ func hidesCause(err error) bool {
 	if IsTimeout(err) || strings.Contains(s, "timeout") || strings.Contains(s, "did not answer") || strings.Contains(s, "refused") {
 		return false // a hung or gone server: nothing to read from it
 	}
-	return IsEnvError(err) || strings.Contains(s, "EXECABORT") || strings.Contains(s, "every decision failed") ||
+	return IsEnvError(err) || strings.Contains(s, "EXECABORT") || strings.Contains(s, "no call was decided") ||
 		strings.Contains(s, "calls failed") || strings.Contains(s, "kept failing")
 }
 

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,7 +17,8 @@ import (
 // Replay sends the trace of counter-example ce (from a verify.json: its
 // Trace) to lim again, exactly: in virtual time, each request at the
 // trace's anchor plus its At, in order, on fresh keys with key TTLs on the
-// virtual clock, and judges the answers as ce was judged: a violation of
+// virtual clock (a script that reads no clock meets time through them
+// alone, as Run's trials did), and judges the answers as ce was judged: a violation of
 // the limit that broke (ce.Limit per ce.WindowMS, else cfg's primary
 // window), starvation under ce.MinFidelity, interference against the same
 // requests on a fresh key alone. Build lim from cfg.Limits, the limits
@@ -28,12 +28,14 @@ import (
 // CounterExample then holds the replay's decisions and trace), Holds when
 // it does not, Inconclusive when a call failed. One family, "replay",
 // holds the figures. cfg's Limits, Timeout, MaxOutage, RunID, Seed and
-// Progress are used; the other fields are not.
+// Progress are used; the other fields are not (RealTime included: a trace
+// is always sent in virtual time).
 //
 // Errors: cfg invalid (Validate's); ce without a Trace, or of a kind
-// Replay cannot judge, a field error naming "trace"; a target that cannot
-// take an injected clock, or has no Redis (rd nil), or is not a script
-// (algorithms.Scripted); Redis errors. The keys are removed at the end.
+// Replay cannot judge, a field error naming "trace"; a target that Run
+// would not verify in virtual time: one without Redis (rd nil), not a
+// script (algorithms.Scripted or algorithms.ClientSider), or on a clock of
+// its own; Redis errors. The keys are removed at the end.
 func Replay(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config, ce *measure.CounterExample) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -42,13 +44,19 @@ func Replay(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg C
 		return nil, field.Errorf("trace", "the report has no counter-example with a trace to replay")
 	}
 	cfg = cfg.WithDefaults()
-	caps := lim.Capabilities()
-	if _, ok := lim.(algorithms.Scripted); !ok || rd == nil || !caps.InjectsTime {
-		return nil, fmt.Errorf("%s cannot be replayed in virtual time: a trace replays on a script on Redis that takes an injected clock", lim.Name())
-	}
+	cfg.RealTime = false // a trace is sent in virtual time, whatever the caller's setting
 	s := harness.NewSession(rd, cfg.RunID, cfg.Timeout)
-	st := &study{lim: lim, caps: caps, cfg: cfg, prefix: s.Prefix + "verify:", limit: cfg.Primary(), limits: cfg.Limits,
-		header: header(s, cfg), rdb: rd.Client}
+	st := &study{lim: lim, caps: lim.Capabilities(), cfg: cfg, prefix: s.Prefix + "verify:", limit: cfg.Primary(), limits: cfg.Limits,
+		header: header(s, cfg)}
+	if rd != nil {
+		st.rdb = rd.Client
+		// a script that reads no clock is on the virtual clock through its
+		// keys' TTLs, as in the verification that found the trace
+		st.expiryClock = st.onExpiryClock()
+	}
+	if !st.emulated() || !st.caps.InjectsTime {
+		return nil, fmt.Errorf("%s cannot be replayed in virtual time: a trace replays on a script on Redis (server- or client-side) that takes an injected clock or reads no clock", lim.Name())
+	}
 	defer s.RemoveKeysOrSay(ctx, cfg.Progress)
 	if err := s.Start(ctx); err != nil {
 		return nil, fmt.Errorf("register the replay: %w", err)
@@ -127,6 +135,9 @@ func (s *study) source(ce *measure.CounterExample) (*traceSrc, error) {
 	for _, us := range tc.SkewUS {
 		t.Skew = append(t.Skew, time.Duration(us)*time.Microsecond)
 	}
+	if len(tc.Requests) > maxTraceRequests {
+		return nil, field.Errorf("trace", "%d requests, more than a verification keeps (%d)", len(tc.Requests), maxTraceRequests)
+	}
 	for i, r := range tc.Requests {
 		if r.Cost < 1 || r.Key == "" {
 			return nil, field.Errorf("trace", "request %d: want a key and a cost >= 1", i+1)
@@ -135,9 +146,6 @@ func (s *study) source(ce *measure.CounterExample) (*traceSrc, error) {
 			return nil, field.Errorf("trace", "request %d is earlier than the one before it", i+1)
 		}
 		src.arrivals = append(src.arrivals, scenarios.Arrival{At: time.Duration(r.AtUS) * time.Microsecond, Key: r.Key, Cost: r.Cost, Client: r.Client})
-	}
-	if len(src.arrivals) > maxTraceRequests {
-		return nil, errors.New("trace: too many requests")
 	}
 	t.Schedule.Arrivals = src.arrivals
 	src.trial = t

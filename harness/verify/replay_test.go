@@ -3,10 +3,12 @@ package verify_test
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -27,6 +29,9 @@ func TestReplayCounterExamples(t *testing.T) {
 		{scriptRun{file: "ignores-cost.lua", args: nowWinLimIDC}, scriptRun{file: "weighted-sliding-log.lua", args: nowWinLimIDC}},
 		{scriptRun{file: "shared-key.lua", args: nowWinLimID, gate: true}, scriptRun{file: "sliding-log.lua", args: nowWinLimID, gate: true}},
 		{scriptRun{file: "gcra-rounding.lua", args: nowWinLim}, scriptRun{file: "gcra.lua", args: nowWinLim}},
+		// reads no clock: verified in virtual time through its key's TTL,
+		// and replayed the same way
+		{scriptRun{file: "fw-first-hit.lua", args: limWinMS}, scriptRun{file: "fw-push-out.lua", args: limWinMS}},
 		// skewed client clocks: every limiter on the clients' clocks is
 		// fooled by the same trace, so no twin
 		{scriptRun{file: "sliding-log.lua", args: nowWinLimID, skew: 20 * time.Millisecond}, scriptRun{}},
@@ -78,4 +83,54 @@ func scriptLimiter(t *testing.T, s scriptRun) algorithms.Limiter {
 		t.Fatal(err)
 	}
 	return lim
+}
+
+// slowDecode is a script limiter that stalls once, for stall, after the
+// answers of its first round trip: the wall clock moves on between two
+// calls of a trace, as on a loaded machine.
+type slowDecode struct {
+	algorithms.Scripted
+	once  sync.Once
+	stall time.Duration
+}
+
+func (s *slowDecode) Decode(c algorithms.ScriptCall, reply any) (algorithms.Decision, error) {
+	s.once.Do(func() { time.Sleep(s.stall) })
+	return s.Scripted.Decode(c, reply)
+}
+
+// A virtual-time replay never depends on the wall clock: a log kept in a
+// key of another hash tag than the call's, with a TTL of one window (500
+// ms), is there for the second burst of a trace whatever real time passed
+// before it. The trace: L accepted at 10 ms, 300 denied at 11 ms (so the
+// rest goes in a second round trip, after a stall of 700 ms of real time),
+// L more at 300 ms, within one window of the first: denied, the
+// trace holds. (Under load, such a key ran out on the wall clock between a
+// greedy adversary's calls: VIOLATED 2.00x, which its replay did not
+// reproduce.)
+func TestReplayIgnoresWallClock(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
+	var steps []measure.Step
+	for i := range 340 {
+		at := 10 * time.Millisecond
+		switch {
+		case i >= 320:
+			at = 300 * time.Millisecond
+		case i >= 20:
+			at = 11 * time.Millisecond
+		}
+		steps = append(steps, measure.Step{AtUS: at.Microseconds(), Key: "user", Cost: 1})
+	}
+	ce := &measure.CounterExample{Family: "greedy", Trial: "two bursts", Kind: measure.Violated, Accepted: 40, Limit: 20,
+		Trace: &measure.Trace{AnchorUS: harness.AlignUp(harness.VirtualEpoch, l.Window).UnixMicro(), WindowMS: l.Window.Milliseconds(), Requests: steps}}
+	for _, stall := range []time.Duration{0, 700 * time.Millisecond} {
+		lim := scriptLimiter(t, scriptRun{file: "other-tag-sliding-log.lua", args: nowWinLimID})
+		rep, err := verify.Replay(ctx, srv.Redis, &slowDecode{Scripted: lim.(algorithms.Scripted), stall: stall}, verifyConfig(l), ce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict != measure.Holds || rep.Decisions != 340 {
+			t.Errorf("stall %s: verdict %s after %d decisions, counter-example %+v; want holds after 340", stall, rep.Verdict, rep.Decisions, rep.CounterExample)
+		}
+	}
 }

@@ -45,8 +45,9 @@ import (
 // make when Config.ShrinkBudget is zero.
 const DefaultShrinkBudget = 200_000
 
-// maxTraceRequests is the longest trace a counter-example keeps.
-const maxTraceRequests = 100_000
+// maxTraceRequests is the longest trace a counter-example keeps (the
+// bound measure.ReadVerify holds a verify.json to).
+const maxTraceRequests = measure.MaxTraceRequests
 
 // errBudget says the shrinking budget is spent.
 var errBudget = errors.New("shrinking budget spent")

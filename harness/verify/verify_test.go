@@ -113,6 +113,7 @@ var (
 	nowWinLim    = []string{"{now_us}", "{window_us}", "{limit}"}
 	nowWinLimID  = []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}
 	nowWinLimIDC = []string{"{now_us}", "{window_us}", "{limit}", "{request_id}", "{cost}"}
+	limWinMS     = []string{"{limit}", "{window_ms}"} // a script that reads no clock
 )
 
 type scriptRun struct {
