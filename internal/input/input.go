@@ -9,7 +9,6 @@ package input
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -59,25 +58,7 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 // (wrapping ErrTooLarge); max <= 0 means MaxText. A file that grows while
 // read is refused the same way: at most max+1 bytes are ever read.
 func ReadFile(path string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = MaxText
-	}
-	f, st, err := Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }() // read only: nothing to flush
-	if st.Size() > max {
-		return nil, tooLarge(path, st.Size(), max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, tooLarge(path, int64(len(data)), max)
-	}
-	return data, nil
+	return ReadFileChecked(path, max, nil)
 }
 
 func tooLarge(path string, size, max int64) error {
