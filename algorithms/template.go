@@ -54,7 +54,7 @@ type Template struct {
 // part is one piece of a Template: exactly one of lit, name and prog is set.
 type part struct {
 	lit  string
-	name string      // a lone placeholder, rendered as before expressions existed
+	name string      // a lone placeholder, written directly (appendPlaceholder), not evaluated
 	prog *vm.Program // an expression
 	src  string      // the expression's text, without the braces
 	uses []string    // the Placeholders the expression names

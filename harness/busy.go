@@ -9,7 +9,7 @@ import (
 )
 
 // A script still running after its call timed out: the Runner stops its
-// own with SCRIPT KILL and leaves another client's alone (issue 24 item 3).
+// own with SCRIPT KILL and leaves another client's alone.
 
 // killBusy is called after a call ratelab sent at sent timed out: a
 // script of ratelab's still running would leave the user's Redis answering

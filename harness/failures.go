@@ -21,7 +21,7 @@ var ErrCallsFailed = errors.New("calls failed")
 // CallsFailedError ends a run some of whose calls failed (an outage shorter
 // than MaxOutage, OOM, READONLY, a timeout, a connection killed): the
 // failed decisions were counted as OnError says, so the figures are not
-// the limiter's alone, and the run is not complete (issue 24 item 5).
+// the limiter's alone, and the run is not complete.
 type CallsFailedError struct {
 	// Failed of Calls calls failed; First is the first failure.
 	Failed, Calls int64

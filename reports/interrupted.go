@@ -13,8 +13,8 @@ import (
 // *measure.Results, *measure.CapacityResults or *measure.BenchResults,
 // indented as WriteDir, WriteCapacityDir and WriteBenchDir write it. It is
 // what a command stopped by Ctrl-C leaves: a few milliseconds, where the
-// plots and reports take seconds on a loaded machine (issue 24 item 7:
-// 1.3-4.8 s after the signal); Rerender writes them from it later. It
+// plots and reports take seconds on a loaded machine (1.3-4.8 s after
+// the signal, measured); Rerender writes them from it later. It
 // creates dir (and its parents). A nil r, or one of another type, is an
 // error; else errors as WriteFile's.
 func WriteResultsJSON(dir string, r any) error {

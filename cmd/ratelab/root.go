@@ -122,9 +122,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // listFlags are the flags that name targets or scenarios, each once: a
-// name given twice would run twice on the same keys (issue 24 item 5:
-// `--algorithms fixed-window,fixed-window` shared its keys, 100 and 0
-// accepted).
+// name given twice would run twice on the same keys
+// (`--algorithms fixed-window,fixed-window` would share its keys and
+// split what they accept between the two rows).
 var listFlags = []string{"algorithms", "scenarios", "script", "config", "scenario-file"}
 
 // noDuplicates refuses a name given twice in one of c's listFlags.

@@ -124,7 +124,7 @@ var trafficOnly = []string{"traffic-format", "key-field", "time-field", "cost-fi
 // runTraffic is `run --traffic`: open the file, replay it, publish.
 func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	// a replay runs the built-ins: a target given beside it would be
-	// dropped without a word (issue 24 item 5)
+	// dropped without a word
 	for _, n := range []string{"script", "config", "key", "arg", "allowed", "allowed-when", "trust-script"} {
 		if c.Flags().Changed(n) {
 			return usagef("--%s: --traffic replays the built-in algorithms only (--algorithms); run your script's scenarios without --traffic", n)

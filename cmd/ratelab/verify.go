@@ -188,7 +188,7 @@ func prefix(p, msg string) string {
 	return p + msg
 }
 
-// ratelab in CI (issue 22): verify's --junit, the GitHub Actions
+// ratelab in CI: verify's --junit, the GitHub Actions
 // annotations and job summary, several targets in one command, Redis from
 // the environment, ratelab.yaml found in the working directory, --quiet,
 // a JSON object on stdout whatever happens, exit 130 on Ctrl-C.

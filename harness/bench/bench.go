@@ -314,7 +314,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		}
 		defer sess.RemoveKeysOrSay(ctx, progress)
 		// registered, so that clean skips the live bench and removes what a
-		// killed one left (issue 24 item 4)
+		// killed one left
 		if err := sess.Start(ctx); err != nil {
 			return fmt.Errorf("register the bench: %w", err)
 		}

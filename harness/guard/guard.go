@@ -1,5 +1,5 @@
-// Package guard protects the user's Redis from the user's scripts (issue
-// 14, server.GuardScript): on a Redis ratelab did not start, the scripts'
+// Package guard protects the user's Redis from the user's scripts
+// (server.GuardScript): on a Redis ratelab did not start, the scripts'
 // calls run as a temporary ACL user limited to the run's keys, unless the
 // user trusts them; before that, each script is tried on a throwaway
 // redis-server (Probe), so that one that would keep the user's Redis busy
@@ -143,8 +143,8 @@ func (s *Scripts) Close() {
 // Compiles loads the scripts among specs (and their set-up scripts) into
 // rdb with SCRIPT LOAD, which compiles a script without running it, so that
 // one that does not compile is refused before the command's first call
-// (issue 24 item 5: run skipped such a script on every scenario it could
-// not run, or counted its every call failed, and went on). A script that
+// (rather than a run that skips it on every scenario, or counts its every
+// call failed, and goes on). A script that
 // Redis refuses is a *targets.SpecError naming the field "script" (or
 // "setup") with Redis's message; any other error (Redis unreachable) is
 // returned as it is. Client-side scripts run in ratelab's Lua VM, not in
@@ -188,8 +188,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// Probe tries the scripts among specs on a throwaway redis-server (issue
-// 24 item 3): one that writes and then runs past ProbeBound would leave the
+// Probe tries the scripts among specs on a throwaway redis-server: one that writes and then runs past ProbeBound would leave the
 // user's Redis answering BUSY to everyone (SCRIPT KILL cannot stop it), so
 // it is refused with a *RefusedError. A script that cannot be built for the
 // probe's limit is a *targets.SpecError. Without redis-server on PATH, or

@@ -14,8 +14,7 @@ import (
 )
 
 // Calls that wait on a Redis that hangs (SIGSTOP, a full disk, a dead
-// link without a reset) end when the command is interrupted (issue 24 item
-// 7): go-redis observes a context's deadline but not its cancellation while
+// link without a reset) end when the command is interrupted: go-redis observes a context's deadline but not its cancellation while
 // it waits for a reply, so a cancelled call waited up to its read timeout
 // (30 s in bench) and Ctrl-C took seconds to minutes. Every client ratelab
 // makes is Tracked: its connections are known, and AbortCalls sets their
@@ -173,7 +172,7 @@ func (trackHook) DialHook(next redis.DialHook) redis.DialHook {
 		tracked.Unlock()
 		if _, ok := c.(syscall.Conn); ok {
 			// go-redis's pool health check peeks at the socket through
-			// syscall.Conn: keep it (a TLS connection has none, as before)
+			// syscall.Conn: keep it (a TLS connection has none)
 			return &trackedSysConn{t}, nil
 		}
 		return t, nil

@@ -18,7 +18,7 @@ import (
 // refuses writes with OOM), Redis turned into a replica (REPLICAOF: it
 // refuses writes with READONLY), the connection closed by the server
 // (CLIENT KILL, its timeout setting, a proxy). The error that ends such a
-// command must say so first (issue 24, messages), not show what the cause
+// command must say so first, not show what the cause
 // left behind (EXECABORT, EOF, "no call was decided", keys gone because
 // a refresh was refused).
 

@@ -382,7 +382,7 @@ func procIdentity(pid int) string {
 // GuardUserPrefix begins the name of every ACL user a Guard creates; the
 // run id follows ("ratelab-guard-<run id>"), so that a user left by a
 // killed run (kill -9 leaves it enabled, with its password) is found and
-// removed by `ratelab clean` (issue 24 item 4).
+// removed by `ratelab clean`.
 const GuardUserPrefix = "ratelab-guard-"
 
 // GuardUser is an ACL user a run's Guard left on a server.

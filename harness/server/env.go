@@ -10,7 +10,7 @@ import (
 )
 
 // A command's figures are the limiter's only while its Redis is the one it
-// started on, with the command's keys in it (issue 24 item 5): a restart
+// started on, with the command's keys in it: a restart
 // (INFO's run_id changes: the keys and the script cache are gone), a
 // FLUSHALL or FLUSHDB, an UNLINK of the command's keys by someone else make
 // the limiter start from nothing mid-command, and a verify would then call

@@ -273,7 +273,7 @@ func Started(rd *Redis) bool {
 }
 
 // GuardScript is ratelab's policy for a user's script on rd, for the run
-// runID (issue 14): on a server ratelab started (Started), or when the
+// runID: on a server ratelab started (Started), or when the
 // user trusts the script, it needs no guard and GuardScript returns nil,
 // nil. Otherwise the script's calls must run under a Guard for the run's
 // keys (KeyPrefix + runID + ":"), which GuardScript creates and the caller

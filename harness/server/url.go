@@ -287,7 +287,7 @@ func connError(addr, user string, tls bool, err error) error {
 		}
 		return fmt.Errorf("TLS handshake with %s failed: %s%s", addr, oneLine(s), hint)
 	case strings.HasPrefix(s, "BUSY"):
-		// another client's script: never ratelab's to kill (issue 24 item 3)
+		// another client's script: never ratelab's to kill
 		return fmt.Errorf("the Redis at %s is busy running another client's script (it answers BUSY to everyone until the script ends): ratelab leaves it alone and writes nothing; try again when it is done", addr)
 	case !tls && (errors.Is(err, syscall.ECONNRESET) || strings.Contains(s, "EOF")):
 		return fmt.Errorf("cannot reach Redis at %s: %s (a TLS-only port? use rediss://)", addr, oneLine(s))

@@ -55,7 +55,8 @@ type Job struct {
 func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (rep *measure.VerifyReport, runErr, werr error) {
 	cfg := j.Config
 	if j.Out != "" {
-		// created before the run, as the decision log used to create it
+		// created before the run, so that the decision log and every file the
+		// run writes have their directory
 		if err := os.MkdirAll(j.Out, 0o755); err != nil {
 			return nil, nil, field.Errorf("out", "%w", err)
 		}
