@@ -207,7 +207,7 @@ func TestGCRAScriptIsTheLibrarys(t *testing.T) {
 	}
 }
 
-// gcra takes an injected clock (issue 11): an hour later on the caller's
+// gcra takes an injected clock: an hour later on the caller's
 // clock is an hour later for redis_rate's script, whose TIME answers the
 // injected time; DecidedAt is that time.
 func TestGCRATakesInjectedClock(t *testing.T) {

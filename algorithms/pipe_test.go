@@ -45,7 +45,7 @@ func replies(t *testing.T, cmds []*redis.Cmd) []int64 {
 	return out
 }
 
-// Issue 18 item 6: the one pipelined executor. Each step flushes (or not)
+// The one pipelined executor. Each step flushes (or not)
 // the script cache, runs a batch, and checks that every call ran exactly
 // once, in order (the counters' replies), and how often NOSCRIPT made it
 // load the scripts.

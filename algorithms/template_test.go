@@ -34,7 +34,7 @@ func TestTemplateFill(t *testing.T) {
 		v    *algorithms.Values // nil: vals
 		want string
 	}{
-		// Lone placeholders render exactly as before expressions existed.
+		// Lone placeholders render their values' exact text.
 		{tpl: "{now_us}", want: "1767225600123456"},
 		{tpl: "{now_ms}", want: "1767225600123"},
 		{tpl: "{now_s}", want: "1767225600.123456"},
@@ -156,7 +156,7 @@ func TestTemplateErrors(t *testing.T) {
 		tpl  string
 		want string // a substring of the error
 	}{
-		// A typo in a lone placeholder, as before, now with its position.
+		// A typo in a lone placeholder is refused with its position.
 		{"x{nwo_us}", `template "x{nwo_us}", character 2: unknown placeholder {nwo_us} (known: {now_us}`},
 		// A typo in an expression names the variable and where it is.
 		{"{floor(nwo_ms / window_ms)}", `template "{floor(nwo_ms / window_ms)}", character 8: unknown name nwo_ms (known: now_us, now_ms`},
@@ -182,7 +182,7 @@ func TestTemplateErrors(t *testing.T) {
 		{"{key + $env.now_ms}", "$env is not supported"},
 		// reply is a variable of predicates only.
 		{"{reply}", "unknown placeholder {reply}"},
-		// issue 24: an expression that fails whatever the values fails here,
+		// an expression that fails whatever the values fails here,
 		// in the template's words, not as a raw Go run-time error on the
 		// first call.
 		{"{now_us % 0}", `template "{now_us % 0}", character 2: {now_us % 0} fails whatever the values: division by zero (an integer / or % by 0)`},
@@ -313,7 +313,7 @@ func ExampleParseTemplate() {
 	// template "{floor(nwo_ms / window_ms)}", character 8: unknown name nwo_ms (known: now_us, now_ms, now_s, window_us, window_ms, window_s, limit, cost, request_id, key)
 }
 
-// Fill of a template of lone placeholders (the fast path, as before) and of
+// Fill of a template of lone placeholders (the fast path) and of
 // expressions.
 func BenchmarkTemplateFill(b *testing.B) {
 	for _, src := range []string{

@@ -136,7 +136,7 @@ func TestVirtualExpiryTTL(t *testing.T) {
 			if ttl == -1*time.Nanosecond || ttl == -1*time.Millisecond {
 				t.Fatalf("step %d: %s has no TTL between calls", i, k)
 			}
-			// issue 24 item 4: capped at the safety TTL (1 h here), however
+			// capped at the safety TTL (1 h here), however
 			// long the virtual one
 			if ttl > time.Hour {
 				t.Fatalf("step %d: %s has a real TTL of %v between calls, past the safety TTL (1h)", i, k, ttl)

@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// issue 14 item 5: a script that loops forever is stopped with SCRIPT KILL
+// a script that loops forever is stopped with SCRIPT KILL
 // when its call times out, and the error says so; the user's Redis answers
 // again afterwards instead of BUSY.
 func TestLoopingScriptIsKilled(t *testing.T) {
@@ -83,7 +83,7 @@ func busyServer(t *testing.T, threshold time.Duration, script string, keys ...st
 	return rd, done
 }
 
-// issue 24 item 3: another client's script that keeps Redis busy is never
+// another client's script that keeps Redis busy is never
 // killed by ratelab, which runs only built-ins: its call times out, it
 // says Redis is busy with another client's script, and that script is
 // still running afterwards (the test kills it).
@@ -129,7 +129,7 @@ func TestOtherClientsScriptIsLeftAlone(t *testing.T) {
 	}
 }
 
-// issue 24 item 3: ratelab's own script that wrote and then loops cannot be
+// ratelab's own script that wrote and then loops cannot be
 // killed: the error says so and names SHUTDOWN NOSAVE.
 func TestUnkillableScriptIsNamed(t *testing.T) {
 	ctx := context.Background()

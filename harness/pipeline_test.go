@@ -108,7 +108,7 @@ func TestSinkSameOutcomes(t *testing.T) {
 // would forget in real time, at Redis's boundary (a key lives while now_ms
 // <= its expiry; at most a ms late, never early); with a full-window TTL it
 // forgets nothing early; keys without a TTL never expire. Between calls
-// every key keeps a real safety TTL (issue 24: nothing without an end),
+// every key keeps a real safety TTL (nothing without an end),
 // bounded by 10 minutes + twice the run + the window + its virtual
 // remainder (here at most the window).
 func TestExpiryVirtual(t *testing.T) {
@@ -187,7 +187,7 @@ func TestExpiryOtherKeys(t *testing.T) {
 	}
 }
 
-// Issue 18 item 6: pipelined virtual time survives SCRIPT FLUSH between
+// pipelined virtual time survives SCRIPT FLUSH between
 // its round trips (sent by Observe, which runs between them): the calls
 // refused with NOSCRIPT are loaded and resent, with and without the expiry
 // emulation, and the run decides as without flushes.
@@ -236,7 +236,7 @@ func TestPipelineScriptFlush(t *testing.T) {
 	}
 }
 
-// Issue 21 item 1: with Expiry, a decision is one script call (EVALSHA):
+// with Expiry, a decision is one script call (EVALSHA):
 // no MULTI, no SCAN, no second script; and it decides as without Expiry
 // when no key expires.
 func TestExpiryOneScriptPerDecision(t *testing.T) {

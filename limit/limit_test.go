@@ -180,7 +180,7 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// issue 24 item 8: a count in exponent form reaches the caller's bound, a
+// a count in exponent form reaches the caller's bound, a
 // window past ten years is refused with the bound (it overflowed the
 // schedules: Int64N and makeslice panics in verify).
 func TestParseCountAndMaxWindow(t *testing.T) {

@@ -86,8 +86,8 @@ func TestReadVerifyShapes(t *testing.T) {
 	}
 }
 
-// results.json of the previous shape (no schema_version, no run_id) reads
-// as before; a newer one is refused.
+// results.json of the previous shape (no schema_version, no run_id) still
+// reads; a newer one is refused.
 func TestReadResultsShapes(t *testing.T) {
 	old := `{"tool":"ratelab","command":"run","config":{"seed":3},"redis":{"mode":"exec","addr":"a","version":"7.0.15"},
 		"started_at":"2025-03-14T09:26:53Z","duration_ms":4210,"complete":true,"results":[]}`

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// issue 14 item 10: a results.json whose rows are not rows of its
+// a results.json whose rows are not rows of its
 // "command" is refused, naming the row, instead of rendering zeros.
 func TestReadersRefuseRowsOfAnotherCommand(t *testing.T) {
 	dir := t.TempDir()
@@ -46,7 +46,7 @@ func readRun(p string) error      { _, err := ReadResults(p); return err }
 func readCapacity(p string) error { _, err := ReadCapacity(p); return err }
 func readBench(p string) error    { _, err := ReadBench(p); return err }
 
-// issue 18 item 7: a bench row's throughput against redis-benchmark was
+// a bench row's throughput against redis-benchmark was
 // keyed "ratio" (the word a run row uses for max_in_window / limit); it is
 // now "vs_redis_benchmark", and a results.json of either shape reads.
 func TestReadBenchVsRedisBenchmarkKeys(t *testing.T) {

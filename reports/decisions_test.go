@@ -109,7 +109,7 @@ func TestDecisionFileRoundTrip(t *testing.T) {
 }
 
 // The compact encoding compressed with zstd keeps a replay's decisions
-// within 30 B each (issue 21), a tenth of plain JSON lines or less.
+// within 30 B each, a tenth of plain JSON lines or less.
 func TestDecisionFileSize(t *testing.T) {
 	recs := decisionRecords(50_000)
 	size := func(name string) float64 {

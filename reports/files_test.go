@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// issue 24 item 2: `report DIR` with a symlink planted in DIR replaces the
+// `report DIR` with a symlink planted in DIR replaces the
 // link with its own file and never writes through it: the file outside DIR
 // keeps its bytes.
 func TestRerenderNeverWritesThroughSymlinks(t *testing.T) {
@@ -140,7 +140,7 @@ func TestCreateDecisionLogExclusive(t *testing.T) {
 	}
 }
 
-// issue 24 item 10: escapes planted in a results.json (a forged or
+// escapes planted in a results.json (a forged or
 // downloaded one) never reach the terminal through `report DIR`.
 func TestRerenderCleansForgedResults(t *testing.T) {
 	dir := t.TempDir()

@@ -11,7 +11,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// issue 24 item 7: a command stopped by Ctrl-C writes results.json alone
+// a command stopped by Ctrl-C writes results.json alone
 // (brief), the same bytes the full directory holds; `report DIR` draws the
 // rest from it later.
 func TestWriteResultsDirBrief(t *testing.T) {

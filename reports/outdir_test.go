@@ -11,7 +11,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// issue 14 item 4: --out never mixes old and new results.
+// --out never mixes old and new results.
 func TestOutDir(t *testing.T) {
 	mk := func(files ...string) string {
 		dir := t.TempDir()

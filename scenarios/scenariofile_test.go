@@ -189,7 +189,7 @@ patterns:
 }
 
 // TestScenarioFileExprNames: vars may be named as expr's if, else and the
-// functions, as before expr; a call still calls the function.
+// functions; a call still calls the function.
 func TestScenarioFileExprNames(t *testing.T) {
 	sc, err := ParseScenario([]byte("name: t\nlimit: 10\nwindow: 1s\nvars:\n  if: 2\n  else: 3\n  min: 4\n  max: W/2\n"+
 		"patterns:\n  - kind: burst\n    at: max\n    count: >-\n      if + else + min\n      + min(if, else)\n"), "")

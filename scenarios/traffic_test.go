@@ -342,7 +342,7 @@ func TestArrivalStream(t *testing.T) {
 	}
 }
 
-// Issue 18 item 6: replay reads through ArrivalStream. Cost replaces every
+// Replay reads through ArrivalStream. Cost replaces every
 // record's cost; a record above Limit is a *LineError naming its line, its
 // key takes no client number, and the stream goes on.
 func TestArrivalStreamCostLimit(t *testing.T) {

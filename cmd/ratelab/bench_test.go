@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 14 item 9: a deny path whose hot key is never denied (a limit of
+// a deny path whose hot key is never denied (a limit of
 // 1e18) is refused with exit 2 naming --limit, found in the deny path's
 // warm-up, and the results written are marked incomplete. The size bounds
 // refuse a pipeline or key space that would not fit in memory, and a rate
@@ -20,7 +20,7 @@ func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
 			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--paths", "deny", "--limit", "100000",
 				"--clients", "2", "--duration", "400ms", "--out", t.TempDir()},
 			[]string{"--limit: fixed-window deny path: the hot key was never denied", "results marked incomplete"}},
-		{"deny limit past the bound", // issue 24: refused before anything is measured
+		{"deny limit past the bound", // refused before anything is measured
 			[]string{"bench", "--redis", "exec", "--algorithms", "fixed-window", "--paths", "deny", "--limit", "1e18", "--out", t.TempDir()},
 			[]string{"--limit: at most 100000 with the deny path"}},
 		{"pipeline too large", []string{"bench", "--pipeline", "1000000000"}, []string{"--pipeline: must be at most 10000"}},

@@ -30,7 +30,7 @@ func writeTraffic(t *testing.T, n int) string {
 	return path
 }
 
-// issue 24 item 5: a Redis restart, a FLUSHALL and a SIGSTOP longer than
+// a Redis restart, a FLUSHALL and a SIGSTOP longer than
 // the call timeout during a verify and during a replay: exit 2 naming the
 // cause, no verdict, results marked incomplete. Before, the correct
 // sliding-log was called VIOLATED after a FLUSHALL (exit 1), a replay across
@@ -128,7 +128,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	}
 }
 
-// issue 24 item 5: a target given twice (both rows shared keys: 100 and 0
+// a target given twice (both rows shared keys: 100 and 0
 // accepted) and a target the command would drop (run --traffic ran the
 // built-ins and left --script out) are refused before Redis is opened.
 func TestDuplicateAndDroppedTargets(t *testing.T) {
@@ -153,7 +153,7 @@ func TestDuplicateAndDroppedTargets(t *testing.T) {
 	}
 }
 
-// issue 24 item 5: run --script with a script that does not compile is
+// run --script with a script that does not compile is
 // refused before its first call, exit 2 naming the flag, the file and
 // Redis's message, guarded on a user's Redis or not. Before, run exited 0:
 // on the virtual clock such a script (one that takes no injected time) is

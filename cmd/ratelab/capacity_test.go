@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 14 item 7: sizes that used to reach a panic (makeslice) or an
+// Sizes that could reach a panic (makeslice) or an
 // endless fill are refused up front, exit 2 naming the flag, at once.
 func TestCapacityHugeSizes(t *testing.T) {
 	cases := []struct {
@@ -43,7 +43,7 @@ func TestCapacityHugeSizes(t *testing.T) {
 	}
 }
 
-// Issue 14 item 14: a read-only --out is refused before Redis is even
+// A read-only --out is refused before Redis is even
 // opened (so before any measurement), and the error names --out.
 func TestCapacityReadOnlyOut(t *testing.T) {
 	out := readOnlyDir(t)

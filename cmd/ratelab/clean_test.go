@@ -95,7 +95,7 @@ func deadRun(t *testing.T, c *redis.Client, n int) string {
 	return id
 }
 
-// Issue 14.1: clean lists and removes only the keys of real run ids that a
+// Clean lists and removes only the keys of real run ids that a
 // run registered; a user's keys under "ratelab:" stay byte-identical, and
 // --run takes only a run id.
 func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
@@ -147,7 +147,7 @@ func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
 	sameDumps(t, "clean --run --yes", before, dumpKeys(t, c, userKeys[:len(userKeys)-2]))
 }
 
-// Issue 14.2: clean --yes during a live run skips it, says so, and the run
+// Clean --yes during a live run skips it, says so, and the run
 // ends with its own figures.
 func TestCleanSkipsLiveRun(t *testing.T) {
 	v := startVictim(t)
@@ -210,7 +210,7 @@ func TestCleanSkipsLiveRun(t *testing.T) {
 	}
 }
 
-// Issue 14.12: clean lists (and writes nothing) on a read-only replica, a
+// Clean lists (and writes nothing) on a read-only replica, a
 // Redis out of memory and one refusing writes for want of replicas.
 func TestCleanListsReadOnlyRedis(t *testing.T) {
 	writes := []string{"cmdstat_set:", "cmdstat_eval", "cmdstat_unlink:", "cmdstat_del:", "cmdstat_zadd:",
@@ -292,7 +292,7 @@ func TestCleanListsReadOnlyRedis(t *testing.T) {
 	}
 }
 
-// Issue 14.16: a port that refuses connections is reported as such at once,
+// A port that refuses connections is reported as such at once,
 // not as "context deadline exceeded" after --connect-timeout.
 func TestConnectionRefusedAtOnce(t *testing.T) {
 	url := "redis://127.0.0.1:" + strconv.Itoa(freePortT(t))

@@ -96,7 +96,7 @@ func countUserKeys(t *testing.T, c *redis.Client) (keys, evicted int64) {
 	return keys, ms[0].EvictedKeys
 }
 
-// Issue 24: on a user's Redis that evicts (allkeys-lru with 10 MB of
+// On a user's Redis that evicts (allkeys-lru with 10 MB of
 // headroom, volatile-lru with 500 KB) every command that writes more than
 // the headroom is refused with exit 2 naming the policy, the headroom and
 // the estimate, and not one user key is evicted.

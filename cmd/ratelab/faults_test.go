@@ -171,7 +171,7 @@ func TestFaults(t *testing.T) {
 					t.Errorf("complete %v, %d errors", res.Complete, errs)
 				}
 			},
-			// issue 14 item 11: the keys a hanging Redis keeps are named, with the command that removes them
+			// the keys a hanging Redis keeps are named, with the command that removes them
 			stderr: "remove them now with: ratelab clean --redis <the same --redis URL> --run ",
 		},
 		{
@@ -193,7 +193,7 @@ func TestFaults(t *testing.T) {
 			},
 		},
 		{
-			// issue 24 item 5: the restart wiped the run's keys and scripts:
+			// the restart wiped the run's keys and scripts:
 			// no complete result from it (before: exit 0, complete)
 			name:  "restart on the same port: stopped, the restart named",
 			extra: []string{"--on-error", "fail-open"},
@@ -270,8 +270,8 @@ func TestFaults(t *testing.T) {
 // verdict, instead of holding the CI job.
 func TestVerifyRedisHangs(t *testing.T) {
 	v := startVictim(t)
-	// --real-time: issue 11 made verify all virtual by default (done in well
-	// under a second at 3s); the wall-clock families keep it running
+	// --real-time: verify is virtual by default (done in well under a
+	// second at 3s); the wall-clock families keep it running
 	ch := runAsync("verify", "--redis", "redis://"+v.addr, "--algorithm", "sliding-log", "--limit", "50", "--window", "3s", "--real-time")
 	time.Sleep(700 * time.Millisecond)
 	stopped := time.Now()

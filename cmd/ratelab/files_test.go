@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// issue 24 item 2: two commands started together with the same new --out
+// two commands started together with the same new --out
 // never share it: one writes its results, the other exits 2 naming --out
 // (before, both exited 0 with results mixed and decisions.jsonl
 // interleaved).
@@ -54,7 +54,7 @@ func TestOutIsExclusive(t *testing.T) {
 	}
 }
 
-// issue 24 item 2: --cpuprofile refuses an existing file without --force
+// --cpuprofile refuses an existing file without --force
 // (before bench measures anything) and replaces it with --force.
 func TestCPUProfileRefusesExisting(t *testing.T) {
 	dir := t.TempDir()

@@ -23,8 +23,8 @@ func FuzzRunFlags(f *testing.F) {
 	f.Add("0", "-1s", "51", "redis")
 	f.Add("9223372036854775807", "2562047h", "9223372036854775807", "x")
 	f.Add("1", "1ns", "1", "client")
-	f.Add("1000000000000000000", "1000000h", "1", "virtual") // issue 14: panicked in the schedule builders
-	f.Add("10000000", "87600h", "1", "virtual")              // issue 14: ran out of memory
+	f.Add("1000000000000000000", "1000000h", "1", "virtual") // panicked in the schedule builders
+	f.Add("10000000", "87600h", "1", "virtual")              // ran out of memory
 	f.Add("3", "87600h", "1", "virtual")
 	f.Fuzz(func(t *testing.T, limit, window, cost, clock string) {
 		c := &cobra.Command{Use: "run"}
@@ -97,7 +97,7 @@ func fuzzFlags(name string) []string {
 	return names
 }
 
-// issue 24 item 8: every flag of every command takes any value without a
+// every flag of every command takes any value without a
 // panic: each command, otherwise valid, is given two of its flags with
 // fuzzed values and a Redis that cannot be reached; it exits 2, either
 // refusing a value with an error naming a flag or failing to reach Redis
@@ -119,7 +119,7 @@ func FuzzCommandFlags(f *testing.F) {
 			}
 		}
 	}
-	// the panics and unbounded values of issue 24
+	// values that once panicked or had no bound
 	seed("verify", "window", "1000000h")
 	seed("verify", "window", "2562047h")
 	seed("verify", "limit", "10/1000000h")

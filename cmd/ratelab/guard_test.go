@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// issue 14 item 3: a user's script on the user's own Redis runs under a
+// a user's script on the user's own Redis runs under a
 // guard: one that empties the server or writes outside ratelab's keys is
 // refused with exit 2 and the reason, and the user's data stays; a correct
 // script runs; --trust-script lifts the guard; capacity and bench, which

@@ -15,13 +15,13 @@ import (
 )
 
 // ctrlCBound is how long a command may take to end after Ctrl-C in these
-// tests: the contract is 1 s (issue 24 item 7), plus a margin of 500 ms for
+// tests: the contract is 1 s, plus a margin of 500 ms for
 // a loaded CI machine, where the command's last writes and its exit wait
 // for a CPU (measured on 2 cores at load 20: 0.3-0.75 s; the plots it
 // used to draw after the signal took 1.3-4.8 s there).
 const ctrlCBound = time.Second + 500*time.Millisecond
 
-// issue 24 item 7: Ctrl-C ends every command within 1 s even when its
+// Ctrl-C ends every command within 1 s even when its
 // Redis hangs (SIGSTOP): the built binary, real signals, a real
 // redis-server (one given by URL, or the throwaway one of --redis exec).
 // Before, go-redis waited out each call's read timeout: run 11 s, verify
@@ -177,7 +177,7 @@ func childPIDs(t *testing.T, pid int) []int {
 	return pids
 }
 
-// issue 24 item 7: bench --rate 0.0001 paces one pipeline per 80,000 s: its
+// bench --rate 0.0001 paces one pipeline per 80,000 s: its
 // warm-up (a run of a duration) waited for the next one and never ended.
 // A run of a duration now ends when its next pipeline falls after it.
 func TestBenchTinyRateEnds(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// The hostile pass (issue 24 item 11; `make hostile`, not part of make
+// The hostile pass (`make hostile`, not part of make
 // test): the attacks a hostile user or a broken machine makes, each run
 // against the ratelab binary as a process (RATELAB_BIN, or one built
 // here) beside a throwaway redis-server holding a user's keys. Each
@@ -224,7 +224,7 @@ func TestHostile(t *testing.T) {
 		sandbox("string.rep('x', 2^33)", "local s = string.rep('x', 2^33)", nil, "string.rep: the result would be 8589934592 bytes"),
 		sandbox("doubling .. loop", "local s = 'xxx' while true do s = s .. s end", []string{"--timeout", "30s"}, "..: the result would be 805306368 bytes"),
 		sandbox("loop after the first calls", "if redis.call('INCR', KEYS[1] .. ':n') > 3 then while true do end end", nil, "ran past its call's time bound"),
-		// the rest of issue 24's messages: a state of the server named, not what it left behind
+		// a state of the server named, not what it left behind
 		attack{name: "capacity, CLIENT KILL mid-fill (reconnects)", args: capacity("cap-kill"), exit: exitOK, pre: killClients},
 		attack{name: "bench, CLIENT KILL mid-run (reconnects)", args: []string{"bench", "--redis", url, "--algorithms", "sliding-log", "--duration", "3s", "--clients", "4", "--paths", "allow", "--out", path("bench-kill"), "--format", "csv"},
 			exit: exitOK, pre: killClients},

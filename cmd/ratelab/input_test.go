@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// issue 24 item 7: every input flag given /dev/zero (endless) or a FIFO
+// every input flag given /dev/zero (endless) or a FIFO
 // nobody writes to exits 2 within 1 s naming the flag and what the path
 // is; before, /dev/zero was read until the OOM killer came and a FIFO
 // blocked the open past Ctrl-C. The bound of 1 s is the contract.
@@ -63,7 +63,7 @@ func TestInputFlagsRefuseEndlessFiles(t *testing.T) {
 	}
 }
 
-// issue 24 item 7: an input past its size bound is refused naming the
+// an input past its size bound is refused naming the
 // bound, and binary traffic is said to be binary, not "empty".
 func TestInputBoundsAndBinary(t *testing.T) {
 	dir := t.TempDir()
@@ -89,7 +89,7 @@ func TestInputBoundsAndBinary(t *testing.T) {
 	}
 }
 
-// issue 24 item 10: a script's reply carrying terminal escapes is shown
+// a script's reply carrying terminal escapes is shown
 // escaped, never raw, on stderr and stdout.
 func TestScriptRepliesNotEchoedRaw(t *testing.T) {
 	code, stdout, stderr := ratelab(t, "verify", "--redis", "exec", "--script", "testdata/hostile/escapes.lua",
@@ -105,7 +105,7 @@ func TestScriptRepliesNotEchoedRaw(t *testing.T) {
 	}
 }
 
-// issue 24 item 10: verify says what the guard did, as run does, not
+// verify says what the guard did, as run does, not
 // Redis's raw NOPERM alone.
 func TestVerifyExplainsGuard(t *testing.T) {
 	v := startVictim(t)
@@ -116,7 +116,7 @@ func TestVerifyExplainsGuard(t *testing.T) {
 	}
 }
 
-// issue 24 item 10: --connect-timeout bounds the whole connect (it took
+// --connect-timeout bounds the whole connect (it took
 // twice its bound: a probe, then a wait, each given all of it), and says
 // so; rediss:// to a plain Redis says that, not "context deadline
 // exceeded".

@@ -61,7 +61,7 @@ func guardUsers(t *testing.T, c *redis.Client) []string {
 	return out
 }
 
-// issue 24 item 4: kill -9 of a command on a URL Redis, then `ratelab
+// kill -9 of a command on a URL Redis, then `ratelab
 // clean --yes`: no guard ACL user, no access-check probe key, no run key
 // and no redis-benchmark survives. Before, the guard's user stayed enabled
 // with its password (clean ignored it) and redis-benchmark kept writing
@@ -193,7 +193,7 @@ func TestCleanRemovesProbeKeys(t *testing.T) {
 	}
 }
 
-// issue 24 item 3: on a user's Redis, an untrusted script is first tried
+// on a user's Redis, an untrusted script is first tried
 // on a throwaway redis-server (server.ProbeScript): one that writes and
 // then loops would leave the user's Redis answering BUSY to everyone, so
 // it is refused before it reaches it; a well-behaved one runs.
@@ -230,7 +230,7 @@ return 0
 	}
 }
 
-// issue 24 item 3: a Redis busy with another client's script at start is
+// a Redis busy with another client's script at start is
 // said plainly (before: Redis's own "You can only call SCRIPT KILL or
 // SHUTDOWN NOSAVE", an invitation to kill someone else's work); ratelab
 // sends no SCRIPT KILL and writes nothing.

@@ -20,7 +20,7 @@ func TestHelperCPUHog(t *testing.T) {
 	}
 }
 
-// issue 24 item 6: a virtual-time run gives the same rows on an idle
+// a virtual-time run gives the same rows on an idle
 // machine and under a CPU hog, also when a call takes longer than the
 // default --timeout (500 ms: Redis stopped 800 ms mid-run): in virtual time
 // a slow call is waited for, never counted as failed-closed. Before, one

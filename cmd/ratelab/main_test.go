@@ -37,12 +37,12 @@ func TestBadInput(t *testing.T) {
 		{"cost over limit", []string{"run", "--scenarios", "boundary-burst", "--cost", "51"}, "--cost: 51 exceeds the limit 50 of scenario boundary-burst"},
 		{"cost over given limit", []string{"run", "--limit", "10", "--cost", "11"}, "--cost: 11 exceeds the limit 10"},
 		{"bad clock", []string{"run", "--clock", "sundial"}, `--clock: unknown clock "sundial"`},
-		// issue 14: these panicked (makeslice, Int64N) or ran out of memory
+		// these panicked (makeslice, Int64N) or ran out of memory
 		{"limit 1e18", []string{"run", "--limit", "1000000000000000000"}, "--limit: at most 100000 in a run"},
 		{"limit int64 max", []string{"run", "--limit", "9223372036854775807"}, "--limit: at most 100000 in a run"},
 		{"limit 1e7", []string{"run", "--limit", "10000000"}, "--limit: at most 100000 in a run"},
 		{"window 1000000h", []string{"run", "--window", "1000000h"}, "--window: at most 3650d (ten years)"},
-		// issue 24 item 8: these panicked (Int64N, makeslice, thread exhaustion), or said no bound
+		// these panicked (Int64N, makeslice, thread exhaustion), or said no bound
 		{"verify window 1000000h", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1000000h"}, "--window: at most 3650d (ten years)"},
 		{"verify window 2562047h", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "2562047h"}, "--window: at most 3650d (ten years)"},
 		{"verify L/W 1000000h", []string{"verify", "--algorithm", "sliding-log", "--limit", "10/1000000h"}, `--limit: "10/1000000h": window: at most 3650d (ten years)`},
@@ -52,7 +52,7 @@ func TestBadInput(t *testing.T) {
 		{"bench limit 1e18", []string{"bench", "--limit", "1e18"}, "--limit: at most 100000 with the deny path"},
 		{"min-fidelity NaN", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--min-fidelity", "NaN"}, "--min-fidelity: must be in 0..1, got NaN"},
 		{"arg divides by 0", []string{"verify", "--script", "../../algorithms/sliding_log.lua", "--arg", "{now_us % 0}", "--limit", "10", "--window", "1s"}, `--arg: ARGV[1]: template "{now_us % 0}", character 2: {now_us % 0} fails whatever the values: division by zero`},
-		// issue 24 item 10: each message names the flag the user gave
+		// each message names the flag the user gave
 		{"scenarios twice", []string{"run", "--scenarios", "steady,steady"}, "--scenarios: steady given twice"},
 		{"empty algorithms", []string{"run", "--algorithms", ""}, "--algorithms: empty; name at least one"},
 		{"empty paths", []string{"bench", "--paths="}, "--paths: empty; name at least one"},

@@ -15,7 +15,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 24, messages: Redis out of memory, turned into a replica, or
+// Redis out of memory, turned into a replica, or
 // closing the command's connections (CLIENT KILL from a second connection)
 // while run, verify, replay, capacity or bench runs: the error names that
 // state (before: EXECABORT, EOF, "every decision failed", or "the
@@ -133,7 +133,7 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// issue 24 item 5: capacity registers its run like run and verify, so
+// capacity registers its run like run and verify, so
 // that clean lists a live capacity's keys as a live run's and removes none
 // of them (before: no record, no marker: "no record" and a clean --run of
 // it removed the keys of the run measuring them).
@@ -166,7 +166,7 @@ func TestCapacityRegistered(t *testing.T) {
 	}
 }
 
-// issue 24 item 4: kill -9 of a virtual-time verify whose limiter gives its
+// kill -9 of a virtual-time verify whose limiter gives its
 // keys TTLs far longer than the window (a fixed window of 24 h sets 48 h):
 // every key left has a real TTL within the stated bound, the safety TTL
 // (10 min + twice the command's life + the window), not 48 h past it. The
@@ -220,7 +220,7 @@ func TestKillLeavesBoundedTTLs(t *testing.T) {
 	t.Logf("%d keys, the longest TTL %v, bound %v", len(keys), longest.Round(time.Second), bound.Round(time.Second))
 }
 
-// issue 24 item 5: a run suspended (SIGSTOP, as Ctrl-Z) longer than its
+// a run suspended (SIGSTOP, as Ctrl-Z) longer than its
 // marker's TTL, with `clean --yes` run meanwhile, goes on once resumed: clean
 // skips the live run's keys, and the run does not take its own marker's
 // expiry for keys removed by someone else. Before, it ended with exit 2,

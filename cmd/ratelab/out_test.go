@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// issue 14 item 4: --out never mixes old and new results. A directory with
+// --out never mixes old and new results. A directory with
 // files that are not ratelab's is refused; one with an earlier run's results
 // is refused without --force, and with --force holds only the new run's files.
 func TestOutNeverMixes(t *testing.T) {
@@ -51,7 +51,7 @@ func TestOutNeverMixes(t *testing.T) {
 	}
 }
 
-// issue 14 item 13: a run that cannot reach Redis leaves no empty results
+// a run that cannot reach Redis leaves no empty results
 // directory behind.
 func TestNoEmptyOutWhenRedisIsUnreachable(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results", "x")
@@ -64,7 +64,7 @@ func TestNoEmptyOutWhenRedisIsUnreachable(t *testing.T) {
 	}
 }
 
-// issue 14 item 17: Ctrl-C says "interrupted", not "context canceled".
+// Ctrl-C says "interrupted", not "context canceled".
 func TestInterruptedSaysSo(t *testing.T) {
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "demo", "--redis", "exec", "--window", "10s", "--lead", "5s",

@@ -14,7 +14,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// issue 14 items 3, 4, 7 and 15 in verify: the guard stops a script that
+// In verify: the guard stops a script that
 // empties the user's Redis; --out is never mixed; sizes are bounded; a
 // verify that stops writes verify.json marked incomplete.
 func TestVerifyKeepsTheUsersData(t *testing.T) {
@@ -64,7 +64,7 @@ return 0`), 0o644); err != nil {
 	}
 }
 
-// issue 14 item 6: Ctrl-C stops a verify with a large limit within a second.
+// Ctrl-C stops a verify with a large limit within a second.
 func TestVerifyInterruptedQuickly(t *testing.T) {
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "verify", "--algorithm", "sliding-log", "--limit", "10000", "--window", "24h", "--redis", "exec")
@@ -94,7 +94,7 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 	}
 }
 
-// issue 14 item 5: a script that loops forever is stopped with SCRIPT KILL,
+// a script that loops forever is stopped with SCRIPT KILL,
 // and verify says so instead of "i/o timeout"; the user's Redis answers.
 func TestVerifyKillsLoopingScript(t *testing.T) {
 	v := startVictim(t)

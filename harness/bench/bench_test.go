@@ -140,7 +140,7 @@ func TestValidate(t *testing.T) {
 		{"rate with comparison", func(c *bench.Config) { c.Rate = 1000; c.CompareRedisBenchmark = true }, "rate", "redis-benchmark cannot pace"},
 		{"negative rounds", func(c *bench.Config) { c.Rounds = -1 }, "rounds", "must be >= 0, got -1"},
 		{"negative procs", func(c *bench.Config) { c.Procs = -1 }, "procs", "must be in 0..256, got -1"},
-		// issue 24: GOMAXPROCS 100000 aborted the runtime (thread exhaustion)
+		// GOMAXPROCS 100000 aborted the runtime (thread exhaustion)
 		{"procs past the bound", func(c *bench.Config) { c.Procs = 100_000 }, "procs", "must be in 0..256, got 100000"},
 		{"rounds past the bound", func(c *bench.Config) { c.Rounds = 1001 }, "rounds", "must be at most 1000"},
 		// a hot key that cannot fill in the warm-up
@@ -230,7 +230,7 @@ func TestRunRate(t *testing.T) {
 	}
 }
 
-// Issue 14 item 8: a SCRIPT FLUSH during the bench costs nothing. Calls
+// a SCRIPT FLUSH during the bench costs nothing. Calls
 // refused with NOSCRIPT are loaded again and resent, never counted as
 // decisions: every decision counted is a real allow or deny, with no
 // errors, at pipeline 1 (where every later call used to fail) and 16.
@@ -301,7 +301,7 @@ func TestRunDenyPathWarmsOn(t *testing.T) {
 	}
 }
 
-// Issue 14 item 9: a limit the deny path never reaches is an error
+// a limit the deny path never reaches is an error
 // naming the limit, found in the deny path's warm-up, not a row of
 // "deny" decisions that were all allowed.
 func TestRunDenyPathMustDeny(t *testing.T) {

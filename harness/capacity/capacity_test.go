@@ -151,7 +151,7 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// Issue 14 item 8: SCRIPT FLUSH during a capacity run costs nothing. The
+// SCRIPT FLUSH during a capacity run costs nothing. The
 // fills' pipelined EVALSHA meet NOSCRIPT; the scripts are loaded again and
 // the failed calls retried, so the run completes with every key filled (a
 // warning says the script cache moved used_memory). It used to fail with

@@ -9,8 +9,7 @@ import (
 	"github.com/ratelab/ratelab/limit"
 )
 
-// No configuration makes Validate or the plan builder panic (issue 14 item
-// 7), and every configuration Validate accepts has plans that fill each
+// No configuration makes Validate or the plan builder panic, and every configuration Validate accepts has plans that fill each
 // key to its limit, in order, within one window and within the budget.
 func FuzzCapacityConfig(f *testing.F) {
 	f.Add(int64(10), 10000, int64(100_000), int64(time.Hour), int64(0), uint8(0))

@@ -11,8 +11,8 @@ import (
 )
 
 // Validate names the bad field and says why; every size has a bound, so
-// nothing reaches an allocation or a script that would not end (issue 14
-// item 7: limits of 1e18 used to panic in makeslice).
+// nothing reaches an allocation or a script that would not end (limits
+// of 1e18 must not panic in makeslice).
 func TestValidate(t *testing.T) {
 	ok := capacity.Config{}.WithDefaults()
 	// at sets the window and precision of every limit (a new slice: ok's stays)

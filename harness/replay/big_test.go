@@ -12,7 +12,7 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// The done-when replay of issue 13 (make replay-big): a generated 24 h
+// The big replay (make replay-big): a generated 24 h
 // access log of 10^6 lines from 10^4 keys (a few heavy ones, cron bursts at
 // round minutes), streamed through a pipe into every algorithm that takes
 // virtual time, decisions logged to /dev/null-like discard. Behind

@@ -256,7 +256,7 @@ func (f *flushingReader) Read(p []byte) (int, error) {
 	return f.r.Read(p[:min(len(p), 256)])
 }
 
-// Issue 18 item 6: replay pipelines through algorithms.ScriptPipe, so a
+// Replay pipelines through algorithms.ScriptPipe, so a
 // SCRIPT FLUSH while it runs costs no decision: every call refused with
 // NOSCRIPT is loaded and resent, and the replay decides as without flushes.
 func TestReplaySurvivesScriptFlush(t *testing.T) {

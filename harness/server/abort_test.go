@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 24 item 7: after AbortCalls (Ctrl-C) nothing waits on Redis past
+// after AbortCalls (Ctrl-C) nothing waits on Redis past
 // InterruptGrace, also a wait whose context was made before the abort: a
 // run's heartbeat, begun just before Ctrl-C with a 1 s cleanup context,
 // held the command's exit 1 s on a stopped cluster. slack is for a loaded

@@ -11,7 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 24 item 3: after a call of ratelab's timed out, KillBusyScript
+// after a call of ratelab's timed out, KillBusyScript
 // kills only a script that call started: a script another client was
 // already running when the call was sent is left alone (Foreign), ratelab's
 // own is killed, and NotBusy when nothing runs.

@@ -12,7 +12,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 24, messages: what a server state leaves in a command's error
+// what a server state leaves in a command's error
 // (OOM, READONLY, EOF after CLIENT KILL, EXECABORT, calls failed) is
 // explained by the state, read from a real redis-server put in it; other
 // errors are left as they are.

@@ -127,7 +127,7 @@ func TestKilledRunNotLive(t *testing.T) {
 	}
 }
 
-// issue 24 item 5: a run suspended (Ctrl-Z) longer than server.AliveTTL
+// a run suspended (Ctrl-Z) longer than server.AliveTTL
 // has lost its marker, but its process on this machine still runs: clean
 // leaves its keys (before, it removed them and the run said VIOLATED once
 // resumed). Once the process is gone, they are removed.

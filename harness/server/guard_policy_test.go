@@ -8,7 +8,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// GuardScript's policy (issue 14): no guard on a server ratelab started or
+// GuardScript's policy: no guard on a server ratelab started or
 // for a trusted script; a guard for a script sent through the limiter on
 // the user's Redis; a refusal, naming the field "script", for a command
 // that cannot guard.

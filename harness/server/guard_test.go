@@ -10,7 +10,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 14 item 3: under the guard, a script can neither flush the server
+// under the guard, a script can neither flush the server
 // nor write outside ratelab's prefix: Redis answers NOPERM, and the user's
 // keys are untouched. What a limiter needs still works.
 func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
@@ -36,7 +36,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		{"FLUSHDB", "return redis.call('FLUSHDB')", []string{own}, true},
 		{"a key outside KEYS and the prefix", "return redis.call('SET', 'users:1', 'mallory')", []string{own}, true},
 		{"CONFIG SET", "return redis.call('CONFIG', 'SET', 'maxmemory', '1')", []string{own}, true},
-		// issue 24 item 3: nothing leaves the database cleanup scans
+		// nothing leaves the database cleanup scans
 		{"SELECT 1 then write", "redis.call('SELECT', 1); for i = 1, 54 do redis.call('SET', KEYS[1] .. i, 1) end; return 1", []string{own}, true},
 		{"SWAPDB", "return redis.call('SWAPDB', 0, 1)", []string{own}, true},
 		{"MOVE", "redis.call('SET', KEYS[1], 1); return redis.call('MOVE', KEYS[1], 1)", []string{own}, true},
@@ -76,7 +76,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 	}
 }
 
-// issue 24 item 3: the guard denies SELECT, yet a user's Redis URL naming
+// the guard denies SELECT, yet a user's Redis URL naming
 // a database other than 0 still works: the guarded connections use that
 // database, and the script's keys land where cleanup scans.
 func TestGuardKeepsTheURLDatabase(t *testing.T) {

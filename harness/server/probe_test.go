@@ -12,7 +12,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// issue 24 item 3: a script is tried on a throwaway server first; one that
+// a script is tried on a throwaway server first; one that
 // writes and then loops is refused (naming "script"), one that only loops
 // is found Killed, and a well-behaved one passes.
 func TestProbeScript(t *testing.T) {

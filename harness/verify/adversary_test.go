@@ -42,7 +42,7 @@ func verifyAt(t *testing.T, file string, args []string, count int64, w time.Dura
 	return rep
 }
 
-// The adversaries that adapt and search (issue 19, item 5): each broken
+// The adversaries that adapt and search: each broken
 // shape is caught by the family named, at least as badly as said, and its
 // corrected twin holds.
 func TestVerifyAdaptiveAdversaries(t *testing.T) {

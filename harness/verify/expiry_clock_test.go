@@ -13,7 +13,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// Issue 19 item 4: time reaches a limiter three ways, and all three run on
+// Time reaches a limiter three ways, and all three run on
 // the virtual clock. Scripts that read no clock at all (their clock is key
 // expiry) run in virtual time: a fixed window from the first hit is
 // refuted at ~1.9x at W = 1 min and 24 h without waiting a window; scripts

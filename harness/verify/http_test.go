@@ -103,7 +103,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// liveness is part of the verdict only when asked (issue 11): this
+			// liveness is part of the verdict only when asked: this
 			// test asks, as it expects nginx's starvation to fail the gate
 			cfg := verifyConfig(l)
 			cfg.MinFidelity = 0.9
@@ -137,7 +137,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	}
 }
 
-// issue 24 item 5: an endpoint that answers every request 200 OK, each
+// an endpoint that answers every request 200 OK, each
 // later than the window, gives no decision that fits a window: verify
 // stops at once with ErrNoAnswerFits (before: HOLDS, after 102 s). The
 // endpoint is a real HTTP server on loopback.

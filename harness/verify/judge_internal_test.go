@@ -8,7 +8,7 @@ import (
 // The judge reads decision times as the limiter was handed them (whole µs)
 // and counts a set only when it fits in (t-W, t] there: two decisions
 // exactly W apart by the µs are never one window, even when the schedule's
-// nanoseconds put them W-364ns apart (issue 19's false alarm at L=10,000).
+// nanoseconds put them W-364ns apart (a false alarm at L=10,000 if mishandled).
 func TestJudgeOnTheLimitersClock(t *testing.T) {
 	anchor := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const w = time.Second

@@ -66,7 +66,7 @@ func TestThinnedBurstsKeepVerdicts(t *testing.T) {
 		{"lagged fixed window 1h", "lagged-fixed-window.lua", append(nowWinLim[:3:3], lag), time.Hour, false, measure.Violated, true},
 		{"lagged fixed window 24h", "lagged-fixed-window.lua", append(nowWinLim[:3:3], lag), 24 * time.Hour, false, measure.Violated, true},
 		{"lagged sliding log 24h", "lagged-sliding-log.lua", append(nowWinLimID[:4:4], lag), 24 * time.Hour, false, measure.Holds, false},
-		// liveness trials are sent whole: starved as before
+		// liveness trials are sent whole: starved as unthinned
 		{"records denied", "records-denied.lua", nowWinLimID, time.Hour, true, measure.Starved, false},
 	}
 	for _, c := range cases {

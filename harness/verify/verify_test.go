@@ -120,8 +120,8 @@ type scriptRun struct {
 	file string
 	args []string
 	skew time.Duration
-	// gate makes liveness and isolation part of the verdict (issue 11:
-	// only when asked)
+	// gate makes liveness and isolation part of the verdict (only
+	// when asked)
 	gate bool
 }
 
@@ -299,7 +299,7 @@ func TestVerifySeedScripts(t *testing.T) {
 	}
 }
 
-// Exit codes that mean one thing (issue 11): a correct GCRA with burst 1
+// Exit codes that mean one thing: a correct GCRA with burst 1
 // holds by default (its low fidelity and its strictness on a fresh key are
 // reported, not gated), and fails only when a minimum fidelity is asked.
 func TestVerifyStrictLimiterHolds(t *testing.T) {
