@@ -145,6 +145,14 @@ const (
 //lint:ignore ST1005 Redis is a proper noun, and the README and the CLI's tests quote this message
 var ErrOutage = errors.New("Redis kept failing")
 
+// Unanswered reports whether err stopped a command because its Redis did
+// not answer (ErrOutage, a *StallError): nothing more is asked of that
+// server, not even the memory of the command's keys, since each such
+// call would wait out its own bound on a server that is not answering.
+func Unanswered(err error) bool {
+	return errors.Is(err, ErrOutage) || errors.As(err, new(*StallError))
+}
+
 // noteCall tracks runs of failures; it cancels the run when one lasts
 // longer than MaxOutage.
 func (r *Runner) noteCall(err error, cancel context.CancelCauseFunc) {

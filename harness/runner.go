@@ -182,8 +182,8 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 	rows := make([]measure.Row, 0, len(results))
 	for _, jr := range results {
 		row := summarize(jr, r.Clock)
-		if errors.Is(runErr, ErrOutage) {
-			rows = append(rows, row) // no memory to read from a server.Redis that is gone
+		if Unanswered(runErr) {
+			rows = append(rows, row) // no memory to read from a Redis that does not answer
 			continue
 		}
 		mctx, cancel := server.CleanupContext(ctx, r.cleanupTimeout())

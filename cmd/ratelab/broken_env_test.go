@@ -95,9 +95,11 @@ func TestBrokenEnvironment(t *testing.T) {
 				default:
 				}
 				f.do(t, v)
+				faulted := time.Now()
 				var code int
 				select {
 				case code = <-done:
+					t.Logf("%s exited %v after the fault", cmd.name, time.Since(faulted).Round(time.Millisecond))
 				case <-time.After(2 * time.Minute):
 					t.Fatalf("%s hung after the fault: %s", cmd.name, stderr.String())
 				}

@@ -6,7 +6,6 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -236,7 +235,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 		start := time.Now()
 		err := runReplay(gctx, rd, src, workers, cfg, log, progress, counted)
 		replayed = time.Since(start).Seconds()
-		if cpuErr == nil { // INFO refused (an ACL): no ceiling figure
+		if cpuErr == nil && !harness.Unanswered(err) { // INFO refused (an ACL): no ceiling figure
 			if cpu1, _, cerr := server.CPU(ctx, rd.Client); cerr == nil {
 				redisCPU, redisCores = cpu1-cpu0, cores
 			}
@@ -249,7 +248,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 		row := w.row(cfg, src.base)
 		// keys derived by the scripts may linger in the thousands (see below)
 		mctx, cancel := server.CleanupContext(ctx, max(s.CleanupTimeout(), 30*time.Second))
-		if !errors.Is(err, harness.ErrOutage) {
+		if !harness.Unanswered(err) {
 			keys, kerr := server.ScanKeys(mctx, rd.Client, w.prefix)
 			if kerr == nil {
 				row.Keys = int64(len(keys))
