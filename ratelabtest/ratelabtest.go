@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
@@ -164,19 +165,20 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 		return nil
 	}
 	ctx := context.Background()
-	on := rd
-	if spec.Script != "" {
-		g, err := server.GuardScript(ctx, rd, cfg.RunID, target.TrustScript, true)
-		if err != nil {
-			t.Fatalf("ratelabtest: %v", err)
-			return nil
-		}
-		if g != nil {
-			defer func() { _ = g.Close(ctx) }() // the temporary ACL user; it also expires with the run
-			on = g.Redis(rd)
-		}
+	// the preparation `ratelab verify` makes: the script compiled before
+	// its first call, tried on a throwaway server and guarded on a Redis
+	// ratelab did not start (its temporary ACL user also expires with the run)
+	on, scripts, _, err := guard.Open(ctx, rd, specs[:1], cfg.RunID, target.TrustScript, true, logWriter{t})
+	if refused := (*guard.RefusedError)(nil); errors.As(err, &refused) {
+		t.Fatalf("ratelabtest: script %s: %v", refused.Name, errors.Unwrap(refused.Err))
+		return nil
 	}
-	lim, err := spec.Build(on.Client, ls...)
+	if err != nil {
+		t.Fatalf("ratelabtest: %v", err)
+		return nil
+	}
+	defer scripts.Close()
+	lim, err := scripts.Build(on, spec, ls...)
 	if err != nil {
 		t.Fatalf("ratelabtest: %v", err)
 		return nil

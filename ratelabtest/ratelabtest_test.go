@@ -272,3 +272,39 @@ func TestExampleModule(t *testing.T) {
 		t.Errorf("go test in %s without redis-server: %v\n%s", dir, err, out)
 	}
 }
+
+// VerifyOn prepares a script as `ratelab verify` does: one that does not
+// compile fails before its first call, naming the file and Redis's
+// message; on a Redis ratelab did not start, one that writes and then
+// loops (it would leave that Redis answering BUSY to everyone) is refused
+// after a throwaway server tried it, before it reaches that Redis.
+func TestVerifyPreparedAsTheCommand(t *testing.T) {
+	noEnvRedis(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.lua")
+	loops := filepath.Join(dir, "loops.lua")
+	if err := os.WriteFile(bad, []byte("return 1 +\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loops, []byte("redis.call('SET', KEYS[1], 1)\nwhile true do end\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := record(t, func(tb testing.TB) { Verify(tb, Target{Script: bad}, "5/1s") })
+	if len(r.fatals) != 1 || !strings.Contains(r.fatals[0], "bad.lua does not compile: ERR Error compiling script") {
+		t.Errorf("a script that does not compile: fatals %q, errors %q", r.fatals, r.errors)
+	}
+
+	srv, err := localredis.Start(context.Background(), 10*time.Second, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv("REDIS_URL", "redis://"+srv.Info.Addr)
+	r = record(t, func(tb testing.TB) { Verify(tb, Target{Script: loops, Keys: []string{"{key}"}}, "5/1s") })
+	if len(r.fatals) != 1 || !strings.Contains(r.fatals[0], "loops.lua") || !strings.Contains(r.fatals[0], "BUSY") {
+		t.Errorf("a script that loops, on a user's Redis: fatals %q, errors %q", r.fatals, r.errors)
+	}
+	if err := srv.Client.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("the user's Redis after the looping script: %v", err)
+	}
+}
