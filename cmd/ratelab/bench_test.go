@@ -11,6 +11,7 @@ import (
 // refuse a pipeline or key space that would not fit in memory, and a rate
 // that is not a number.
 func TestBenchRefusesWhatItCannotMeasure(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string

@@ -36,6 +36,7 @@ func writeTraffic(t *testing.T, n int) string {
 // sliding-log was called VIOLATED after a FLUSHALL (exit 1), a replay across
 // a restart exited 0 with complete: true and most decisions failed.
 func TestBrokenEnvironment(t *testing.T) {
+	t.Parallel()
 	traffic := writeTraffic(t, 400000)
 	faults := []struct {
 		name  string
@@ -137,6 +138,7 @@ func TestBrokenEnvironment(t *testing.T) {
 // accepted) and a target the command would drop (run --traffic ran the
 // built-ins and left --script out) are refused before Redis is opened.
 func TestDuplicateAndDroppedTargets(t *testing.T) {
+	t.Parallel()
 	script := writeFile(t, "s.lua", "return 1\n")
 	traffic := writeFile(t, "t.csv", "timestamp,key\n1,a\n")
 	for _, tc := range []struct {

@@ -10,6 +10,7 @@ import (
 
 // Bad input to capacity and bench: exit 2 and a message naming the flag.
 func TestCapacityBenchBadInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -49,6 +50,7 @@ func TestCapacityBenchBadInput(t *testing.T) {
 // Small capacity and bench runs end to end: JSON rows with the contract's
 // fields on stdout, the directory written, and report re-renders it.
 func TestCapacityAndBenchEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		args   []string
@@ -99,6 +101,7 @@ func TestCapacityAndBenchEndToEnd(t *testing.T) {
 }
 
 func TestCapacityBenchHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"capacity", "--help"}, {"bench", "--help"}} {
 		code, stdout, _ := ratelab(t, args...)
 		if code != exitOK || !strings.Contains(stdout, "Examples:") {

@@ -46,6 +46,7 @@ func TestCapacityHugeSizes(t *testing.T) {
 // A read-only --out is refused before Redis is even
 // opened (so before any measurement), and the error names --out.
 func TestCapacityReadOnlyOut(t *testing.T) {
+	t.Parallel()
 	out := readOnlyDir(t)
 	code, stdout, stderr := ratelab(t, "capacity", "--redis", "redis://127.0.0.1:1", "--connect-timeout", "300ms", "--out", out)
 	if code != exitUsage || !strings.Contains(stderr, "--out: "+out+" is not writable") {

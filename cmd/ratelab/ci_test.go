@@ -212,6 +212,7 @@ func escapeForTest(s string) string {
 
 // ratelab.yaml in the working directory is the target when none is given.
 func TestVerifyFindsRatelabYAML(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	defer srv.Close()
 	dir := t.TempDir()

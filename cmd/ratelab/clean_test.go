@@ -99,6 +99,7 @@ func deadRun(t *testing.T, c *redis.Client, n int) string {
 // run registered; a user's keys under "ratelab:" stay byte-identical, and
 // --run takes only a run id.
 func TestCleanLeavesUserKeysUnderPrefix(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	fillUserKeys(t, c)

@@ -16,6 +16,7 @@ import (
 // same seed, a twin verified atomically and client-side, the target file's
 // client_side, run's concurrent-burst, and capacity and bench refusing.
 func TestClientSide(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	url := "redis://" + srv.Info.Addr

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestDemoBadInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string

@@ -192,6 +192,7 @@ func shellWords(s string) ([]string, error) {
 }
 
 func TestShellWords(t *testing.T) {
+	t.Parallel()
 	got, err := shellWords(`verify --arg '{now_ms}' --allowed 'reply in [1, 2]'  --limit 10`)
 	want := []string{"verify", "--arg", "{now_ms}", "--allowed", "reply in [1, 2]", "--limit", "10"}
 	if err != nil || !slices.Equal(got, want) {

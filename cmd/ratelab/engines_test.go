@@ -25,6 +25,7 @@ import (
 
 // `ratelab run --redis cluster` gives the boundary-burst verdicts of one exec node.
 func TestRunOnCluster(t *testing.T) {
+	t.Parallel()
 	args := []string{"run", "--scenarios", "boundary-burst", "--format", "json"}
 	byEngine := map[string]map[string]measure.Row{}
 	for _, engine := range []string{"exec", "cluster"} {

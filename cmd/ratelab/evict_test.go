@@ -101,6 +101,7 @@ func countUserKeys(t *testing.T, c *redis.Client) (keys, evicted int64) {
 // the headroom is refused with exit 2 naming the policy, the headroom and
 // the estimate, and not one user key is evicted.
 func TestEvictionRefused(t *testing.T) {
+	t.Parallel()
 	const users = 37_276
 	var b strings.Builder
 	b.WriteString("ts,user\n")
@@ -154,6 +155,7 @@ func TestEvictionRefused(t *testing.T) {
 // headroom: under the 2 MB margin, room enough for the run's own keys,
 // whose eviction would end it with exit 2).
 func TestAllowEviction(t *testing.T) {
+	t.Parallel()
 	url, _ := fullRedis(t, "allkeys-lru", 1000, 1536<<10)
 	args := []string{"run", "--scenarios", "boundary-burst", "--algorithms", "fixed-window", "--redis", url}
 	code, _, stderr := ratelab(t, append(args, "--out", filepath.Join(t.TempDir(), "out"))...)

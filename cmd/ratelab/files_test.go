@@ -57,6 +57,7 @@ func TestOutIsExclusive(t *testing.T) {
 // --cpuprofile refuses an existing file without --force
 // (before bench measures anything) and replaces it with --force.
 func TestCPUProfileRefusesExisting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "cpu.prof")
 	if err := os.WriteFile(prof, []byte("mine"), 0o644); err != nil {

@@ -14,6 +14,7 @@ import (
 // before any Redis is needed; stdout must stay empty.
 // Rewrite with: go test ./cmd/ratelab/ -run GoldenStderr -update
 func TestGoldenStderr(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string

@@ -25,6 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // the server's address) is masked before comparing, never skipped.
 // Rewrite with: go test ./cmd/ratelab/ -run Golden -update
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr

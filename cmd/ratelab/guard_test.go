@@ -14,6 +14,7 @@ import (
 // script runs; --trust-script lifts the guard; capacity and bench, which
 // cannot guard, refuse without --trust-script.
 func TestScriptGuard(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	ctx := context.Background()

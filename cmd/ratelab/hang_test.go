@@ -181,6 +181,7 @@ func childPIDs(t *testing.T, pid int) []int {
 // warm-up (a run of a duration) waited for the next one and never ended.
 // A run of a duration now ends when its next pipeline falls after it.
 func TestBenchTinyRateEnds(t *testing.T) {
+	t.Parallel()
 	ch := runAsync("bench", "--algorithms", "gcra", "--paths", "allow", "--rate", "0.0001", "--duration", "1s", "--rounds", "1",
 		"--redis", "exec", "--out", t.TempDir())
 	select {

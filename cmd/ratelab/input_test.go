@@ -66,6 +66,7 @@ func TestInputFlagsRefuseEndlessFiles(t *testing.T) {
 // an input past its size bound is refused naming the
 // bound, and binary traffic is said to be binary, not "empty".
 func TestInputBoundsAndBinary(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.lua")
 	if err := os.WriteFile(big, []byte(strings.Repeat("-- comment\n", 500_000)), 0o600); err != nil {
@@ -92,6 +93,7 @@ func TestInputBoundsAndBinary(t *testing.T) {
 // a script's reply carrying terminal escapes is shown
 // escaped, never raw, on stderr and stdout.
 func TestScriptRepliesNotEchoedRaw(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := ratelab(t, "verify", "--redis", "exec", "--script", "testdata/hostile/escapes.lua",
 		"--key", "{key}", "--limit", "10", "--window", "1s", "--trust-script")
 	if code != exitUsage {
@@ -108,6 +110,7 @@ func TestScriptRepliesNotEchoedRaw(t *testing.T) {
 // verify says what the guard did, as run does, not
 // Redis's raw NOPERM alone.
 func TestVerifyExplainsGuard(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	code, _, stderr := ratelab(t, "verify", "--redis", "redis://"+v.addr, "--script", "testdata/hostile/outside.lua",
 		"--limit", "10", "--window", "1s")

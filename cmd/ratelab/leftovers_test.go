@@ -173,6 +173,7 @@ func hasKeys(_ *victim, c *redis.Client) bool {
 // a run prefix of their own, each with a TTL, and clean --yes removes them
 // (before: "ratelab:access-check:*" sets with no expiry, invisible to clean).
 func TestCleanRemovesProbeKeys(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	ctx := context.Background()
@@ -198,6 +199,7 @@ func TestCleanRemovesProbeKeys(t *testing.T) {
 // then loops would leave the user's Redis answering BUSY to everyone, so
 // it is refused before it reaches it; a well-behaved one runs.
 func TestUntrustedScriptProbed(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	writesThenLoops := writeFile(t, "wedge.lua", `local n = redis.call('INCR', KEYS[1])

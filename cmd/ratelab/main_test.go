@@ -86,6 +86,7 @@ func TestBadInput(t *testing.T) {
 
 // A small run end to end: JSON on stdout, the files in --out, and report re-renders them.
 func TestRunAndReport(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	code, stdout, stderr := ratelab(t, "run", "--redis", "exec", "--scenarios", "boundary-burst",
 		"--algorithms", "fixed-window,sliding-log", "--format", "json", "--out", out, "--decisions", filepath.Join(out, "decisions.zst"))

@@ -24,6 +24,7 @@ import (
 // one CLIENT KILL). Each fault is made on a real redis-server by a second
 // client, about a second into the command.
 func TestMidRunStateNamed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("about a minute of commands against faulty servers")
 	}
@@ -138,6 +139,7 @@ func lastLine(s string) string {
 // of them (before: no record, no marker: "no record" and a clean --run of
 // it removed the keys of the run measuring them).
 func TestCapacityRegistered(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	url := "redis://" + v.addr

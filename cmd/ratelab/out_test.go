@@ -14,6 +14,7 @@ import (
 // files that are not ratelab's is refused; one with an earlier run's results
 // is refused without --force, and with --force holds only the new run's files.
 func TestOutNeverMixes(t *testing.T) {
+	t.Parallel()
 	args := func(out string, extra ...string) []string {
 		return append([]string{"run", "--scenarios", "boundary-burst", "--algorithms", "fixed-window",
 			"--redis", "exec", "--out", out, "--format", "csv"}, extra...)
@@ -54,6 +55,7 @@ func TestOutNeverMixes(t *testing.T) {
 // a run that cannot reach Redis leaves no empty results
 // directory behind.
 func TestNoEmptyOutWhenRedisIsUnreachable(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "results", "x")
 	code, _, stderr := ratelab(t, "run", "--redis", "redis://127.0.0.1:1", "--connect-timeout", "300ms", "--out", out)
 	if code != exitUsage {
@@ -66,6 +68,7 @@ func TestNoEmptyOutWhenRedisIsUnreachable(t *testing.T) {
 
 // Ctrl-C says "interrupted", not "context canceled".
 func TestInterruptedSaysSo(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	cmd := exec.Command(bin, "demo", "--redis", "exec", "--window", "10s", "--lead", "5s",
 		"--algorithms", "sliding-log", "--out", t.TempDir(), "--format", "json")

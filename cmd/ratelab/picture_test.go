@@ -12,6 +12,7 @@ import (
 // verify --out writes report.html with the counter-example drawn first
 // and the families' worst ratios, and their PNG and SVG files.
 func TestVerifyOutDrawsCounterExample(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	out := filepath.Join(t.TempDir(), "v")

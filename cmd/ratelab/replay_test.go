@@ -40,6 +40,7 @@ func maskedRows(t *testing.T, stdout string) (string, []int64) {
 // The four built-ins shipped as YAML files give the Go scenarios' results,
 // byte for byte once latency and wall time are masked.
 func TestScenarioFileRunsLikeTheBuiltin(t *testing.T) {
+	t.Parallel()
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join("..", "..", "scenarios", "builtin", name+".yaml")
@@ -78,6 +79,7 @@ func writeFile(t *testing.T, name, data string) string {
 // is named on stderr and in results.json, and the run directory has the
 // per-key table and the trailing-window plot.
 func TestRunTraffic(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("ts,user,weight\n")
 	for i := range 300 {
@@ -125,6 +127,7 @@ func TestRunTraffic(t *testing.T) {
 
 // Bad traffic input: exit 2 naming the flag and the file; no results left.
 func TestRunTrafficBadInput(t *testing.T) {
+	t.Parallel()
 	empty := writeFile(t, "empty.csv", "")
 	blank := writeFile(t, "blank.csv", "\n \n")
 	junk := writeFile(t, "junk.csv", "timestamp,key\nnope,a\nnever,b\n")

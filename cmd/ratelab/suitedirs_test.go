@@ -10,6 +10,7 @@ import (
 // A suite's targets named "..", "a/b" and "a_b": each target's files in a
 // directory of its own inside --out, nothing written beside --out.
 func TestSuiteTargetDirsStayInOut(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	out := filepath.Join(parent, "out")
 	suite := filepath.Join(t.TempDir(), "suite.yaml")

@@ -17,6 +17,7 @@ var examples = filepath.Join("..", "..", "docs", "examples")
 // per reply shape and key shape, verified exactly as written, with the
 // honest verdict. The commands are the README's, but for --redis.
 func TestVerifyPublishedShapes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
@@ -91,6 +92,7 @@ func TestVerifyBadReplyStopsAtOnce(t *testing.T) {
 // A target file describes the target once: verify --config; its schema is
 // checked, errors name the field and the line.
 func TestVerifyConfigFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	abs, err := filepath.Abs(filepath.Join(examples, "window-counter.lua"))
 	if err != nil {
@@ -154,6 +156,7 @@ limits:
 // named by its file. The server is the test's own, given by URL: run's
 // script runs under the guard; capacity and bench need --trust-script.
 func TestScriptBesideBuiltins(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr

@@ -31,6 +31,7 @@ return 0
 // FUNCTION DUMP and the script cache stay as they were, FCALL userfn
 // answers the user's value, and no user key name reaches the output.
 func TestUserCommandsRefused(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	ctx := context.Background()
 	admin := v.client(t)

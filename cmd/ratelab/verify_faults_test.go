@@ -18,6 +18,7 @@ import (
 // empties the user's Redis; --out is never mixed; sizes are bounded; a
 // verify that stops writes verify.json marked incomplete.
 func TestVerifyKeepsTheUsersData(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	ctx := context.Background()
@@ -97,6 +98,7 @@ func TestVerifyInterruptedQuickly(t *testing.T) {
 // a script that loops forever is stopped with SCRIPT KILL,
 // and verify says so instead of "i/o timeout"; the user's Redis answers.
 func TestVerifyKillsLoopingScript(t *testing.T) {
+	t.Parallel()
 	v := startVictim(t)
 	c := v.client(t)
 	loop := filepath.Join(t.TempDir(), "loop.lua")

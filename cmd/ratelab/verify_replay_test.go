@@ -24,6 +24,7 @@ var slidingArgs = []string{"--arg", "{now_us}", "--arg", "{window_us}", "--arg",
 // 0 against a corrected one, 2 when the recorded script changed or the
 // file has nothing to replay. run --traffic replays the traffic file.
 func TestVerifyReplay(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
@@ -111,6 +112,7 @@ func TestVerifyReplay(t *testing.T) {
 // window, exits 1 STARVED; --min-fidelity 0 turns the check off; the exact
 // sliding log and a shaping GCRA pass.
 func TestVerifyStarvedByDefault(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
@@ -146,6 +148,7 @@ func TestVerifyStarvedByDefault(t *testing.T) {
 // builder: a limiter whose rate is written by its set-up holds with it and
 // is violated without it (it admits everything).
 func TestVerifySetupFlag(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr

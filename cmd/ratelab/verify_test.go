@@ -13,6 +13,7 @@ import (
 // The contract command lines: exit 0 when the property holds, 1 with a
 // counter-example when it does not, 2 for usage and environment errors.
 func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)

@@ -14,6 +14,7 @@ import (
 // ratelab --version prints the build's version (the one every result's
 // header records) and exits 0.
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := ratelab(t, "--version")
 	if want := "ratelab version " + version.String() + "\n"; code != exitOK || stdout != want {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q; want exit 0 and %q", code, stdout, stderr, want)
@@ -26,6 +27,7 @@ func TestVersionFlag(t *testing.T) {
 // A --format a command does not take is refused before any work, naming
 // the flag and what it takes.
 func TestFormatRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string
@@ -51,6 +53,7 @@ func TestFormatRefused(t *testing.T) {
 // verify.json, of this shape (the same header) or the one before it
 // ("incomplete" instead of "complete").
 func TestReportVerifyDir(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "v")
 	code, first, stderr := ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "300ms",
 		"--redis", "exec", "--format", "json", "--out", out)

@@ -14,6 +14,7 @@ import (
 // every line of the table goldens but the --wide one (Markdown, CSV and
 // JSON are documents, not terminal output).
 func TestGoldenTablesFit(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*-table.golden"))
 	files = append(files, filepath.Join("testdata", "golden", "run-default.golden"))
 	for _, f := range files {

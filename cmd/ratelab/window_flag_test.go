@@ -10,6 +10,7 @@ import (
 // --window reads what limit.ParseDuration reads (days too) and shows its
 // default the short way.
 func TestWindowFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		arg  string
 		want time.Duration

@@ -46,6 +46,7 @@ func verifyAt(t *testing.T, file string, args []string, count int64, w time.Dura
 // shape is caught by the family named, at least as badly as said, and its
 // corrected twin holds.
 func TestVerifyAdaptiveAdversaries(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		broken   string
@@ -88,6 +89,7 @@ func TestVerifyAdaptiveAdversaries(t *testing.T) {
 // same worst ratio, however fast the machine runs; a negative budget runs
 // no search.
 func TestVerifySearchDeterministic(t *testing.T) {
+	t.Parallel()
 	var ratios []float64
 	var decisions []int64
 	for range 2 {

@@ -22,6 +22,7 @@ import (
 // behave as on a Redis at the virtual time. Each broken script has a
 // corrected twin that holds.
 func TestVerifyExpiryClock(t *testing.T) {
+	t.Parallel()
 	limWin := []string{"{limit}", "{window_ms}"}
 	absolute := []string{"{now_ms}", "{window_ms}", "{limit}", "{request_id}"}
 	pttlReply := "reply[1] == 1"

@@ -17,6 +17,7 @@ import (
 // and reads back from its JSON the same; a verification stopped with an
 // error gets the same header, marked incomplete.
 func TestVerifyHeader(t *testing.T) {
+	t.Parallel()
 	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {

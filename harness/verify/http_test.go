@@ -88,6 +88,7 @@ http {
 // (measured: accepted / ideal 0.80 at 10 per 1s): starved by ratelab's rule.
 // burst=5 nodelay admits the burst on top of the rate: violated.
 func TestVerifyNginxLimitReq(t *testing.T) {
+	t.Parallel()
 	base := startNginx(t)
 	l := limit.Limit{Count: 10, Window: 500 * time.Millisecond}
 	cases := []struct {

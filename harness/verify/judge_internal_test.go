@@ -10,6 +10,7 @@ import (
 // exactly W apart by the µs are never one window, even when the schedule's
 // nanoseconds put them W-364ns apart (a false alarm at L=10,000 if mishandled).
 func TestJudgeOnTheLimitersClock(t *testing.T) {
+	t.Parallel()
 	anchor := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const w = time.Second
 	first := 156601950 * time.Nanosecond // +156.601950ms

@@ -33,6 +33,7 @@ var (
 // twin at 20 per minute, atomically and client-side: the verdict, and the
 // race family's (skipped: not run, for an atomic script).
 func TestRaceTwins(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: time.Minute}
 	cases := []struct {
 		script     string
@@ -110,6 +111,7 @@ func TestRaceTwins(t *testing.T) {
 // family with the seeds' story in its interleaving (every client counts
 // L-1 before any adds), and the same seed gives the same interleaving.
 func TestRaceNaive(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: time.Minute}
 	story := func() (*measure.CounterExample, string) {
 		lim, err := algorithms.New("sliding-log-naive", srv.Client(), l)

@@ -18,6 +18,7 @@ import (
 // again to the same script on fresh keys, fails again the same way; the
 // same trace sent to the corrected twin holds. A violation is shrunk.
 func TestReplayCounterExamples(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		broken, twin scriptRun
 	}{
@@ -109,6 +110,7 @@ func (s *slowDecode) Decode(c algorithms.ScriptCall, reply any) (algorithms.Deci
 // greedy adversary's calls: VIOLATED 2.00x, which its replay did not
 // reproduce.)
 func TestReplayIgnoresWallClock(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	var steps []measure.Step
 	for i := range 340 {

@@ -17,6 +17,7 @@ import (
 // sliding log and a shaping GCRA (about 0.75 of the ideal) pass; a minimum
 // fidelity of 0 turns the check off.
 func TestVerifyDefaultMinFidelity(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		file        string
 		minFidelity float64
@@ -66,6 +67,7 @@ func TestVerifyDefaultMinFidelity(t *testing.T) {
 // run once per key before the key's first call, on the same keys and
 // clock, it holds.
 func TestVerifySetup(t *testing.T) {
+	t.Parallel()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
@@ -99,6 +101,7 @@ func TestVerifySetup(t *testing.T) {
 // input. warm-up-free.lua lets its first 60 calls through, whatever their
 // key; the same script without its warm-up spent is the correct log.
 func TestVerifyUnreproducedIsInconclusive(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: time.Second}
 	src, err := os.ReadFile(filepath.Join("testdata", "warm-up-free.lua"))
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // (bursts at one instant, several keys and clients, costs, denials,
 // errors).
 func TestJudgedAsItRuns(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	seen := map[measure.Verdict]int{}
 	anchor := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

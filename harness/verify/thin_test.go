@@ -53,6 +53,7 @@ func thinRun(t *testing.T, file string, args []string, l limit.Limit, full, gate
 // from what was sent. (The built-in sliding log's thinned runs are
 // TestVerifyNoFalseAlarm's, at L = 1,000 and 10,000.)
 func TestThinnedBurstsKeepVerdicts(t *testing.T) {
+	t.Parallel()
 	lag := "1500" // µs: 3/4 into the second burst of "L ending 1µs before the boundary, L from it"
 	cases := []struct {
 		name    string
@@ -127,6 +128,7 @@ func TestThinnedBurstsKeepVerdicts(t *testing.T) {
 // sustained overload (never thinned). Its twin, which only counts the
 // denials, holds either way.
 func TestThinningMissesDenialState(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 2000, Window: time.Hour}
 	for _, c := range []struct {
 		file            string

@@ -11,6 +11,7 @@ import (
 // With NoDefaults a zero Timeout, MaxOutage or Clients is refused, naming
 // the field; without it zero is the default.
 func TestValidateNoDefaults(t *testing.T) {
+	t.Parallel()
 	ok := Config{Limits: []limit.Limit{{Count: 10, Window: time.Second}}, Timeout: time.Second, MaxOutage: time.Second, Clients: 1, NoDefaults: true}
 	for _, c := range []struct {
 		name  string

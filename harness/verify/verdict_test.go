@@ -29,6 +29,7 @@ const largeEnv = "RATELAB_VERIFY_LARGE"
 // descheduled script no longer makes Redis delete a log at once (it did:
 // a false alarm now and then).
 func TestVerifyNoFalseAlarm(t *testing.T) {
+	t.Parallel()
 	type target struct {
 		name string
 		file string // a testdata script with nowWinLimIDC; "" for the built-in
@@ -100,6 +101,7 @@ func TestVerifyNoFalseAlarm(t *testing.T) {
 // past Lua's stack limit; its twin, adding 1000 at a time, admits the whole
 // limit in one call and keeps one member per unit.
 func TestWeightedLogUnpackLimit(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 10_000, Window: time.Second}
 	at := algorithms.At(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, c := range []struct {
@@ -150,6 +152,7 @@ func TestWeightedLogUnpackLimit(t *testing.T) {
 // inconclusive, with the count and the first error, even though every
 // answered call holds; its twin without the failing path holds.
 func TestVerifyErrorsAreNoVerdict(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	for _, c := range []struct {
 		file string
@@ -190,6 +193,7 @@ func TestVerifyErrorsAreNoVerdict(t *testing.T) {
 // A published-style script replying {"1", "9"} (tostring) holds under the
 // predicate its author writes, reply[1] == 1, and under the default one.
 func TestVerifyStringReply(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	src, err := os.ReadFile(filepath.Join("testdata", "string-reply-sliding-log.lua"))
 	if err != nil {

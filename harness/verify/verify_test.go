@@ -51,6 +51,7 @@ func family(t *testing.T, rep *measure.VerifyReport, name string) measure.Family
 // The built-in algorithms get their honest verdicts at sub-second, seconds
 // and hour-long windows.
 func TestVerifyBuiltins(t *testing.T) {
+	t.Parallel()
 	windows := []time.Duration{250 * time.Millisecond, 2 * time.Second, time.Hour}
 	for _, name := range algorithms.Names() {
 		for _, w := range windows {
@@ -63,7 +64,9 @@ func TestVerifyBuiltins(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
+				cfg := verifyConfig(l)
+				cfg.RunID = server.NewRunID() // its keys apart from the other tests' (they run in parallel)
+				rep, err := verify.Run(ctx, srv.Redis, lim, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,7 +104,7 @@ func TestVerifyBuiltins(t *testing.T) {
 						t.Errorf("counter-example sums to %d (says %d) over %dµs (window %v)", sum, ce.Accepted, ce.EndUS-ce.StartUS, w)
 					}
 				}
-				if keys, _ := server.ScanKeys(ctx, srv.Client(), server.KeyPrefix); len(keys) != 0 {
+				if keys, _ := server.ScanKeys(ctx, srv.Client(), server.KeyPrefix+cfg.RunID+":"); len(keys) != 0 {
 					t.Errorf("keys left behind: %v", keys[:min(len(keys), 5)])
 				}
 			})
@@ -176,6 +179,7 @@ func fmtArgs(a []string) string {
 // For each family, a deliberately broken script is caught by that family,
 // and its corrected twin passes everything.
 func TestVerifyCatchesBrokenScripts(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		family  string
 		broken  scriptRun
@@ -233,6 +237,7 @@ func TestVerifyCatchesBrokenScripts(t *testing.T) {
 
 // A script that does not compile, or answers in the wrong shape, is an error before any trial.
 func TestVerifyScriptErrors(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 5, Window: time.Second}
 	for name, src := range map[string]string{
 		"not lua":     "this is not lua (",
@@ -255,6 +260,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 // The seeds' scripts, exactly as printed, with the arguments their articles
 // pass. They are third-party: read from ../shared/seed-scripts, never copied.
 func TestVerifySeedScripts(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "..", "shared", "seed-scripts")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("the seed scripts (third-party, never copied into the repository) are read from ../shared/seed-scripts beside the checkout, absent here: %v", err)
@@ -303,6 +309,7 @@ func TestVerifySeedScripts(t *testing.T) {
 // holds by default (its low fidelity and its strictness on a fresh key are
 // reported, not gated), and fails only when a minimum fidelity is asked.
 func TestVerifyStrictLimiterHolds(t *testing.T) {
+	t.Parallel()
 	rep := verifyScript(t, scriptRun{file: "gcra.lua", args: nowWinLim})
 	if rep.Verdict != measure.Holds || rep.CounterExample != nil {
 		t.Fatalf("verdict %s, counter-example %+v; want holds", rep.Verdict, rep.CounterExample)
@@ -321,6 +328,7 @@ func TestVerifyStrictLimiterHolds(t *testing.T) {
 // Several limits at once: bucketed-hash with two limits; the
 // counter-example names the limit that broke.
 func TestVerifySeveralLimits(t *testing.T) {
+	t.Parallel()
 	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {
@@ -352,6 +360,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 // as long as what was found (before: the first replay was refused and the
 // violation came out INCONCLUSIVE).
 func TestVerifyNoShrink(t *testing.T) {
+	t.Parallel()
 	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.New("fixed-window", srv.Client(), l)
 	if err != nil {
@@ -377,6 +386,7 @@ func TestVerifyNoShrink(t *testing.T) {
 // controls' included. Redis's own command counts are the reference (a
 // NOSCRIPT answered EVALSHA is followed by an EVAL: counted once; the
 // probe decision and a few set-up calls are the slack).
+// Not parallel: it counts every script call the server ran.
 func TestDecisionsAreTheCallsMade(t *testing.T) {
 	calls := func() int64 {
 		info, err := srv.Client().Info(ctx, "commandstats").Result()

@@ -28,6 +28,7 @@ func bruteMax(acc []timed, w time.Duration) (best int64, set []timed) {
 // random decisions (bursts at one instant, gaps, costs), however long the
 // stream (compaction copies the worst window out before dropping it).
 func TestTrailingWindowMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := range 400 {
 		w := time.Duration(1+r.IntN(50)) * time.Microsecond
