@@ -70,9 +70,12 @@ func TestDemoInTmux80Paced(t *testing.T) {
 		}
 	}
 
-	// the bursts, as decided on the Redis clock: about 4 x 49 ms each; a
-	// request is never sent before its time, so at least 3x live whatever
-	// the load
+	// the bursts, as decided on the Redis clock: about 4 x 49 ms each. A
+	// request is never sent before its time, so the first burst, whose
+	// first request comes after the idle --lead, lasts at least its paced
+	// length whatever the load. The second is only shown: when the first
+	// ran over on a loaded machine, the second starts late and the
+	// requests it held up go back to back (140 ms was seen)
 	data, err := os.ReadFile(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +96,9 @@ func TestDemoInTmux80Paced(t *testing.T) {
 		last[b] = max(last[b], r.DecidedAtUS)
 	}
 	for b := range 2 {
-		span := time.Duration(last[b]-first[b]) * time.Microsecond
-		t.Logf("burst %d decided over %v (live: about 49ms)", b, span)
-		if span < 3*49*time.Millisecond {
-			t.Errorf("burst %d decided over %v, want about 196ms (4x 49ms)", b, span)
-		}
+		t.Logf("burst %d decided over %v (live: about 49ms)", b, time.Duration(last[b]-first[b])*time.Microsecond)
+	}
+	if span := time.Duration(last[0]-first[0]) * time.Microsecond; span < 3*49*time.Millisecond {
+		t.Errorf("the first burst decided over %v, want about 196ms (4x 49ms)", span)
 	}
 }
