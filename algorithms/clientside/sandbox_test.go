@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/internal/testenv"
 )
 
 // show renders the values of an expression list the same way in Redis and
@@ -173,6 +174,7 @@ func TestPatternsAsRedis(t *testing.T) {
 // runtime's out-of-memory crash), a doubling .. loop at its first
 // string over the bound, table.concat and string.format likewise.
 func TestStringBounds(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	for _, c := range []struct{ name, src, want string }{
 		{"string.rep 2^33", `return #string.rep('x', 2^33)`, "string.rep: the result would be 8589934592 bytes, more than the 536870912"},
 		{"string.rep with a long string", `return #string.rep(string.rep('x', 1000), 600000)`, "string.rep: the result would be 600000000 bytes"},

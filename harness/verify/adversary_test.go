@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -47,6 +48,7 @@ func verifyAt(t *testing.T, file string, args []string, count int64, w time.Dura
 // corrected twin holds.
 func TestVerifyAdaptiveAdversaries(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	cases := []struct {
 		name     string
 		broken   string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -23,6 +24,7 @@ import (
 // corrected twin that holds.
 func TestVerifyExpiryClock(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	limWin := []string{"{limit}", "{window_ms}"}
 	absolute := []string{"{now_ms}", "{window_ms}", "{limit}", "{request_id}"}
 	pttlReply := "reply[1] == 1"

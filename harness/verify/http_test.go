@@ -89,6 +89,7 @@ http {
 // burst=5 nodelay admits the burst on top of the rate: violated.
 func TestVerifyNginxLimitReq(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	base := startNginx(t)
 	l := limit.Limit{Count: 10, Window: 500 * time.Millisecond}
 	cases := []struct {

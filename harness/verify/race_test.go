@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -34,6 +35,7 @@ var (
 // race family's (skipped: not run, for an atomic script).
 func TestRaceTwins(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 20, Window: time.Minute}
 	cases := []struct {
 		script     string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -18,6 +19,7 @@ import (
 // fidelity of 0 turns the check off.
 func TestVerifyDefaultMinFidelity(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	cases := []struct {
 		file        string
 		minFidelity float64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -54,6 +55,7 @@ func thinRun(t *testing.T, file string, args []string, l limit.Limit, full, gate
 // TestVerifyNoFalseAlarm's, at L = 1,000 and 10,000.)
 func TestThinnedBurstsKeepVerdicts(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	lag := "1500" // µs: 3/4 into the second burst of "L ending 1µs before the boundary, L from it"
 	cases := []struct {
 		name    string
@@ -129,6 +131,7 @@ func TestThinnedBurstsKeepVerdicts(t *testing.T) {
 // denials, holds either way.
 func TestThinningMissesDenialState(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 2000, Window: time.Hour}
 	for _, c := range []struct {
 		file            string

@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -30,6 +31,7 @@ const largeEnv = "RATELAB_VERIFY_LARGE"
 // a false alarm now and then).
 func TestVerifyNoFalseAlarm(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	type target struct {
 		name string
 		file string // a testdata script with nowWinLimIDC; "" for the built-in

@@ -15,6 +15,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -52,6 +53,7 @@ func family(t *testing.T, rep *measure.VerifyReport, name string) measure.Family
 // and hour-long windows.
 func TestVerifyBuiltins(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	windows := []time.Duration{250 * time.Millisecond, 2 * time.Second, time.Hour}
 	for _, name := range algorithms.Names() {
 		for _, w := range windows {
@@ -180,6 +182,7 @@ func fmtArgs(a []string) string {
 // and its corrected twin passes everything.
 func TestVerifyCatchesBrokenScripts(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	cases := []struct {
 		family  string
 		broken  scriptRun
@@ -261,6 +264,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 // pass. They are third-party: read from ../shared/seed-scripts, never copied.
 func TestVerifySeedScripts(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	dir := filepath.Join("..", "..", "..", "shared", "seed-scripts")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("the seed scripts (third-party, never copied into the repository) are read from ../shared/seed-scripts beside the checkout, absent here: %v", err)
@@ -329,6 +333,7 @@ func TestVerifyStrictLimiterHolds(t *testing.T) {
 // counter-example names the limit that broke.
 func TestVerifySeveralLimits(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {

@@ -47,3 +47,16 @@ func Tool(t testing.TB, target string, names ...string) string {
 	t.Skip(msg + "; skipped (" + RequireEnv + "=1, as in `make test`, makes this a failure)")
 	return ""
 }
+
+// SkipUnderRace skips t in a test binary built with -race. It marks a
+// heavy test (a table of verdicts, large strings) of a package that make
+// test runs twice: with -race, where the race detector watches the
+// package's goroutines through its smaller tests, and without, where every
+// test runs, this one included. Its work is CPU under the race detector,
+// not more coverage of the same code.
+func SkipUnderRace(t testing.TB) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("heavy: runs in make test's run without -race; the race detector watches the same code through this package's smaller tests")
+	}
+}
