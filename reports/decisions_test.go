@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )
@@ -111,6 +112,7 @@ func TestDecisionFileRoundTrip(t *testing.T) {
 // The compact encoding compressed with zstd keeps a replay's decisions
 // within 30 B each, a tenth of plain JSON lines or less.
 func TestDecisionFileSize(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	recs := decisionRecords(50_000)
 	size := func(name string) float64 {
 		path := filepath.Join(t.TempDir(), name)

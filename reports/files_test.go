@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/internal/testenv"
 )
 
 // `report DIR` with a symlink planted in DIR replaces the
 // link with its own file and never writes through it: the file outside DIR
 // keeps its bytes.
 func TestRerenderNeverWritesThroughSymlinks(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	dir := t.TempDir()
 	if err := WriteDir(dir, fixture()); err != nil {
 		t.Fatal(err)
@@ -143,6 +146,7 @@ func TestCreateDecisionLogExclusive(t *testing.T) {
 // escapes planted in a results.json (a forged or
 // downloaded one) never reach the terminal through `report DIR`.
 func TestRerenderCleansForgedResults(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	dir := t.TempDir()
 	r := fixture()
 	r.Results[0].Algorithm = "\x1b]0;owned\x07\x1b[2Jfixed-window"

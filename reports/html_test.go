@@ -94,6 +94,7 @@ func TestWriteHTML(t *testing.T) {
 // `make chromium` installs it): the DOM it built shows every algorithm's
 // verdict, both plots and the table, and the screenshot is not blank.
 func TestHTMLInChromium(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	bin := chromium(t)
 	dir := t.TempDir()
 	r := sixFixture()

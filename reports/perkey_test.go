@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -110,6 +111,7 @@ func TestPlotTrailing(t *testing.T) {
 // report.html of a replay, rendered by headless Chromium, shows the
 // per-key table and the trailing-window plot.
 func TestReplayHTMLInChromium(t *testing.T) {
+	testenv.SkipUnderRace(t)
 	bin := chromium(t)
 	dir := t.TempDir()
 	if err := WriteDir(dir, replayFixture()); err != nil {

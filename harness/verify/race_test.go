@@ -114,6 +114,7 @@ func TestRaceTwins(t *testing.T) {
 // L-1 before any adds), and the same seed gives the same interleaving.
 func TestRaceNaive(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 20, Window: time.Minute}
 	story := func() (*measure.CounterExample, string) {
 		lim, err := algorithms.New("sliding-log-naive", srv.Client(), l)

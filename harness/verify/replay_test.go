@@ -10,6 +10,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -19,6 +20,7 @@ import (
 // same trace sent to the corrected twin holds. A violation is shrunk.
 func TestReplayCounterExamples(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	cases := []struct {
 		broken, twin scriptRun
 	}{
