@@ -93,6 +93,12 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 				reopen = func() benchConn { return conn }
 			}
 			err := conn.Ping(ctx).Err() // connect before the clock starts
+			// the server may close it here as in the loop (CLIENT KILL): opened again
+			for since := time.Now(); server.IsClosed(err) && time.Since(since) < reconnectFor && ctx.Err() == nil; {
+				time.Sleep(10 * time.Millisecond)
+				conn = reopen()
+				err = conn.Ping(ctx).Err()
+			}
 			ready.Done()
 			if err != nil {
 				r.err = err
