@@ -63,7 +63,7 @@ func (r *Runner) Settle() error {
 		<-r.kill.done
 		found = r.kill.found
 	}
-	if found == server.NotBusy && r.kill.busy.Load() {
+	if found == server.NotBusy && r.guard().Busy() {
 		return fmt.Errorf("%w (ratelab's calls were answered BUSY)", server.ErrForeignBusy)
 	}
 	return found.Err(r.Timeout)

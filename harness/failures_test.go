@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -20,9 +21,9 @@ func TestUnanswered(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{"an outage", fmt.Errorf("%w for 2s (last error: EOF)", ErrOutage), true},
-		{"a stall", &StallError{Bound: 3 * time.Second, Err: context.DeadlineExceeded}, true},
-		{"a stall of one algorithm", fmt.Errorf("gcra: %w", &StallError{Bound: time.Second}), true},
+		{"an outage", fmt.Errorf("%w for 2s (last error: EOF)", callguard.ErrOutage), true},
+		{"a stall", &callguard.StallError{Bound: 3 * time.Second, Err: context.DeadlineExceeded}, true},
+		{"a stall of one algorithm", fmt.Errorf("gcra: %w", &callguard.StallError{Bound: time.Second}), true},
 		{"a restart", &server.EnvError{Addr: "127.0.0.1:6379", Restarted: true}, false},
 		{"failed calls", &CallsFailedError{Failed: 1, Calls: 10, First: errors.New("ERR x")}, false},
 		{"Ctrl-C", context.Canceled, false},

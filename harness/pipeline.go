@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -329,7 +328,7 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 	ps, calls := st.ps[:n], st.calls[:n]
 	sent := time.Now()
 	var cmds []*redis.Cmd
-	err := r.loadScripts(ctx, calls)
+	err := r.guard().Load(ctx, r.Redis, calls)
 	if err == nil && len(calls) > 0 {
 		cmds, err = r.roundTrip(ctx, st, len(ps), calls)
 	}
@@ -377,45 +376,14 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 	r.settle(firstErr) // one round trip: one success or failure of Redis
 }
 
-// roundTrip sends calls (those of n arrivals) through the job's pipe, within
-// Timeout per pipelineTimeoutCalls arrivals, and stops a script still busy
-// when that time ran out. Per-call errors are read from each command; the
-// error is a failed round trip (network, timeout) or scripts that could not
-// be loaded again.
+// roundTrip sends calls (those of n arrivals) through the job's pipe, as
+// one round trip of the call guard (Timeout per pipelineTimeoutCalls
+// arrivals), and stops a script still busy when that time ran out. Per-call
+// errors are read from each command; the error is a failed round trip
+// (network, timeout) or scripts that could not be loaded again.
 func (r *Runner) roundTrip(ctx context.Context, st *vtJob, n int, calls []algorithms.ScriptCall) ([]*redis.Cmd, error) {
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	bound := r.StallBound(n)
-	if bound > 0 {
-		cctx, cancel = context.WithTimeout(ctx, bound)
-	}
-	defer cancel()
-	sent := time.Now()
-	cmds, err := st.pipe.Exec(cctx, calls)
-	if err != nil && bound > 0 && server.IsTimeout(err) && !st.s.Capabilities().LoopFree {
-		r.killBusy(ctx, sent)
-	}
-	if err == nil {
-		r.noteRoundTrip(time.Since(sent))
-	}
-	if serr := r.stalled(err, bound, time.Since(sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
-		r.cancel(serr) // a slow machine is waited for; a hang stops the run
-	}
+	trip := r.guard().Begin(ctx, n)
+	cmds, err := trip.Exec(st.pipe, calls)
+	r.ended(ctx, &trip, st.s, trip.End(err))
 	return cmds, err
-}
-
-// loadScripts makes sure the server holds every script of calls, with
-// SCRIPT LOAD of those not yet loaded by this Runner, so that a run's first
-// round trip meets no NOSCRIPT (a flush later is the pipe's to mend).
-func (r *Runner) loadScripts(ctx context.Context, calls []algorithms.ScriptCall) error {
-	for _, c := range calls {
-		s := c.Script
-		if _, ok := r.scriptsLoaded.Load(s.Hash()); ok {
-			continue
-		}
-		if err := s.Load(ctx, r.Redis).Err(); err != nil {
-			return fmt.Errorf("SCRIPT LOAD: %w", err)
-		}
-		r.scriptsLoaded.Store(s.Hash(), true)
-	}
-	return nil
 }

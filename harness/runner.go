@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
@@ -99,18 +99,21 @@ type Runner struct {
 	// Unaligned makes a real-time run start Lead from now instead of at the
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
-	// Timeout bounds each decision call; zero means no bound beyond the
+	// Timeout bounds each decision call (a pipelined round trip of n
+	// calls: Timeout x ceil(n/16)); zero means no bound beyond the
 	// client's own timeouts. In real time a call past it fails and counts
 	// as OnError says. In virtual time it only detects a Redis that hangs
 	// (a decision's time does not depend on how long its call took): a
-	// call past it stops the run with a *StallError, never counted as a
-	// decision; with AdaptTimeout the bound grows with the round trips seen
-	// (StallBound).
+	// call past it stops the run with a *callguard.StallError, never
+	// counted as a decision; with AdaptTimeout the bound grows with the
+	// round trips seen. The Runner's call guard (harness/callguard)
+	// applies it.
 	Timeout time.Duration
 	// AdaptTimeout makes a virtual-time run's Timeout a floor: the bound
-	// is at least StallFloor and StallFactor times the slowest round trip
-	// seen so far, so a slow machine (a loaded CI runner) is waited for.
-	// Set it when the user did not choose the timeout.
+	// is at least callguard.DefaultFloor and callguard.DefaultFactor times
+	// the typical round trip seen so far, so a slow machine (a loaded CI
+	// runner) is waited for. Set it when the user did not choose the
+	// timeout.
 	AdaptTimeout bool
 	// Discard drops each outcome of a real-time run once it is streamed to
 	// Log: Execute then returns results without Outcomes, so memory does not
@@ -120,8 +123,8 @@ type Runner struct {
 	// OnError is what a failed call counts as: FailClosed (denied, the
 	// default) or FailOpen (allowed without the limiter).
 	OnError ErrorPolicy
-	// MaxOutage stops the run with ErrOutage when calls have kept failing
-	// for this long (a Redis that is gone); a Redis that comes back sooner
+	// MaxOutage stops the run with callguard.ErrOutage when calls have
+	// kept failing for this long (a Redis that is gone); a Redis that comes back sooner
 	// (a restart) only costs the calls that failed. Zero means never stop.
 	MaxOutage time.Duration
 
@@ -141,25 +144,20 @@ type Runner struct {
 
 	meter *progress.Meter // Execute's decisions, shown on Progress
 
-	cancel        context.CancelCauseFunc
-	expiryOnce    sync.Once
-	expiryStart   time.Time // the first virtual job's start (Expiry's safety TTL)
-	scriptsLoaded sync.Map  // SHA1 -> true: scripts this Runner loaded (pipelined mode)
-	kill          struct {
+	cancel      context.CancelCauseFunc
+	expiryOnce  sync.Once
+	expiryStart time.Time // the first virtual job's start (Expiry's safety TTL)
+	guardOnce   sync.Once
+	calls       *callguard.Guard // the call guard, built from the fields at the first call (guard)
+	kill        struct {
 		once      sync.Once
 		done      chan struct{} // closed when the SCRIPT KILL is over
 		found     server.BusyScript
 		err       error
 		threshold time.Duration // the server's busy-reply-threshold
 		known     bool          // threshold was read, not assumed
-		busy      atomic.Bool   // a call was answered BUSY
 	}
-	outage struct {
-		mu    sync.Mutex
-		since time.Time // first failure of the current run of failures; zero: none
-	}
-	typical atomic.Int64 // the moving average of successful round trips, ns (AdaptTimeout)
-	failed  struct {
+	failed struct {
 		mu           sync.Mutex
 		calls, count int64
 		first        error
@@ -451,6 +449,18 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 	return kept
 }
 
+// guard is the Runner's call guard, built from its fields at the first
+// call: Timeout per pipelineTimeoutCalls calls; in virtual time a call
+// past its bound is a stall, and AdaptTimeout raises the bound; MaxOutage.
+func (r *Runner) guard() *callguard.Guard {
+	r.guardOnce.Do(func() {
+		virtual := r.Clock == VirtualClock || r.Clock == ""
+		r.calls = callguard.New(callguard.Config{Timeout: r.Timeout, PerTimeout: pipelineTimeoutCalls,
+			Stall: virtual, Adapt: r.AdaptTimeout && virtual, MaxOutage: r.MaxOutage})
+	})
+	return r.calls
+}
+
 // decide makes one call and streams its record.
 func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor time.Time, at algorithms.Clock) Outcome {
 	a := j.Schedule.Arrivals[seq]
@@ -458,56 +468,59 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor tim
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
 	}
-	virtual := r.Clock == VirtualClock || r.Clock == ""
-	bound := r.Timeout
-	if virtual {
-		bound = r.StallBound(1)
-	}
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if bound > 0 {
-		cctx, cancel = context.WithTimeout(ctx, bound)
-	}
-	o := Outcome{Seq: seq, Arrival: a, Sent: time.Now()}
-	o.Decision, o.Err = j.Limiter.Allow(cctx, key, a.Cost, at)
-	o.Recv = time.Now()
-	cancel()
-	if o.Err != nil && bound > 0 && r.Redis != nil && server.IsTimeout(o.Err) && !j.Limiter.Capabilities().LoopFree {
-		r.killBusy(ctx, o.Sent)
-	}
-	if o.Err == nil {
-		r.noteRoundTrip(o.Recv.Sub(o.Sent))
-	}
-	if serr := r.stalled(o.Err, bound, o.Recv.Sub(o.Sent)); serr != nil && ctx.Err() == nil && r.cancel != nil {
-		r.cancel(serr) // a slow machine is waited for; a hang stops the run
-	}
+	trip := r.guard().Begin(ctx, 1)
+	o := Outcome{Seq: seq, Arrival: a, Sent: trip.Sent}
+	o.Decision, o.Err = j.Limiter.Allow(trip.Ctx, key, a.Cost, at)
+	serr := trip.End(o.Err)
+	o.Recv = trip.Recv
+	r.ended(ctx, &trip, j.Limiter, serr)
 	r.settle(o.Err)
 	r.record(job, j, anchor, &o)
 	return o
+}
+
+// ended acts on a round trip to lim that trip.End closed with serr: a
+// script of lim's that may still run past the bound is stopped (killBusy,
+// unless lim's scripts cannot loop), and a stall stops the run (a slow
+// machine is waited for; a hang is not).
+func (r *Runner) ended(ctx context.Context, trip *callguard.Trip, lim algorithms.Limiter, serr error) {
+	if trip.TimedOut && r.Redis != nil && !lim.Capabilities().LoopFree {
+		r.killBusy(ctx, trip.Sent)
+	}
+	if serr != nil && ctx.Err() == nil && r.cancel != nil {
+		r.cancel(serr)
+	}
 }
 
 // settle is what a call's error (nil: success) does to the run: a
 // *algorithms.ScriptError (a reply the target's predicate cannot judge, a
 // key it cannot build: every call would fail alike), a command of the
 // user's the policy refuses (*usercmd.Refusal: it was not sent) or a
-// refusal by the guard stops it at once; other errors count towards MaxOutage.
+// refusal by the guard stops it at once; a cost over the limit is the
+// caller's; other errors go to the call guard, which notes a BUSY reply
+// (another client's script: a script of ratelab's is stopped by the call
+// that sent it timing out, killBusy) and stops the run after MaxOutage.
 func (r *Runner) settle(err error) {
-	if server.IsBusy(err) {
-		// a script runs past busy-reply-threshold: another client's, as
-		// ratelab's call was refused, not run (a script of ratelab's is
-		// stopped by the call that sent it timing out: killBusy)
-		r.kill.busy.Store(true)
-	}
 	var se *algorithms.ScriptError
 	var ref *usercmd.Refusal
 	switch {
-	case r.cancel == nil:
 	case errors.As(err, &se), errors.As(err, &ref):
-		r.cancel(err)
+		r.stop(err)
 	case server.IsGuardRefusal(err):
 		// the user's script tried to touch what is not ratelab's: stop
-		r.cancel(fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err))
-	case !errors.Is(err, algorithms.ErrCostExceedsLimit):
-		r.noteCall(err, r.cancel)
+		r.stop(fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err))
+	case errors.Is(err, algorithms.ErrCostExceedsLimit):
+	default:
+		if oerr := r.guard().Note(err); oerr != nil {
+			r.stop(oerr)
+		}
+	}
+}
+
+// stop cancels the run under way with cause err.
+func (r *Runner) stop(err error) {
+	if r.cancel != nil {
+		r.cancel(err)
 	}
 }
 

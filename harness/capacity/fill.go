@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
@@ -38,7 +38,9 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 		keys[i] = fmt.Sprintf("%s{%06d}", prefix, i)
 	}
 	var wg sync.WaitGroup
-	var flushed atomic.Bool
+	// the fill's calls have no bound but the client's (a failed call
+	// fails the cell, measured again): the guard counts NOSCRIPT reloads
+	guard := callguard.New(callguard.Config{})
 	errs := make([]error, fillWorkers)
 	for w := range fillWorkers {
 		wg.Add(1)
@@ -51,7 +53,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 				errs[w] = err
 				return
 			}
-			b := newBatch(m.c, lim, &flushed)
+			b := newBatch(m.c, lim, guard)
 			for i := w; i < n && errs[w] == nil; i += fillWorkers {
 				for _, fc := range plan {
 					call, err := lim.Call(keys[i], fc.Cost, algorithms.At(start.Add(fc.Offset)))
@@ -72,7 +74,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 		}(w)
 	}
 	wg.Wait()
-	if flushed.Load() && !slices.Contains(m.warnings, flushWarning) {
+	if guard.Reloads() > 0 && !slices.Contains(m.warnings, flushWarning) {
 		m.warnings = append(m.warnings, flushWarning)
 	}
 	for _, err := range errs {
@@ -100,15 +102,15 @@ func scripted(alg string, ts []targets.Target, c redis.UniversalClient, l limit.
 // batch is the calls of one worker waiting for their pipeline. Not safe
 // for concurrent use.
 type batch struct {
-	pipe    *algorithms.ScriptPipe
-	lim     algorithms.Scripted
-	calls   []algorithms.ScriptCall
-	flushed *atomic.Bool // set when a call met NOSCRIPT
+	pipe  *algorithms.ScriptPipe
+	lim   algorithms.Scripted
+	calls []algorithms.ScriptCall
+	guard *callguard.Guard // the fill's: counts the NOSCRIPT reloads
 }
 
 // newBatch returns the batch of one worker sending to c.
-func newBatch(c redis.UniversalClient, lim algorithms.Scripted, flushed *atomic.Bool) *batch {
-	return &batch{pipe: algorithms.NewScriptPipe(c), lim: lim, flushed: flushed}
+func newBatch(c redis.UniversalClient, lim algorithms.Scripted, guard *callguard.Guard) *batch {
+	return &batch{pipe: algorithms.NewScriptPipe(c), lim: lim, guard: guard}
 }
 
 // run sends the queued calls as one pipeline of EVALSHA and checks that
@@ -127,11 +129,9 @@ func (b *batch) run(ctx context.Context) error {
 	}
 	calls := b.calls
 	b.calls = b.calls[:0]
-	loads := b.pipe.Loads
-	cmds, err := b.pipe.Exec(ctx, calls)
-	if b.pipe.Loads > loads {
-		b.flushed.Store(true)
-	}
+	trip := b.guard.Begin(ctx, len(calls))
+	cmds, err := trip.Exec(b.pipe, calls)
+	_ = trip.End(err) // no bound: no stall
 	if err != nil {
 		return fmt.Errorf("%s: %w", b.lim.Name(), err)
 	}

@@ -62,10 +62,12 @@ type Config struct {
 	OnError   harness.ErrorPolicy
 	MaxOutage time.Duration
 	// AdaptTimeout makes Timeout's bound a floor: a round trip may take
-	// up to harness.StallFloor and harness.StallFactor times the slowest
-	// seen (a slow machine is waited for). A round trip past the bound
-	// stops the replay with a *harness.StallError either way: the replay
-	// runs in virtual time, where a slow call changes no decision.
+	// up to callguard.DefaultFloor and callguard.DefaultFactor times the
+	// typical round trip seen (a slow machine is waited for). A round trip
+	// past the bound stops the replay with a *callguard.StallError either
+	// way: the replay runs in virtual time, where a slow call changes no
+	// decision. Each algorithm's calls have a call guard of their own
+	// (harness/callguard).
 	AdaptTimeout bool
 	// RunID names the keys' prefix "ratelab:<RunID>:"; empty picks a fresh one.
 	RunID string

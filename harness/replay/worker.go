@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -51,15 +52,16 @@ type replayWorker struct {
 	firstErr                                 error
 	decisions                                atomic.Int64
 
-	nextSample   int64
-	peak         int64
-	peakAt       time.Duration
-	samples      int
-	lastAt       time.Duration
-	expired      int64 // keys removed as expired in virtual time
-	dur          time.Duration
-	failingSince time.Time
-	typical      time.Duration // the moving average of successful round trips
+	nextSample int64
+	peak       int64
+	peakAt     time.Duration
+	samples    int
+	lastAt     time.Duration
+	expired    int64 // keys removed as expired in virtual time
+	dur        time.Duration
+	// guard bounds each round trip (Timeout per replayTimeoutCalls
+	// calls, a stall stops the replay) and the outage
+	guard *callguard.Guard
 
 	// batch's buffers (reuse)
 	calls, send []algorithms.ScriptCall
@@ -78,10 +80,17 @@ func reuse[T any](buf *[]T, n int) []T {
 	return s
 }
 
+// replayTimeoutCalls is how many calls of a round trip one Timeout
+// covers: a deep pipeline waits behind the other algorithms' on a busy
+// server.
+const replayTimeoutCalls = 64
+
 func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
 	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
 		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Count, lim.Window), hist: harness.NewHist(),
-		rkeys: map[string]touch{}, nextSample: firstMemorySample}
+		rkeys: map[string]touch{}, nextSample: firstMemorySample,
+		guard: callguard.New(callguard.Config{Timeout: cfg.Timeout, PerTimeout: replayTimeoutCalls, Stall: true,
+			Adapt: cfg.AdaptTimeout, MaxOutage: cfg.MaxOutage})}
 }
 
 // touch is when a Redis key was last named by a call: at the virtual
@@ -116,16 +125,13 @@ func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time
 	return w.sampleMemory(ctx, rd) // the last reading removes what expired by the end
 }
 
-// batch sends one pipeline of decisions and records their outcomes. Calls
-// refused with NOSCRIPT (a SCRIPT FLUSH during the replay) are loaded and
-// resent by the pipe.
+// batch sends one pipeline of decisions, as one round trip of the
+// worker's call guard (bounded as one of Pipeline calls), and records
+// their outcomes. Calls refused with NOSCRIPT (a SCRIPT FLUSH during the
+// replay) are loaded and resent by the pipe. A round trip past its bound
+// (a stall) or round trips failing for MaxOutage (an error reply is an
+// answer) stop the replay.
 func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b []replayItem, base time.Time, log *measure.DecisionLog) error {
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	bound := w.stallBound()
-	if bound > 0 {
-		cctx, cancel = context.WithTimeout(ctx, bound)
-	}
-	defer cancel()
 	// the worker's buffers, reused from batch to batch
 	calls, cmds, errs := reuse(&w.calls, len(b)), reuse(&w.cmds, len(b)), reuse(&w.callErrs, len(b))
 	send := reuse(&w.send, len(b))[:0]
@@ -138,9 +144,10 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 		calls[i] = c
 		send = append(send, c)
 	}
-	sent := time.Now()
-	replies, execErr := pipe.Exec(cctx, send)
-	recv := time.Now()
+	trip := w.guard.Begin(ctx, w.cfg.Pipeline)
+	replies, execErr := trip.Exec(pipe, send)
+	stall := trip.End(execErr)
+	sent, recv := trip.Sent, trip.Recv
 	for i := range b {
 		if errs[i] == nil {
 			cmds[i], replies = replies[0], replies[1:]
@@ -151,17 +158,18 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 			w.rkeys[k] = touch{at: it.a.At, real: recv}
 		}
 	}
-	if execErr != nil && bound > 0 && server.IsTimeout(execErr) && ctx.Err() == nil {
+	if stall != nil && ctx.Err() == nil {
 		// virtual time: a slow round trip changes no decision and is
 		// waited for; one past the bound is a hang, never counted
-		return &harness.StallError{Bound: min(bound, recv.Sub(sent)), Err: execErr}
-	}
-	if execErr == nil {
-		w.typical += (recv.Sub(sent) - w.typical) / 16 // as harness.Runner's
+		return stall
 	}
 	rtt := max(recv.Sub(sent).Microseconds(), 1)
 	_ = w.hist.RecordValues(rtt, int64(len(b)))
-	if err := w.noteOutage(execErr, recv); err != nil {
+	failed := execErr
+	if server.IsRedisError(failed) || errors.Is(failed, redis.Nil) {
+		failed = nil // Redis answered
+	}
+	if err := w.guard.Note(failed); err != nil {
 		return err
 	}
 	for i, it := range b {
@@ -207,33 +215,6 @@ func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b
 	return nil
 }
 
-// stallBound bounds one round trip: Timeout times ceil(Pipeline/64),
-// raised with AdaptTimeout to harness.StallFloor and harness.StallFactor
-// times the typical round trip (as harness.Runner.StallBound). Zero: no bound.
-func (w *replayWorker) stallBound() time.Duration {
-	b := w.cfg.Timeout * time.Duration((w.cfg.Pipeline+63)/64)
-	if w.cfg.AdaptTimeout && b > 0 {
-		b = max(b, harness.StallFloor, harness.StallFactor*w.typical)
-	}
-	return b
-}
-
-// noteOutage tracks round trips that failed as a whole (not an error
-// reply): failing for longer than MaxOutage stops the replay.
-func (w *replayWorker) noteOutage(err error, now time.Time) error {
-	if err == nil || server.IsRedisError(err) || errors.Is(err, redis.Nil) {
-		w.failingSince = time.Time{}
-		return nil
-	}
-	if w.failingSince.IsZero() {
-		w.failingSince = now
-	}
-	if d := now.Sub(w.failingSince); w.cfg.MaxOutage > 0 && d >= w.cfg.MaxOutage {
-		return fmt.Errorf("%w for %s (last error: %v)", harness.ErrOutage, d.Round(time.Millisecond), err)
-	}
-	return nil
-}
-
 // sampleMemory reads the memory of the algorithm's live keys and
 // schedules the next reading. Key expiries run on Redis's real clock, which
 // a replay outpaces: a key whose TTL has run out in virtual time (touched
@@ -255,8 +236,8 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 		if ctx.Err() != nil {
 			return nil
 		}
-		if server.IsTimeout(err) && w.stallBound() > 0 {
-			return &harness.StallError{Bound: time.Since(start), Err: err} // Redis stopped answering
+		if server.IsTimeout(err) && w.guard.Bound(w.cfg.Pipeline) > 0 {
+			return &callguard.StallError{Bound: time.Since(start), Err: err} // Redis stopped answering
 		}
 		return fmt.Errorf("memory reading: %w", err)
 	}

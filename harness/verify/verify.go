@@ -28,6 +28,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -123,7 +124,7 @@ type Config struct {
 	// Timeout ("timeout") bounds each decision call; zero means
 	// DefaultTimeout (500 ms) with AdaptTimeout set: a caller who did not
 	// choose a bound gets one that only detects hangs. MaxOutage ("max_outage") stops the
-	// verification with an error wrapping harness.ErrOutage when calls keep
+	// verification with an error wrapping callguard.ErrOutage when calls keep
 	// failing that long; zero means DefaultMaxOutage (2 s). So a Redis that
 	// dies or hangs never holds a CI job. A failed call is an error in the
 	// report, never a verdict. Neither may be negative.
@@ -139,7 +140,7 @@ type Config struct {
 	// AdaptTimeout ("adapt_timeout"), for the virtual-time trials, makes
 	// Timeout the floor of a bound that grows with the round trips seen
 	// (harness.Runner.AdaptTimeout): a loaded machine is waited for, a
-	// Redis that hangs still ends the verification (a *harness.StallError,
+	// Redis that hangs still ends the verification (a *callguard.StallError,
 	// never a verdict). Set it when the user did not choose the timeout
 	// (WithDefaults sets it for a zero Timeout).
 	AdaptTimeout bool
@@ -346,7 +347,7 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	}
 	probeBound := cfg.Timeout
 	if cfg.AdaptTimeout && st.caps.InjectsTime {
-		probeBound = max(probeBound, harness.StallFloor)
+		probeBound = max(probeBound, callguard.DefaultFloor)
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeBound)
 	sent := time.Now()
