@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/harness/verifyjob"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
@@ -87,7 +88,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out.dir != "" {
-		if _, err := reports.OutDir(f.out.dir, "", f.out.force); err != nil {
+		if _, err := outdir.Resolve(f.out.dir, "", f.out.force); err != nil {
 			return flagError(nil, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -118,7 +119,7 @@ func writeTraceCSV(dir string, ce *measure.CounterExample) error {
 	if dir == "" || ce == nil || ce.Trace == nil {
 		return nil
 	}
-	if err := reports.WriteFile(filepath.Join(dir, TraceCSV), ce.Trace.WriteCSV); err != nil {
+	if err := outdir.WriteFile(filepath.Join(dir, TraceCSV), ce.Trace.WriteCSV); err != nil {
 		return err
 	}
 	ce.Trace.CSV = TraceCSV

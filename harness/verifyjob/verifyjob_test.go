@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -64,7 +65,7 @@ func TestReadReplay(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, r *measure.VerifyReport) string {
 		p := filepath.Join(dir, name)
-		if err := reports.WriteFile(p, func(w io.Writer) error { return reports.Render(w, reports.JSON, r) }); err != nil {
+		if err := outdir.WriteFile(p, func(w io.Writer) error { return reports.Render(w, reports.JSON, r) }); err != nil {
 			t.Fatal(err)
 		}
 		return p
