@@ -63,8 +63,9 @@ func hasFamilyRatio(r *measure.VerifyReport) bool {
 // else verify.json holds incomplete(runErr), what was asked and why it
 // stopped, marked incomplete, so that dir never lacks its record. It returns
 // runErr with the log's error joined, and the error writing the files (as
-// WriteFile's).
-func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport, runErr error, incomplete func(error) *measure.VerifyReport) (error, error) {
+// WriteFile's) as an *outdir.WriteError, joined by outdir.Join
+// (outdir.Split takes them apart).
+func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport, runErr error, incomplete func(error) *measure.VerifyReport) error {
 	if log != nil {
 		if err := log.Close(); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", filepath.Join(dir, "decisions.jsonl"), err))
@@ -72,11 +73,11 @@ func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport,
 	}
 	switch {
 	case dir == "":
-		return runErr, nil
+		return runErr
 	case runErr != nil:
-		return runErr, outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) })
+		return outdir.Join(runErr, outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) }))
 	}
-	return nil, WriteVerifyDir(dir, r)
+	return outdir.WriteFailed(WriteVerifyDir(dir, r))
 }
 
 // Publish writes a command's results res to out (WriteResults) and to

@@ -37,7 +37,7 @@ func TestFinishVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		runErr, werr := FinishVerify(out, log, verifyFixture(false), c.runErr, incomplete)
+		runErr, werr := outdir.Split(FinishVerify(out, log, verifyFixture(false), c.runErr, incomplete))
 		if runErr != c.runErr || werr != nil {
 			t.Errorf("%s: got %v, %v; want %v, nil", c.name, runErr, werr, c.runErr)
 		}

@@ -98,7 +98,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	defer done()
 	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
-	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
+	rep, err := job.Run(c.Context(), rd, lim, stderr)
+	err, werr := outdir.Split(err)
 	if err != nil {
 		err = errors.Join(err, flagError(nil, werr))
 		if spec := f.target.specs[0]; spec.Script != "" {
