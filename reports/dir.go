@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 )
 
 // WriteReport writes report.md for r to w: a title, the run's configuration
@@ -154,10 +155,10 @@ func writeDir(dir string, r *measure.Results, early *Early) error {
 	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
 }
 
-// writeFile writes path with write (CreateOutput: a temporary file renamed
+// writeFile writes path with write (outdir.Create: a temporary file renamed
 // over path); errors are wrapped with the path.
 func writeFile(path string, write func(io.Writer) error) (err error) {
-	f, err := CreateOutput(path, true) // atomic, never through a symlink
+	f, err := outdir.Create(path, true) // atomic, never through a symlink
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}

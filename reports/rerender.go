@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 )
 
 // Rerender is `ratelab report DIR`: it reads the results directory dir of
@@ -33,7 +34,7 @@ func Rerender(w io.Writer, dir string, f Format) error {
 		if err != nil {
 			return err
 		}
-		if err := WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, rep) }); err != nil {
+		if err := outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, rep) }); err != nil {
 			return err
 		}
 		return Render(w, f, rep)

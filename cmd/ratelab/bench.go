@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness/bench"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -77,9 +78,9 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var pf *reports.Output
+	var pf *outdir.Output
 	if f.cpuprofile != "" { // before anything is measured: an existing file is refused without --force
-		if pf, err = reports.CreateOutput(f.cpuprofile, f.out.force); err != nil {
+		if pf, err = outdir.Create(f.cpuprofile, f.out.force); err != nil {
 			return usagef("--cpuprofile: %w", err)
 		}
 		// once Run has stopped the profile; a bench that stops before Run leaves the path as it was

@@ -20,6 +20,7 @@ import (
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/internal/version"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/ci"
 )
@@ -60,7 +61,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		defer func() { _, _ = nOut.Flush(), nErr.Flush() }() // a partial last line; nowhere to report a failed write
 		stdout, stderr = nOut, nErr
 	}
-	defer reports.ReleaseOuts() // the results directories this command claimed
+	defer outdir.ReleaseAll() // the results directories this command claimed
 	// Ctrl-C ends every call waiting on Redis at once, even on a Redis that
 	// hangs; unregistered before stop cancels ctx on return
 	defer server.AbortOnCancel(ctx)()

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/harness/verifyjob"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
@@ -87,7 +88,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	if f.out.dir != "" {
-		if _, err := reports.OutDir(f.out.dir, "", f.out.force); err != nil {
+		if _, err := outdir.Resolve(f.out.dir, "", f.out.force); err != nil {
 			return flagError(nil, err)
 		}
 	}
@@ -97,7 +98,8 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	}
 	defer done()
 	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
-	rep, err, werr := job.Run(c.Context(), rd, lim, stderr)
+	rep, err := job.Run(c.Context(), rd, lim, stderr)
+	err, werr := outdir.Split(err)
 	if err != nil {
 		err = errors.Join(err, flagError(nil, werr))
 		if spec := f.target.specs[0]; spec.Script != "" {

@@ -12,11 +12,10 @@ import (
 
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/reports"
 )
 
 // Run lists on w what killed runs left on rd that cfg selects, and with
-// remove removes it: the keys of runs that are over (reports.WriteLeftovers),
+// remove removes it: the keys of runs that are over (writeLeftovers),
 // the guards' ACL users whose run is over, and this machine's cluster
 // directories of killed runs. A live run's keys and users are left alone;
 // live says whether cfg.Run names a run that is still running. Errors say
@@ -34,7 +33,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove b
 			return false, fmt.Errorf("removed %d keys, then: %w", removed, err)
 		}
 	}
-	if err := reports.WriteLeftovers(w, runs, remove, removed); err != nil {
+	if err := writeLeftovers(w, runs, remove, removed); err != nil {
 		return false, err
 	}
 	users, err := server.FindGuardUsers(ctx, rd.Client, cfg)

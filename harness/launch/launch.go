@@ -15,7 +15,7 @@ import (
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -25,7 +25,7 @@ type Config struct {
 	// the results directory and the guard's ACL user.
 	RunID string
 	// Results says whether to prepare the results directory Out
-	// (reports.PrepareOut with Force; Out "" is results/<RunID>). False:
+	// (outdir.Prepare with Force; Out "" is results/<RunID>). False:
 	// no directory (verify checks and creates its own).
 	Results bool
 	Out     string
@@ -75,13 +75,13 @@ type Launch struct {
 // Redis (announced on progress), the guard, the limiter; notes of the
 // guard and of closing go to progress. On an error it undoes what it
 // opened (the directory it created is removed) and returns nil with the
-// error: reports.PrepareOut's (*field.Error naming "out"), cfg.Open's
+// error: outdir.Prepare's (*field.Error naming "out"), cfg.Open's
 // unchanged, guard.Open's, or the limiter's *targets.SpecError.
 func Start(ctx context.Context, cfg Config, progress io.Writer) (*Launch, error) {
 	l := &Launch{undo: func() {}, progress: progress}
 	if cfg.Results {
 		var err error
-		if l.Dir, l.undo, err = reports.PrepareOut(cfg.Out, cfg.RunID, cfg.Force); err != nil {
+		if l.Dir, l.undo, err = outdir.Prepare(cfg.Out, cfg.RunID, cfg.Force); err != nil {
 			return nil, err
 		}
 	}
@@ -113,7 +113,7 @@ func Start(ctx context.Context, cfg Config, progress io.Writer) (*Launch, error)
 }
 
 // Undo removes the results directory when the command stopped before it
-// wrote anything there (reports.PrepareOut's undo); nothing without one.
+// wrote anything there (outdir.Prepare's undo); nothing without one.
 func (l *Launch) Undo() { l.undo() }
 
 // Close removes the guard (guard.Scripts.Close) and closes the Redis

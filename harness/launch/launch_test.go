@@ -18,7 +18,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
-	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // undoes what it opened when a later step fails: the directory it created
 // is removed, and a Redis opened before a refused script is closed.
 func TestStart(t *testing.T) {
-	defer reports.ReleaseOuts()
+	defer outdir.ReleaseAll()
 	ctx := context.Background()
 	errOpen := errors.New("no Redis here")
 	bad := targets.Spec{Name: "bad.lua", Script: "bad.lua", Source: "return 1 +\n"}

@@ -19,6 +19,7 @@ import (
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -43,28 +44,29 @@ type Job struct {
 
 // Run verifies lim on rd (nil for an HTTP target) with j.Config, its
 // progress on progress, and writes j's files. It returns the report
-// (valid when runErr is nil; its strings cleaned for a terminal,
-// input.CleanStrings, once its files are written and werr is nil), runErr,
-// the verification's error with the decision file's joined (j.Out's
+// (valid when the verification ran to its end; its strings cleaned for a
+// terminal, input.CleanStrings, once its files are written too) and one
+// error: the verification's, with the decision file's joined (j.Out's
 // verify.json then says why it stopped, marked incomplete; a script the
-// guard refused wraps server.ErrRefusedByGuard, as a run's does), and
-// werr, the error creating or writing the files: a *field.Error naming
-// "out" or "decisions" when they could not be created, and then nothing
-// ran; or the trace's, and then nothing more was written. Not safe for
+// guard refused wraps server.ErrRefusedByGuard, as a run's does), joined
+// (outdir.Join) with an *outdir.WriteError, the error creating or writing
+// the files: a *field.Error naming "out" or "decisions" when they could
+// not be created, and then nothing ran; or the trace's, and then nothing
+// more was written. outdir.Split takes the two apart. Not safe for
 // concurrent use on one Out.
-func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (rep *measure.VerifyReport, runErr, werr error) {
+func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (*measure.VerifyReport, error) {
 	cfg := j.Config
 	if j.Out != "" {
 		// created before the run, so that the decision log and every file the
 		// run writes have their directory
 		if err := os.MkdirAll(j.Out, 0o755); err != nil {
-			return nil, nil, field.Errorf("out", "%w", err)
+			return nil, outdir.WriteFailed(field.Errorf("out", "%w", err))
 		}
 	}
 	if j.Decisions != "" {
 		var err error
 		if cfg.Log, err = reports.CreateDecisionFile(j.Decisions); err != nil {
-			return nil, nil, err
+			return nil, outdir.WriteFailed(err)
 		}
 	}
 	cfg.Progress = progress
@@ -73,21 +75,21 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 	if rep != nil {
 		rep.TargetSpec = j.Target
 		if err := writeTraceCSV(j.Out, rep.CounterExample); err != nil {
-			return nil, nil, err
+			return nil, outdir.WriteFailed(err)
 		}
 	}
-	runErr, werr = reports.FinishVerify(j.Out, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
+	runErr, werr := outdir.Split(reports.FinishVerify(j.Out, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
 		inc := verify.Incomplete(rd, lim, cfg, started, err)
 		inc.TargetSpec = j.Target
 		return inc
-	})
+	}))
 	switch {
 	case server.IsGuardRefusal(runErr) && !errors.Is(runErr, server.ErrRefusedByGuard):
 		runErr = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, runErr)
 	case runErr == nil && werr == nil:
 		input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
 	}
-	return rep, runErr, werr
+	return rep, outdir.Join(runErr, werr)
 }
 
 // Outcome is what rep's verdict means to the command that verified it:
@@ -118,7 +120,7 @@ func writeTraceCSV(dir string, ce *measure.CounterExample) error {
 	if dir == "" || ce == nil || ce.Trace == nil {
 		return nil
 	}
-	if err := reports.WriteFile(filepath.Join(dir, TraceCSV), ce.Trace.WriteCSV); err != nil {
+	if err := outdir.WriteFile(filepath.Join(dir, TraceCSV), ce.Trace.WriteCSV); err != nil {
 		return err
 	}
 	ce.Trace.CSV = TraceCSV

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -37,9 +38,9 @@ func TestRun(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	target := &measure.TargetSpec{Algorithm: "fixed-window"}
 	job := Job{Config: cfg, Target: target, Out: out, Decisions: filepath.Join(dir, "d.jsonl")}
-	rep, runErr, werr := job.Run(ctx, rd, lim, nil)
-	if runErr != nil || werr != nil || rep.Verdict != measure.Violated || rep.TargetSpec != target {
-		t.Fatalf("got %v, %v, %v", rep, runErr, werr)
+	rep, err := job.Run(ctx, rd, lim, nil)
+	if err != nil || rep.Verdict != measure.Violated || rep.TargetSpec != target {
+		t.Fatalf("got %v, %v", rep, err)
 	}
 	for _, name := range []string{"verify.json", "report.html", TraceCSV, "../d.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
@@ -50,8 +51,10 @@ func TestRun(t *testing.T) {
 		t.Errorf("trace file %q, want %q", rep.CounterExample.Trace.CSV, TraceCSV)
 	}
 	job.Out = filepath.Join(out, "verify.json", "x") // below a file
-	if _, _, werr := job.Run(ctx, rd, lim, nil); werr == nil {
+	if _, err := job.Run(ctx, rd, lim, nil); err == nil {
 		t.Error("an Out below a file: no error")
+	} else if run, werr := outdir.Split(err); run != nil || werr == nil {
+		t.Errorf("an Out below a file: %v is not a write error alone", err)
 	} else if name, _ := field.Name(werr); name != "out" {
 		t.Errorf("%v names %q, want out", werr, name)
 	}
@@ -64,7 +67,7 @@ func TestReadReplay(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, r *measure.VerifyReport) string {
 		p := filepath.Join(dir, name)
-		if err := reports.WriteFile(p, func(w io.Writer) error { return reports.Render(w, reports.JSON, r) }); err != nil {
+		if err := outdir.WriteFile(p, func(w io.Writer) error { return reports.Render(w, reports.JSON, r) }); err != nil {
 			t.Fatal(err)
 		}
 		return p

@@ -1,4 +1,4 @@
-package reports
+package cleanup
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// WriteLeftovers writes `ratelab clean`'s listing to w: one line per run of
+// writeLeftovers writes `ratelab clean`'s listing to w: one line per run of
 // runs (its prefix, keys, MEMORY USAGE bytes and an example key, and
 // whether it is live and skipped, kept for want of a run record, or to be
 // removed), then the total: "no ratelab keys found", the removed keys when
 // removed (removedKeys), or else the keys a dry run would remove. Errors
 // come from w.
-func WriteLeftovers(w io.Writer, runs []measure.Leftover, removed bool, removedKeys int) error {
+func writeLeftovers(w io.Writer, runs []measure.Leftover, removed bool, removedKeys int) error {
 	var b bytes.Buffer
 	would := 0
 	for _, l := range runs {

@@ -1,4 +1,4 @@
-package reports
+package cleanup
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-func TestWriteLeftovers(t *testing.T) {
+func TestListing(t *testing.T) {
 	started := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	runs := []measure.Leftover{
 		{Prefix: "ratelab:a:", RunID: "a", Keys: []string{"ratelab:a:k1", "ratelab:a:k2"}, MemoryBytes: 100, Remove: true},
@@ -31,7 +31,7 @@ func TestWriteLeftovers(t *testing.T) {
 	}
 	for _, c := range cases {
 		var b strings.Builder
-		if err := WriteLeftovers(&b, c.runs, c.removed, 2); err != nil || b.String() != c.want {
+		if err := writeLeftovers(&b, c.runs, c.removed, 2); err != nil || b.String() != c.want {
 			t.Errorf("%s: got %q, %v; want %q", c.name, b.String(), err, c.want)
 		}
 	}

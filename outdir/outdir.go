@@ -1,7 +1,11 @@
-package reports
+// Package outdir owns a command's results on disk: the results directory
+// (--out) a command prepares and claims for itself, and the atomic writes
+// of the files put there or at an output flag's path. It renders nothing:
+// package reports turns results into bytes, and its directory writers put
+// them here through WriteFile and Create.
+package outdir
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,19 +27,19 @@ import (
 // stopped by kill -9 leaves one).
 var ResultFiles = []string{"results.json", "decisions.*", "report.md", "report.html", "verify.json", "*.png", "*.svg", ".ratelab-*"}
 
-// OutDir returns the results directory of a run: out, or results/<runID>
-// when out is empty. It creates nothing (see PrepareOut). An out that
+// Resolve returns the results directory of a run: out, or results/<runID>
+// when out is empty. It creates nothing (see Prepare). An out that
 // exists and is not empty is refused unless force, so that old and new
 // results never mix; with force, the files of an earlier ratelab run are
 // removed first, and anything else in it (a file not in ResultFiles, or a
 // directory) is refused even then. Errors are *field.Error naming "out".
-func OutDir(out, runID string, force bool) (string, error) {
+func Resolve(out, runID string, force bool) (string, error) {
 	if out == "" {
 		return filepath.Join("results", runID), nil
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
-		return out, nil // missing or empty: PrepareOut creates or fills it
+		return out, nil // missing or empty: Prepare creates or fills it
 	}
 	var foreign []string
 	for _, e := range entries {
@@ -66,19 +70,19 @@ func isResultFile(name string) bool {
 	return false
 }
 
-// PrepareOut is OutDir, then creates the directory (and its parents),
+// Prepare is Resolve, then creates the directory (and its parents),
 // claims it for this command (no other ratelab command can write there
-// until ReleaseOuts or this process ends: a second one is refused, naming
+// until ReleaseAll or this process ends: a second one is refused, naming
 // the directory as in use), checks it again, and checks that files can be
 // written there (a probe file is created and
 // removed), so that a bad or read-only out stops a command before it
 // measures anything. undo removes what a command then wrote nothing
 // useful into: the directory's decisions.jsonl, and the directory itself
-// when PrepareOut created it and it is empty; call it when the command
+// when Prepare created it and it is empty; call it when the command
 // stops before it has results (Redis unreachable, nothing replayed).
 // Errors are *field.Error naming "out".
-func PrepareOut(out, runID string, force bool) (dir string, undo func(), err error) {
-	if dir, err = OutDir(out, runID, force); err != nil {
+func Prepare(out, runID string, force bool) (dir string, undo func(), err error) {
+	if dir, err = Resolve(out, runID, force); err != nil {
 		return "", nil, err
 	}
 	_, statErr := os.Stat(dir)
@@ -89,7 +93,7 @@ func PrepareOut(out, runID string, force bool) (dir string, undo func(), err err
 		return "", nil, err
 	}
 	// checked again now that it is ours: a command that held it a moment ago may have left results
-	if _, err := OutDir(dir, runID, force); err != nil {
+	if _, err := Resolve(dir, runID, force); err != nil {
 		release(dir)
 		return "", nil, err
 	}
@@ -113,10 +117,10 @@ func PrepareOut(out, runID string, force bool) (dir string, undo func(), err err
 }
 
 // CreateDecisionLog creates dir (and its parents), claims it as
-// PrepareOut does, and creates dir/decisions.jsonl, the log every decision
+// Prepare does, and creates dir/decisions.jsonl, the log every decision
 // streams to. The log is created exclusively: an existing file (or a
 // symlink) of that name is never opened, so two commands never share one
-// (OutDir removed an earlier run's under --force). The caller closes the
+// (Resolve removed an earlier run's under --force). The caller closes the
 // log. Errors are *field.Error naming "out".
 func CreateDecisionLog(dir string) (*measure.DecisionLog, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -143,7 +147,7 @@ func CreateDecisionLog(dir string) (*measure.DecisionLog, error) {
 // naming "out"; the errors of write and of closing the file are returned
 // as they are (the temporary file is then removed).
 func WriteFile(path string, write func(w io.Writer) error) error {
-	f, err := CreateOutput(path, true)
+	f, err := Create(path, true)
 	if err != nil {
 		return field.Errorf("out", "%w", err)
 	}
@@ -154,7 +158,7 @@ func WriteFile(path string, write func(w io.Writer) error) error {
 	return f.Close()
 }
 
-// Output is a file being written by ratelab (CreateOutput): the bytes go
+// Output is a file being written by ratelab (Create): the bytes go
 // to a temporary file beside the destination, which appears only when
 // Close succeeds. Not safe for concurrent use.
 type Output struct {
@@ -164,13 +168,13 @@ type Output struct {
 	done    bool
 }
 
-// CreateOutput starts writing the file path (an output flag's file:
+// Create starts writing the file path (an output flag's file:
 // --cpuprofile, --junit, a results file). Without replace an existing path
 // (a file, a symlink, anything) is refused at once and again at Close,
 // which never replaces one that appeared meanwhile; with replace, Close
 // renames over it (a symlink is replaced, never followed). Errors name
 // path; an existing one wraps fs.ErrExist and says --force.
-func CreateOutput(path string, replace bool) (*Output, error) {
+func Create(path string, replace bool) (*Output, error) {
 	if !replace {
 		if err := refuseExisting(path); err != nil {
 			return nil, err
@@ -201,7 +205,7 @@ func refuseExisting(path string) error {
 }
 
 // Close flushes and closes the temporary file and puts it at its path
-// (see CreateOutput); on any error the temporary file is removed and the
+// (see Create); on any error the temporary file is removed and the
 // path left as it was. Closing twice is a no-op.
 func (o *Output) Close() error {
 	if o.done {
@@ -294,119 +298,14 @@ func release(dir string) {
 	}
 }
 
-// ReleaseOuts lets go of every results directory this process claimed
-// (PrepareOut, CreateDecisionLog), so that another command may write there;
+// ReleaseAll lets go of every results directory this process claimed
+// (Prepare, CreateDecisionLog), so that another command may write there;
 // a command calls it when it ends (the process ending does it too).
-func ReleaseOuts() {
+func ReleaseAll() {
 	claims.Lock()
 	defer claims.Unlock()
 	for k, d := range claims.m {
 		_ = d.Close() // closing drops the lock
 		delete(claims.m, k)
 	}
-}
-
-// WriteVerifyDir writes a verify's results to dir (which exists):
-// verify.json (r in JSON), counterexample.png and .svg when r has a
-// counter-example with decisions (PlotCounterExample), families.png and
-// .svg when a family has a ratio (PlotFamilies), and report.html
-// (WriteVerifyHTMLFigures, the SVGs inlined, the counter-example first).
-// Errors as WriteFile's, or the plots'.
-func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
-	if err := WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, r) }); err != nil {
-		return err
-	}
-	var plots []string
-	if r != nil && r.CounterExample != nil && len(r.CounterExample.Decisions) > 0 {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotCounterExample(r, filepath.Join(dir, "counterexample"+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, "counterexample.png")
-	}
-	if r != nil && hasFamilyRatio(r) {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotFamilies(r, filepath.Join(dir, "families"+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, "families.png")
-	}
-	figs, err := readFigures(dir, plots)
-	if err != nil {
-		return err
-	}
-	return WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTMLFigures(w, r, figs) })
-}
-
-// hasFamilyRatio says whether PlotFamilies has a bar to draw.
-func hasFamilyRatio(r *measure.VerifyReport) bool {
-	for _, f := range r.Families {
-		if f.Trials > 0 && f.Family != "isolation" && finite(f.MaxRatio) {
-			return true
-		}
-	}
-	return false
-}
-
-// FinishVerify writes what a verification leaves in dir once it has
-// stopped with r and runErr (dir "" writes nothing). log, the verification's
-// decisions.jsonl (nil when there is none), is closed first: closing flushes
-// it, so an error closing it means the record misses decisions, and it is
-// joined to runErr. Then, when runErr is nil, r is written (WriteVerifyDir);
-// else verify.json holds incomplete(runErr), what was asked and why it
-// stopped, marked incomplete, so that dir never lacks its record. It returns
-// runErr with the log's error joined, and the error writing the files (as
-// WriteFile's).
-func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport, runErr error, incomplete func(error) *measure.VerifyReport) (error, error) {
-	if log != nil {
-		if err := log.Close(); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("write %s: %w", filepath.Join(dir, "decisions.jsonl"), err))
-		}
-	}
-	switch {
-	case dir == "":
-		return runErr, nil
-	case runErr != nil:
-		return runErr, WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) })
-	}
-	return nil, WriteVerifyDir(dir, r)
-}
-
-// Publish writes a command's results res to out (WriteResults) and to
-// stdout (write), says on stderr where they are and how long the command
-// took (durationMS), and turns a run that stopped early (runErr) into the
-// command's error, naming command: the results are written either way,
-// marked incomplete. Errors writing out name it ("write results to DIR:
-// ...").
-func Publish(ctx context.Context, stdout, stderr io.Writer, command, out string, res any, durationMS int64, runErr error,
-	write func(w io.Writer) error) error {
-	files, err := WriteResults(ctx, out, res)
-	if err != nil {
-		return err
-	}
-	if err := write(stdout); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "ratelab: results in %s (%s) — %d ms\n", out, files, durationMS)
-	if runErr != nil {
-		return fmt.Errorf("%s stopped early (results marked incomplete): %w", command, runErr)
-	}
-	return nil
-}
-
-// WriteResults writes res to out (WriteResultsDir): results.json alone
-// once ctx ended, as Ctrl-C ends the command at once (the plots took
-// seconds on a loaded machine). It returns what it wrote, for stderr;
-// errors name out ("write results to DIR: ...").
-func WriteResults(ctx context.Context, out string, res any) (files string, err error) {
-	brief := ctx.Err() != nil
-	if err := WriteResultsDir(out, res, brief); err != nil {
-		return "", fmt.Errorf("write results to %s: %w", out, err)
-	}
-	if brief {
-		return "results.json only: interrupted; ratelab report " + out + " draws the plots", nil
-	}
-	return "results.json, report.md, report.html, plots", nil
 }
