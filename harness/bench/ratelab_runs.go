@@ -93,8 +93,9 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 				reopen = func() benchConn { return conn }
 			}
 			err := conn.Ping(ctx).Err() // connect before the clock starts
-			// the server may close it here as in the loop (CLIENT KILL): opened again
-			for since := time.Now(); server.IsClosed(err) && time.Since(since) < reconnectFor && ctx.Err() == nil; {
+			// the server may close it here as in the loop (CLIENT KILL): opened
+			// again, unless Ctrl-C closed it (server.AbortCalls)
+			for since := time.Now(); server.IsClosed(err) && time.Since(since) < reconnectFor && ctx.Err() == nil && server.Aborted().Before(since); {
 				time.Sleep(10 * time.Millisecond)
 				conn = reopen()
 				err = conn.Ping(ctx).Err()
