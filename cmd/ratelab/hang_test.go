@@ -13,8 +13,8 @@ import (
 // ctrlCBound is how long a command may take to end after Ctrl-C in these
 // tests: the contract is 1 s, plus a margin of 500 ms for
 // a loaded CI machine, where the command's last writes and its exit wait
-// for a CPU (measured on 2 cores at load 20: 0.3-0.75 s; the plots it
-// used to draw after the signal took 1.3-4.8 s there).
+// for a CPU (measured on 2 cores at load 20: 0.3-0.75 s; drawing plots
+// after the signal would take 1.3-4.8 s there, so none are drawn).
 const ctrlCBound = time.Second + 500*time.Millisecond
 
 // childPIDs lists the processes pid started (Linux: /proc).
