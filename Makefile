@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big hostile docs-check
+.PHONY: all build run test process vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big hostile docs-check
 
 all: build
 
@@ -44,6 +44,18 @@ test: redis nginx chromium tmux xmllint
 	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...; rc=$$?; \
 	  wait $$racepid; racerc=$$?; cat "$$racelog"; \
 	  [ $$rc -eq 0 ] && [ $$racerc -eq 0 ]
+
+# The process suite, not part of make test (.ci/run runs it right after make test): ratelab
+# as a process that is killed, stopped and interrupted (SIGKILL, SIGSTOP, SIGINT, Ctrl-C),
+# beside redis-servers that are killed, stopped and faulted mid-run, and the container
+# interrupted. These tests wait on the wall clock (a stall bound, a heartbeat's TTL), so they
+# run on their own; every Test func of cmd/ratelab/*_process_test.go (build tag process).
+PROCESS_TESTS = $(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing.T).*/\1/p' cmd/ratelab/*_process_test.go | paste -sd'|' -)
+process: redis
+	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
+	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -tags process -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '^($(PROCESS_TESTS))$$' ./cmd/ratelab"; \
+	  $(GO) test -tags process -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '^($(PROCESS_TESTS))$$' ./cmd/ratelab
 
 # The hostile pass, not part of make test: endless and planted files, unbounded
 # flags, forged results and escaping replies against the built binary, beside a throwaway

@@ -40,8 +40,8 @@ func TestHeaderFlattened(t *testing.T) {
 	}
 }
 
-// verify.json of round 1 said "incomplete" (absent when it finished) and
-// had no schema_version; both shapes read to the same Complete, and a file
+// A verify.json of the first schema says "incomplete" (absent when it
+// finished) and has no schema_version; both shapes read to the same Complete, and a file
 // of a newer schema is refused.
 func TestReadVerifyShapes(t *testing.T) {
 	dir := t.TempDir()

@@ -233,7 +233,8 @@ func TestRunRate(t *testing.T) {
 // a SCRIPT FLUSH during the bench costs nothing. Calls
 // refused with NOSCRIPT are loaded again and resent, never counted as
 // decisions: every decision counted is a real allow or deny, with no
-// errors, at pipeline 1 (where every later call used to fail) and 16.
+// errors, at pipeline 1 (where, without the reload, every later call
+// fails) and 16.
 func TestRunSurvivesScriptFlush(t *testing.T) {
 	for _, pipeline := range []int{1, 16} {
 		t.Run(fmt.Sprintf("pipeline-%d", pipeline), func(t *testing.T) {

@@ -154,9 +154,9 @@ func TestRun(t *testing.T) {
 // SCRIPT FLUSH during a capacity run costs nothing. The
 // fills' pipelined EVALSHA meet NOSCRIPT; the scripts are loaded again and
 // the failed calls retried, so the run completes with every key filled (a
-// warning says the script cache moved used_memory). It used to fail with
-// "NOSCRIPT No matching script" about one run in three, and every time
-// with flushes this frequent.
+// warning says the script cache moved used_memory). Without the reload,
+// "NOSCRIPT No matching script" fails about one run in three, and every
+// run with flushes this frequent.
 func TestRunScriptFlush(t *testing.T) {
 	fctx, stop := context.WithCancel(ctx)
 	flushes := make(chan int)

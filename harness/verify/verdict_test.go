@@ -27,8 +27,8 @@ const largeEnv = "RATELAB_VERIFY_LARGE"
 // windows from 1 ms to 24 h; L = 10,000 runs at 1s, 10s and 24h (each about
 // 1.4 million decisions). Windows of 1-2 ms run at L = 100 too: the key
 // expiry emulation keeps every real expiry far from Redis's clock, so a
-// descheduled script no longer makes Redis delete a log at once (it did:
-// a false alarm now and then).
+// descheduled script cannot make Redis delete a log at once (which would
+// be a false alarm now and then).
 func TestVerifyNoFalseAlarm(t *testing.T) {
 	t.Parallel()
 	testenv.SkipUnderRace(t)
