@@ -30,7 +30,7 @@ TEST_TIMEOUT ?= 30m
 # CPU under the race detector, not more of the same code) skip; they run in the other run.
 # internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code.
 RACE_PKGS := ./algorithms/clientside ./harness ./harness/bench ./harness/capacity ./harness/localredis \
-  ./harness/replay ./harness/server ./harness/verify ./internal/live ./internal/progress ./reports
+  ./harness/replay ./harness/server ./harness/verify ./harness/demo/live ./internal/progress ./reports
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi

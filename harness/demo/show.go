@@ -9,7 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/live"
+	"github.com/ratelab/ratelab/harness/demo/live"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )

@@ -35,7 +35,7 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"targets", nil},
 		{"harness/localredis", []string{mod + "harness/engine"}},
 		{"ratelabtest", []string{mod + "harness/engine"}},
-		{"internal/live", []string{mod + "harness", mod + "harness/demo"}},
+		{"harness/demo/live", []string{mod + "harness", mod + "harness/demo"}},
 	}
 	for _, tc := range cases {
 		out, err := exec.Command(goBin, "list", "-deps", mod+tc.pkg).Output()
