@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/measure"
@@ -29,23 +30,26 @@ type Session struct {
 	Timeout time.Duration
 	// Started is the wall-clock start, UTC.
 	Started time.Time
+	// Heartbeat is how often Start's registration refreshes its marker and
+	// for how long it lives; zero is leftovers' default (1 s, 5 s).
+	Heartbeat leftovers.Heartbeat
 	// reg is the run's registration (Start), nil before.
-	reg *server.Registration
+	reg *leftovers.Registration
 }
 
-// Start registers the run in its Redis (server.Register: a marker
-// "ratelab:<RunID>:~alive" refreshed every second, so that `ratelab clean`
+// Start registers the run in its Redis (leftovers.Register: a marker
+// "ratelab:<RunID>:~alive" refreshed every Heartbeat.Every, so that `ratelab clean`
 // skips the live run, and a record "ratelab:<RunID>:~run") until
 // RemoveKeys(ctx, "") or Stop, or until ctx ends. Call it once, before the
 // command writes its first key. Errors: the writes failed.
 func (s *Session) Start(ctx context.Context) error {
-	reg, err := server.Register(ctx, s.Redis.Client, s.RunID)
+	reg, err := leftovers.Register(ctx, s.Redis.Client, s.RunID, s.Heartbeat)
 	s.reg = reg
 	return err
 }
 
 // Stop ends Start's refreshing (also done by RemoveKeys(ctx, "")); the
-// marker then expires within server.AliveTTL. Safe to call twice or
+// marker then expires within Heartbeat.TTL. Safe to call twice or
 // without Start.
 func (s *Session) Stop() { s.reg.Stop() }
 
@@ -170,7 +174,7 @@ const EnvWatchEvery = 200 * time.Millisecond
 // twice.
 func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
 	cctx, cancel := s.CleanupContext(ctx)
-	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
+	env, err := leftovers.NewEnvCheck(cctx, s.Redis.Client, s.reg)
 	cancel()
 	if err != nil {
 		return func() {} // INFO failed: the command's own calls meet the same outage

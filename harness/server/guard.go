@@ -299,3 +299,9 @@ func GuardScript(ctx context.Context, rd *Redis, runID string, trust, viaLimiter
 	}
 	return g, nil
 }
+
+// GuardUserPrefix begins the name of every ACL user a Guard creates; the
+// run id follows ("ratelab-guard-<run id>"), so that a user left by a
+// killed run (kill -9 leaves it enabled, with its password) is found and
+// removed by `ratelab clean` (package harness/leftovers).
+const GuardUserPrefix = "ratelab-guard-"

@@ -153,3 +153,22 @@ const runIDGlob = KeyPrefix + "[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-
 
 // RunPrefix is the key prefix of run id: "ratelab:<id>:".
 func RunPrefix(id string) string { return KeyPrefix + id + ":" }
+
+// MarkerSuffix and RecordSuffix end the two keys a run registers under its
+// prefix (package harness/leftovers): its marker "ratelab:<run id>:~alive"
+// and its record "ratelab:<run id>:~run". DeleteKeys removes them last.
+const (
+	MarkerSuffix = "~alive"
+	RecordSuffix = "~run"
+)
+
+func isMetaKey(k string) bool {
+	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
+}
+
+// ScanRunKeys returns the keys under every run id's prefix (SCAN with
+// runIDGlob, on every master of a Cluster): keys "ratelab:<run id>:..."
+// whose run id may be one of NewRunID's. Callers still check IsRunID.
+func ScanRunKeys(ctx context.Context, c redis.UniversalClient) ([]string, error) {
+	return scanMatch(ctx, c, runIDGlob)
+}
