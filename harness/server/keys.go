@@ -18,7 +18,7 @@ const KeyPrefix = "ratelab:"
 // ScanKeys returns the keys whose names start with prefix, found with SCAN
 // (never KEYS), on every master when c is a ClusterClient.
 func ScanKeys(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
-	return scanMatch(ctx, c, escapeGlob(prefix)+"*")
+	return scanMatch(ctx, c, EscapeGlob(prefix)+"*")
 }
 
 // scanMatch returns the keys matching the SCAN MATCH glob pattern, on every
@@ -105,8 +105,9 @@ func DeleteKeys(ctx context.Context, c redis.UniversalClient, keys []string) err
 	return err
 }
 
-// escapeGlob escapes SCAN MATCH's special characters.
-func escapeGlob(s string) string {
+// EscapeGlob escapes SCAN MATCH's special characters: the glob that
+// matches s literally.
+func EscapeGlob(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		if strings.ContainsRune(`*?[]\`, r) {

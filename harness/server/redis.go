@@ -133,3 +133,14 @@ func isTransient(err error) bool {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// Started reports whether rd is a server ratelab started itself (engine
+// modes exec, container and cluster): a user's script can harm nothing
+// there.
+func Started(rd *Redis) bool {
+	switch rd.Info.Mode {
+	case "exec", "container", "cluster":
+		return true
+	}
+	return false
+}
