@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
@@ -33,6 +34,8 @@ type Session struct {
 	// Heartbeat is how often Start's registration refreshes its marker and
 	// for how long it lives; zero is leftovers' default (1 s, 5 s).
 	Heartbeat leftovers.Heartbeat
+	// Evict is the eviction watch's timing (Guard); zero reads every 25 ms.
+	Evict evict.Config
 	// reg is the run's registration (Start), nil before.
 	reg *leftovers.Registration
 }

@@ -26,7 +26,7 @@ type Redis struct {
 	// Info says how the server was reached (Mode, Addr) and its version.
 	Info measure.RedisInfo
 	// AllowEviction lets commands write to the user's Redis even when it may
-	// evict keys to make room (see CheckEviction); false refuses then.
+	// evict keys to make room (see package harness/evict); false refuses then.
 	AllowEviction bool
 	// stop stops what ratelab started (processes, a container, temporary
 	// files); nil for the user's server.
