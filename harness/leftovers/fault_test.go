@@ -21,8 +21,9 @@ func (e oomError) Error() string { return string(e) }
 func (oomError) RedisError()     {}
 
 // refuseMarker answers every write of a run's marker (PEXPIRE, SET) with
-// OOM while on is set, as a Redis out of memory does; everything else
-// reaches the server.
+// OOM while on is set: the marker cannot be kept (a Redis out of memory
+// refuses the SET; the PEXPIRE stands for a refresh that does not get
+// through). Everything else reaches the server.
 type refuseMarker struct{ on *atomic.Bool }
 
 func (h refuseMarker) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -44,8 +45,7 @@ func (h refuseMarker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return next
 }
 
-// A Redis that refuses the heartbeat's writes (out of memory) lets the
-// run's marker expire: the run's keys are still there (its record too), so
+// A Redis that refuses the heartbeat's writes lets the run's marker expire: the run's keys are still there (its record too), so
 // neither the heartbeat nor the environment's check calls them vanished.
 // Removed together, marker and record, they are.
 func TestRefusedHeartbeatIsNotVanished(t *testing.T) {

@@ -101,8 +101,9 @@ type Registration struct {
 
 // Register writes run runID's marker (first) and record (MarkerKey,
 // RecordKey) in c and refreshes the marker every hb.Every until Stop or
-// until ctx ends (zero hb: every second, for 5 s). Errors: either write failed (an unreachable, read-only or
-// out-of-memory Redis, a user without SET on ~ratelab:*).
+// until ctx ends (zero hb: every second, for 5 s). Errors: either write
+// failed (an unreachable, read-only or out-of-memory Redis, a user without
+// SET on ~ratelab:*).
 func Register(ctx context.Context, c redis.UniversalClient, runID string, hb Heartbeat) (*Registration, error) {
 	rec := RunRecord{RunID: runID, Started: time.Now().UTC(), PID: os.Getpid(), Process: procIdentity(os.Getpid())}
 	rec.Host, _ = os.Hostname()
