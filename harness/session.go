@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/ratelab/ratelab/harness/evict"
@@ -36,6 +35,10 @@ type Session struct {
 	Heartbeat leftovers.Heartbeat
 	// Evict is the eviction watch's timing (Guard); zero reads every 25 ms.
 	Evict evict.Config
+	// EnvEvery is how often Guard's watch looks at whether the Redis is
+	// still the one the command started on; zero means every 200 ms
+	// (leftovers.DefaultEnvEvery).
+	EnvEvery time.Duration
 	// reg is the run's registration (Start), nil before.
 	reg *leftovers.Registration
 }
@@ -163,67 +166,18 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 	return h
 }
 
-// EnvWatchEvery is how often a command looks at whether its Redis is still
-// the one it started on (Session.Guard): a restart or its keys removed end
-// it with a *server.EnvError.
-const EnvWatchEvery = 200 * time.Millisecond
-
-// watchEnv checks the session's Redis every EnvWatchEvery until stop, and
-// calls fire with the *server.EnvError of a change (once, then it stops
-// watching). stop ends the watch and, when ctx is still live (the command
-// ended by itself), checks once more (within 2 x EnvWatchEvery when the
-// last look got no answer: a Redis that hangs is not waited for long
-// again): a change since the last look is fired then. Safe to call stop
-// twice.
+// watchEnv watches the session's Redis (leftovers.EnvCheck.Watch, every
+// EnvEvery) until stop, and calls fire with the *server.EnvError of a
+// change. A Redis whose run_ids cannot be read is not watched: the
+// command's own calls meet the same outage.
 func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
 	cctx, cancel := s.CleanupContext(ctx)
 	env, err := leftovers.NewEnvCheck(cctx, s.Redis.Client, s.reg)
 	cancel()
 	if err != nil {
-		return func() {} // INFO failed: the command's own calls meet the same outage
+		return func() {}
 	}
-	wctx, wcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var unanswered bool // the last look failed (read after done is closed)
-	go func() {
-		defer close(done)
-		t := time.NewTicker(EnvWatchEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-t.C:
-			}
-			cctx, cancel := context.WithTimeout(wctx, 5*EnvWatchEvery)
-			err := env.Check(cctx)
-			cancel()
-			if server.IsEnvError(err) {
-				fire(err)
-				return
-			}
-			unanswered = err != nil && wctx.Err() == nil
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			wcancel()
-			<-done
-			if ctx.Err() != nil {
-				return // stopped by a cause of its own (Ctrl-C, an eviction, a change)
-			}
-			bound := s.CleanupTimeout()
-			if unanswered {
-				bound = 2 * EnvWatchEvery // a Redis that hangs is not waited for long again
-			}
-			cctx, cancel := server.CleanupContext(ctx, bound)
-			defer cancel()
-			if err := env.Check(cctx); server.IsEnvError(err) {
-				fire(err)
-			}
-		})
-	}
+	return env.Watch(ctx, leftovers.WatchConfig{Every: s.EnvEvery, Last: s.CleanupTimeout()}, fire)
 }
 
 // ExplainWait bounds Session.Explain's look at the server.

@@ -3,6 +3,8 @@ package leftovers
 import (
 	"context"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -106,4 +108,77 @@ func addrOf(c redis.UniversalClient) string {
 		return strings.Join(c.Options().Addrs, ",")
 	}
 	return "?"
+}
+
+// DefaultEnvEvery is how often Watch looks when a WatchConfig leaves Every
+// zero.
+const DefaultEnvEvery = 200 * time.Millisecond
+
+// WatchConfig holds Watch's timings. Every is the time between two looks
+// (zero: DefaultEnvEvery; a look gets 5*Every to be answered); Last bounds
+// the look stop takes when the command ended by itself (zero: 5 s), or
+// 2*Every when the previous look got no answer (a Redis that hangs is not
+// waited for long again).
+type WatchConfig struct {
+	Every, Last time.Duration
+}
+
+// Watch checks e every cfg.Every until stop or until ctx ends, and calls
+// fire, from its own goroutine, with the *server.EnvError of a change (once,
+// then it stops watching). Errors of a look are not fired: the command's
+// own calls meet the same outage. stop ends the watch and, when ctx is
+// still live (the command ended by itself), checks once more within
+// cfg.Last: a change since the last look is fired then. Safe to call stop
+// twice.
+func (e *EnvCheck) Watch(ctx context.Context, cfg WatchConfig, fire func(error)) (stop func()) {
+	every := cfg.Every
+	if every <= 0 {
+		every = DefaultEnvEvery
+	}
+	last := cfg.Last
+	if last <= 0 {
+		last = 5 * time.Second
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var unanswered bool // the last look failed (read after done is closed)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			cctx, cancel := context.WithTimeout(wctx, 5*every)
+			err := e.Check(cctx)
+			cancel()
+			if server.IsEnvError(err) {
+				fire(err)
+				return
+			}
+			unanswered = err != nil && wctx.Err() == nil
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			wcancel()
+			<-done
+			if ctx.Err() != nil {
+				return // stopped by a cause of its own (Ctrl-C, an eviction, a change)
+			}
+			bound := last
+			if unanswered {
+				bound = 2 * every
+			}
+			cctx, cancel := server.CleanupContext(ctx, bound)
+			defer cancel()
+			if err := e.Check(cctx); server.IsEnvError(err) {
+				fire(err)
+			}
+		})
+	}
 }
