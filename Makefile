@@ -29,8 +29,9 @@ TEST_TIMEOUT ?= 30m
 # live. In the -race run, tests marked testenv.SkipUnderRace (tables of verdicts, large strings:
 # CPU under the race detector, not more of the same code) skip; they run in the other run.
 # internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code.
-RACE_PKGS := ./algorithms/clientside ./harness ./harness/bench ./harness/capacity ./harness/localredis \
-  ./harness/replay ./harness/server ./harness/verify ./harness/demo/live ./internal/progress ./reports
+RACE_PKGS := ./algorithms/clientside ./harness ./harness/bench ./harness/busy ./harness/capacity ./harness/demo/live \
+  ./harness/evict ./harness/leftovers ./harness/localredis ./harness/replay ./harness/server ./harness/verify \
+  ./internal/progress ./reports
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi

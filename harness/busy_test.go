@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
@@ -19,11 +20,15 @@ import (
 
 // a script that loops forever is stopped with SCRIPT KILL
 // when its call times out, and the error says so; the user's Redis answers
-// again afterwards instead of BUSY.
+// again afterwards instead of BUSY. The server's busy-reply-threshold is
+// 500 ms (the Runner reads it), so the kill comes within a second.
 func TestLoopingScriptIsKilled(t *testing.T) {
 	ctx := context.Background()
 	rd := redistest.Start().Redis // its own server: the looping script blocks it
 	defer rd.Close()
+	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", "500").Err(); err != nil {
+		t.Fatal(err)
+	}
 	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
 	if err != nil {
@@ -42,7 +47,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 	err = r.Settle()
 	t.Logf("call answered after %v, settled after %v; progress: %s", answered.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond), progress.String())
-	if !errors.Is(err, server.ErrScriptKilled) {
+	if !errors.Is(err, busy.ErrScriptKilled) {
 		t.Errorf("Settle: %v, want an error wrapping ErrScriptKilled", err)
 	}
 	if !strings.Contains(progress.String(), "SCRIPT KILL") {
@@ -107,7 +112,7 @@ func TestOtherClientsScriptIsLeftAlone(t *testing.T) {
 	err = r.Settle()
 	t.Logf("call: %v", res[0].Outcomes[0].Err)
 	t.Logf("settled after %v: %v; progress: %s", time.Since(start).Round(time.Millisecond), err, progress.String())
-	if !errors.Is(err, server.ErrForeignBusy) || !strings.Contains(err.Error(), "BUSY") || !strings.Contains(err.Error(), "another client") {
+	if !errors.Is(err, busy.ErrForeignBusy) || !strings.Contains(err.Error(), "BUSY") || !strings.Contains(err.Error(), "another client") {
 		t.Errorf("Settle: %v, want an error wrapping ErrForeignBusy", err)
 	}
 	if strings.Contains(progress.String(), "sent SCRIPT KILL") {
@@ -150,7 +155,7 @@ func TestUnkillableScriptIsNamed(t *testing.T) {
 	_, _ = r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-unkillable:"}})
 	err = r.Settle()
 	t.Logf("Settle: %v; progress: %s", err, progress.String())
-	if !errors.Is(err, server.ErrScriptUnkillable) || !strings.Contains(err.Error(), "SHUTDOWN NOSAVE") || !strings.Contains(err.Error(), "wrote") {
+	if !errors.Is(err, busy.ErrScriptUnkillable) || !strings.Contains(err.Error(), "SHUTDOWN NOSAVE") || !strings.Contains(err.Error(), "wrote") {
 		t.Errorf("Settle: %v, want an error wrapping ErrScriptUnkillable", err)
 	}
 	// only SHUTDOWN NOSAVE stops it (the connection drops as it does)

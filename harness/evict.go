@@ -2,12 +2,11 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 
-	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -30,26 +29,22 @@ func ScheduleBytes(arrivals []scenarios.Arrival) int64 {
 }
 
 // Guard keeps the command from making the user's Redis evict keys that
-// are not ratelab's. Call it once after Start, before the command writes,
-// with estimate, the command's upper bound of the bytes it writes
-// (negative: unknown). On a server ratelab started (Redis.Owned) it does
-// nothing. Else it reads maxmemory, maxmemory-policy and used_memory
-// (server.CheckEviction) and, where the server evicts (allkeys-* or
-// volatile-* with a maxmemory) and the estimate does not fit the headroom
-// less a margin, returns the *server.EvictionError: the command must not
-// start. While the command runs, the returned ctx is cancelled with an
-// *server.EvictionError as soon as the server's evicted_keys moves or its
-// headroom falls below the margin (server.WatchEvictions, every
-// server.WatchInterval).
-//
-// With Redis.AllowEviction nothing is refused or stopped: a warning goes to
-// progress (nil: none) when the server could evict.
+// are not ratelab's, and stops it when its Redis changes under it. Call it
+// once after Start, before the command writes, with estimate, the
+// command's upper bound of the bytes it writes (negative: unknown).
+// evict.Start refuses the command on a server that evicts and has no room
+// for estimate (the *evict.Error is returned: the command must not start),
+// and watches it as s.Evict says: the returned ctx is cancelled with an
+// *evict.Error as soon as the server's evicted_keys moves or its headroom
+// falls below the margin. On a server ratelab started (Redis.Owned)
+// nothing is checked; with Redis.AllowEviction nothing is refused or
+// stopped (a warning goes to progress, nil: none).
 //
 // The same ctx is also cancelled, with a *server.EnvError, when the
 // command's Redis changes under it (Session.watchEnv: a restart, its keys
 // removed), on every server, the ones ratelab started included.
 //
-// done stops the watches and returns the *server.EvictionError or
+// done stops the watches and returns the *evict.Error or
 // *server.EnvError that stopped the command (also an EnvError found by
 // one last check when done is called), or nil: the command returns it in
 // place of what its cancelled calls said (GuardErr). Call done once the
@@ -58,21 +53,6 @@ func (s *Session) Guard(ctx context.Context, estimate int64, progress io.Writer)
 	none := func() error { return nil }
 	if s.Redis == nil {
 		return ctx, none, nil
-	}
-	var ms []server.NodeMemory
-	if !s.Redis.Owned() {
-		ms, err = server.CheckEviction(ctx, s.Redis.Client, s.Redis.Info.Addr, estimate)
-		var ee *server.EvictionError
-		switch {
-		case s.Redis.AllowEviction && errors.As(err, &ee):
-			Say(progress, "ratelab: warning: --allow-eviction: Redis at %s evicts (maxmemory-policy %s, %s headroom) and this command may write up to %s: other keys may be evicted, and the command will not stop for it\n",
-				ee.Addr, ee.Policy, server.FormatBytes(ee.Headroom), server.EstimateText(estimate))
-			ms = nil
-		case s.Redis.AllowEviction:
-			ms = nil
-		case err != nil:
-			return ctx, none, err
-		}
 	}
 	gctx, cancel := context.WithCancelCause(ctx)
 	var mu sync.Mutex
@@ -85,9 +65,10 @@ func (s *Session) Guard(ctx context.Context, estimate int64, progress io.Writer)
 		mu.Unlock()
 		cancel(e)
 	}
-	stop := func() {}
-	if ms != nil {
-		stop = server.WatchEvictions(gctx, s.Redis.Client, s.Redis.Info.Addr, ms, func(e *server.EvictionError) { fire(e) })
+	stop, err := evict.Start(gctx, s.Redis, estimate, s.Evict, progress, func(e *evict.Error) { fire(e) })
+	if err != nil {
+		cancel(nil)
+		return ctx, none, err
 	}
 	stopEnv := s.watchEnv(gctx, fire)
 	return gctx, func() error {

@@ -13,7 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/callguard"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
@@ -149,15 +151,8 @@ type Runner struct {
 	expiryStart time.Time // the first virtual job's start (Expiry's safety TTL)
 	guardOnce   sync.Once
 	calls       *callguard.Guard // the call guard, built from the fields at the first call (guard)
-	kill        struct {
-		once      sync.Once
-		done      chan struct{} // closed when the SCRIPT KILL is over
-		found     server.BusyScript
-		err       error
-		threshold time.Duration // the server's busy-reply-threshold
-		known     bool          // threshold was read, not assumed
-	}
-	failed struct {
+	kill        busy.Killer      // SCRIPT KILL of ratelab's own script after a timed-out call
+	failed      struct {
 		mu           sync.Mutex
 		calls, count int64
 		first        error
@@ -214,10 +209,10 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r.cancel = cancel
-	if r.Timeout > 0 && r.Redis != nil && r.kill.threshold == 0 {
+	if r.Timeout > 0 && r.Redis != nil {
 		// read while the server answers: a busy one serves no CONFIG GET
 		tctx, tcancel := context.WithTimeout(ctx, max(r.Timeout, time.Second))
-		r.kill.threshold, r.kill.known = server.BusyThreshold(tctx, r.Redis)
+		r.kill.ReadThreshold(tctx, r.Redis)
 		tcancel()
 	}
 	res := make([]JobResult, len(jobs))
@@ -506,9 +501,9 @@ func (r *Runner) settle(err error) {
 	switch {
 	case errors.As(err, &se), errors.As(err, &ref):
 		r.stop(err)
-	case server.IsGuardRefusal(err):
+	case guard.IsRefusal(err):
 		// the user's script tried to touch what is not ratelab's: stop
-		r.stop(fmt.Errorf("%w: %v", server.ErrRefusedByGuard, err))
+		r.stop(fmt.Errorf("%w: %v", guard.ErrRefused, err))
 	case errors.Is(err, algorithms.ErrCostExceedsLimit):
 	default:
 		if oerr := r.guard().Note(err); oerr != nil {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/evict"
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/measure"
@@ -29,23 +30,32 @@ type Session struct {
 	Timeout time.Duration
 	// Started is the wall-clock start, UTC.
 	Started time.Time
+	// Heartbeat is how often Start's registration refreshes its marker and
+	// for how long it lives; zero is leftovers' default (1 s, 5 s).
+	Heartbeat leftovers.Heartbeat
+	// Evict is the eviction watch's timing (Guard); zero reads every 25 ms.
+	Evict evict.Config
+	// EnvEvery is how often Guard's watch looks at whether the Redis is
+	// still the one the command started on; zero means every 200 ms
+	// (leftovers.DefaultEnvEvery).
+	EnvEvery time.Duration
 	// reg is the run's registration (Start), nil before.
-	reg *server.Registration
+	reg *leftovers.Registration
 }
 
-// Start registers the run in its Redis (server.Register: a marker
-// "ratelab:<RunID>:~alive" refreshed every second, so that `ratelab clean`
+// Start registers the run in its Redis (leftovers.Register: a marker
+// "ratelab:<RunID>:~alive" refreshed every Heartbeat.Every, so that `ratelab clean`
 // skips the live run, and a record "ratelab:<RunID>:~run") until
 // RemoveKeys(ctx, "") or Stop, or until ctx ends. Call it once, before the
 // command writes its first key. Errors: the writes failed.
 func (s *Session) Start(ctx context.Context) error {
-	reg, err := server.Register(ctx, s.Redis.Client, s.RunID)
+	reg, err := leftovers.Register(ctx, s.Redis.Client, s.RunID, s.Heartbeat)
 	s.reg = reg
 	return err
 }
 
 // Stop ends Start's refreshing (also done by RemoveKeys(ctx, "")); the
-// marker then expires within server.AliveTTL. Safe to call twice or
+// marker then expires within Heartbeat.TTL. Safe to call twice or
 // without Start.
 func (s *Session) Stop() { s.reg.Stop() }
 
@@ -156,67 +166,18 @@ func (s *Session) Header(command string, repro measure.Repro) measure.Header {
 	return h
 }
 
-// EnvWatchEvery is how often a command looks at whether its Redis is still
-// the one it started on (Session.Guard): a restart or its keys removed end
-// it with a *server.EnvError.
-const EnvWatchEvery = 200 * time.Millisecond
-
-// watchEnv checks the session's Redis every EnvWatchEvery until stop, and
-// calls fire with the *server.EnvError of a change (once, then it stops
-// watching). stop ends the watch and, when ctx is still live (the command
-// ended by itself), checks once more (within 2 x EnvWatchEvery when the
-// last look got no answer: a Redis that hangs is not waited for long
-// again): a change since the last look is fired then. Safe to call stop
-// twice.
+// watchEnv watches the session's Redis (leftovers.EnvCheck.Watch, every
+// EnvEvery) until stop, and calls fire with the *server.EnvError of a
+// change. A Redis whose run_ids cannot be read is not watched: the
+// command's own calls meet the same outage.
 func (s *Session) watchEnv(ctx context.Context, fire func(error)) (stop func()) {
 	cctx, cancel := s.CleanupContext(ctx)
-	env, err := server.NewEnvCheck(cctx, s.Redis.Client, s.reg)
+	env, err := leftovers.NewEnvCheck(cctx, s.Redis.Client, s.reg)
 	cancel()
 	if err != nil {
-		return func() {} // INFO failed: the command's own calls meet the same outage
+		return func() {}
 	}
-	wctx, wcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var unanswered bool // the last look failed (read after done is closed)
-	go func() {
-		defer close(done)
-		t := time.NewTicker(EnvWatchEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case <-t.C:
-			}
-			cctx, cancel := context.WithTimeout(wctx, 5*EnvWatchEvery)
-			err := env.Check(cctx)
-			cancel()
-			if server.IsEnvError(err) {
-				fire(err)
-				return
-			}
-			unanswered = err != nil && wctx.Err() == nil
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			wcancel()
-			<-done
-			if ctx.Err() != nil {
-				return // stopped by a cause of its own (Ctrl-C, an eviction, a change)
-			}
-			bound := s.CleanupTimeout()
-			if unanswered {
-				bound = 2 * EnvWatchEvery // a Redis that hangs is not waited for long again
-			}
-			cctx, cancel := server.CleanupContext(ctx, bound)
-			defer cancel()
-			if err := env.Check(cctx); server.IsEnvError(err) {
-				fire(err)
-			}
-		})
-	}
+	return env.Watch(ctx, leftovers.WatchConfig{Every: s.EnvEvery, Last: s.CleanupTimeout()}, fire)
 }
 
 // ExplainWait bounds Session.Explain's look at the server.

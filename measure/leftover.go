@@ -2,7 +2,7 @@ package measure
 
 import "time"
 
-// RunRecord is what a run writes about itself in Redis (harness/server.Register),
+// RunRecord is what a run writes about itself in Redis (harness/leftovers.Register),
 // read back by `ratelab clean`.
 type RunRecord struct {
 	RunID   string    `json:"run_id"`
@@ -17,7 +17,7 @@ type RunRecord struct {
 }
 
 // Leftover is one run's keys found in a Redis by `ratelab clean`
-// (harness/server.FindLeftovers).
+// (harness/leftovers.FindLeftovers).
 type Leftover struct {
 	// Prefix is the run's key prefix, "ratelab:<run id>:".
 	Prefix string   `json:"prefix"`

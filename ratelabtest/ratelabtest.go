@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
@@ -71,7 +72,7 @@ func Redis(t testing.TB) *server.Redis {
 			t.Fatalf("ratelabtest: $%s=%q is not a redis:// or rediss:// URL", name, redact.URL(url))
 			return nil
 		}
-		rd, err := server.OpenURL(ctx, url, server.Options{Timeout: StartTimeout})
+		rd, err := server.OpenURL(ctx, url, server.Options{Timeout: StartTimeout, BeforeWrite: evict.CheckOpen})
 		if err != nil {
 			t.Fatalf("ratelabtest: the Redis of $%s: %v", name, err)
 			return nil

@@ -235,7 +235,7 @@ func Targets(specs []Spec) []Target {
 }
 
 // HasScript reports whether any of specs is a user's Lua script (its
-// Script set), which a shared Redis runs under guard (server.GuardScript).
+// Script set), which a shared Redis runs under guard (guard.ForScript).
 func HasScript(specs []Spec) bool {
 	return slices.ContainsFunc(specs, func(s Spec) bool { return s.Script != "" })
 }

@@ -6,15 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/harness/cleanup"
-	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/internal/redact"
 )
 
 func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 	var rf redisFlags
 	var yes bool
-	var cfg server.CleanConfig
+	var cfg leftovers.CleanConfig
 	c := command("clean --redis URL [--run ID] [--yes]", "List (and with --yes remove) keys left behind by ratelab runs that were killed",
 		func(c *cobra.Command) error {
 			if !strings.Contains(rf.spec, "://") {
@@ -29,7 +28,7 @@ func newCleanCmd(stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer rd.CloseOrSay(stderr)
-			live, err := cleanup.Run(c.Context(), rd, cfg, yes, stdout)
+			live, err := leftovers.Run(c.Context(), rd, cfg, yes, stdout)
 			if err != nil {
 				return usagef("--redis %s: %w", redact.URL(rf.spec), err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -76,12 +77,12 @@ func sameDumps(t *testing.T, what string, before, after map[string]string) {
 }
 
 // deadRun registers a run with n keys (n+1 with its record), then ends it as a kill would: its
-// refreshing stops and its marker goes (as it does AliveTTL after a kill).
+// refreshing stops and its marker goes (as it does the heartbeat's TTL after a kill).
 func deadRun(t *testing.T, c *redis.Client, n int) string {
 	t.Helper()
 	ctx := context.Background()
 	id := server.NewRunID()
-	reg, err := server.Register(ctx, c, id)
+	reg, err := leftovers.Register(ctx, c, id, leftovers.Heartbeat{TTL: 500 * time.Millisecond, Every: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func deadRun(t *testing.T, c *redis.Client, n int) string {
 	for i := 0; i < n; i++ {
 		c.Set(ctx, server.RunPrefix(id)+"sliding-log:steady:{k"+strconv.Itoa(i)+"}", i, time.Hour)
 	}
-	c.Del(ctx, server.MarkerKey(id))
+	c.Del(ctx, leftovers.MarkerKey(id))
 	return id
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -64,7 +65,7 @@ func fullRedis(t *testing.T, policy string, users int, headroom int64) (url stri
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := server.ReadMemory(ctx, c)
+	ms, err := evict.Read(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func countUserKeys(t *testing.T, c *redis.Client) (keys, evicted int64) {
 			break
 		}
 	}
-	ms, err := server.ReadMemory(ctx, c)
+	ms, err := evict.Read(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -82,7 +83,7 @@ return 0
 				}
 			}
 			// every key it left carries a TTL: the run's record that clean
-			// reads, server.RecordTTL; every other, at most the window plus
+			// reads, leftovers.RecordTTL; every other, at most the window plus
 			// the run marker's margin (none here is longer than an hour)
 			left, err := server.ScanKeys(context.Background(), c, server.KeyPrefix)
 			if err != nil {
@@ -91,7 +92,7 @@ return 0
 			for _, k := range left {
 				bound := time.Hour
 				if strings.HasSuffix(k, ":"+server.RecordSuffix) {
-					bound = server.RecordTTL
+					bound = leftovers.RecordTTL
 				}
 				if ttl := c.PTTL(context.Background(), k).Val(); ttl < 0 && ttl != -2*time.Nanosecond || ttl > bound {
 					t.Errorf("key %s left with TTL %v, want one of at most %v", k, ttl, bound)

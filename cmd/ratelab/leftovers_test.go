@@ -93,7 +93,7 @@ func TestCleanRemovesProbeKeys(t *testing.T) {
 }
 
 // on a user's Redis, an untrusted script is first tried
-// on a throwaway redis-server (server.ProbeScript): one that writes and
+// on a throwaway redis-server (guard.ProbeScript): one that writes and
 // then loops would leave the user's Redis answering BUSY to everyone, so
 // it is refused before it reaches it; a well-behaved one runs.
 func TestUntrustedScriptProbed(t *testing.T) {

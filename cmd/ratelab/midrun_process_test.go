@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -228,7 +229,7 @@ func TestSuspendedRunResumes(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(server.AliveTTL + time.Second)
+	time.Sleep(leftovers.DefaultTTL + time.Second)
 	code, stdout, _ := ratelab(t, "clean", "--redis", url, "--yes")
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

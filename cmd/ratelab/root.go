@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/internal/progress"
@@ -75,7 +76,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	msg := harness.Interrupted(ctx, err) // Ctrl-C said once
-	if errors.Is(err, server.ErrRefusedByGuard) {
+	if errors.Is(err, guard.ErrRefused) {
 		msg += " — pass --trust-script to run it anyway"
 	}
 	msg = input.Clean(msg) // a script's reply or a file's bytes never drive the terminal

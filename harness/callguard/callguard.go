@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -195,7 +196,7 @@ func (t *Trip) End(err error) error {
 // ErrOutage, saying how long and the last error (again on every failure
 // after); nil otherwise. Which errors count is the caller's choice.
 func (g *Guard) Note(err error) error {
-	if server.IsBusy(err) {
+	if busy.IsReply(err) {
 		g.busy.Store(true)
 	}
 	if g.cfg.MaxOutage <= 0 {

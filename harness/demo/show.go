@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/demo/live"
+	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 )

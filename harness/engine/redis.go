@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redact"
@@ -163,7 +164,8 @@ func OpenWith(ctx context.Context, spec string, o Options) (*server.Redis, error
 	case spec == "cluster":
 		return startCluster(ctx, start, o.Timeout)
 	case server.IsURL(spec):
-		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs, AllowEviction: o.AllowEviction})
+		return server.OpenURL(ctx, spec, server.Options{Timeout: o.Timeout, RootCAs: o.RootCAs, AllowEviction: o.AllowEviction,
+			BeforeWrite: evict.CheckOpen})
 	}
 	return nil, fmt.Errorf("unknown Redis %q: want auto, exec, container, cluster, a redis:// or rediss:// URL, "+
 		"or a redis+cluster://host:port,host:port URL", redact.URL(spec))

@@ -1,5 +1,5 @@
 // Package guard protects the user's Redis from the user's scripts
-// (server.GuardScript): on a Redis ratelab did not start, the scripts'
+// (ForScript): on a Redis ratelab did not start, the scripts'
 // calls run as a temporary ACL user limited to the run's keys, unless the
 // user trusts them; before that, each script is tried on a throwaway
 // redis-server (Probe), so that one that would keep the user's Redis busy
@@ -21,7 +21,6 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/algorithms/clientside"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
@@ -47,26 +46,26 @@ const (
 // nil *Scripts, and the zero Scripts, are no guard: On returns the
 // caller's connection and Close does nothing. Safe for concurrent use.
 type Scripts struct {
-	g      *server.Guard
+	g      *ACL
 	ctx    context.Context // Open's, for Close
 	stderr io.Writer
 }
 
 // Open guards the scripts among specs on rd for the run runID
-// (server.GuardScript; trust lifts the guard; viaLimiter says whether the
+// (ForScript; trust lifts the guard; viaLimiter says whether the
 // command sends the scripts' calls through the limiter, as run and verify
 // do) after Probe tried them. It returns the Redis the command must use
 // from then on (rd, or rd seen through the guard, so that pipelined calls
 // are guarded too), the guard (nil when none: no script, rd nil, a server
 // ratelab started, or trusted) and how the scripts run. The caller closes
-// the guard. Errors: server.GuardScript's (field "script" when rd cannot
+// the guard. Errors: ForScript's (field "script" when rd cannot
 // guard the script, "redis" when creating the user failed), Compiles' and
 // Probe's.
 func Open(ctx context.Context, rd *server.Redis, specs []targets.Spec, runID string, trust, viaLimiter bool, stderr io.Writer) (*server.Redis, *Scripts, Mode, error) {
 	if !targets.HasScript(specs) || rd == nil {
 		return rd, nil, Unguarded, nil
 	}
-	g, err := server.GuardScript(ctx, rd, runID, trust, viaLimiter)
+	g, err := ForScript(ctx, rd, runID, trust, viaLimiter)
 	switch {
 	case err != nil:
 		return nil, nil, Unguarded, err
@@ -172,11 +171,42 @@ func Compiles(ctx context.Context, rdb redis.Scripter, specs []targets.Spec) err
 
 // ProbeCalls and ProbeBound: the user's scripts are tried ProbeCalls times
 // each on a throwaway redis-server, each call bounded by ProbeBound, before
-// they run on the user's Redis (server.ProbeScript).
+// they run on the user's Redis (ProbeScript), unless a ProbeConfig says
+// otherwise.
 const (
 	ProbeCalls = 8
 	ProbeBound = time.Second
 )
+
+// ProbeConfig is how Probe tries a script: Calls calls, each bounded by
+// Bound (the throwaway server's busy-reply-threshold too, so a script that
+// loops is found within about 2*Bound). Zero fields mean ProbeCalls and
+// ProbeBound. A Bound shorter than a call of a correct script takes makes
+// Probe kill that script's calls: nothing is refused for it, but nothing
+// is tried either.
+type ProbeConfig struct {
+	Calls int
+	Bound time.Duration
+}
+
+func (c ProbeConfig) calls() int {
+	if c.Calls > 0 {
+		return c.Calls
+	}
+	return ProbeCalls
+}
+
+func (c ProbeConfig) bound() time.Duration {
+	if c.Bound > 0 {
+		return c.Bound
+	}
+	return ProbeBound
+}
+
+// probeEpoch is the virtual instant of the probe's first call, the
+// virtual runs' epoch (harness.VirtualEpoch): the probe's calls step 100 ms
+// from it.
+var probeEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // RefusedError is Probe's refusal of the script named Name: Err is the
 // field error ("script: ...") saying why.
@@ -188,12 +218,18 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// Probe tries the scripts among specs on a throwaway redis-server: one that writes and then runs past ProbeBound would leave the
+// Probe is ProbeWith the zero ProbeConfig.
+func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
+	return ProbeWith(ctx, specs, ProbeConfig{}, stderr)
+}
+
+// ProbeWith tries the scripts among specs on a throwaway redis-server, as
+// cfg says: one that writes and then runs past cfg.Bound would leave the
 // user's Redis answering BUSY to everyone (SCRIPT KILL cannot stop it), so
 // it is refused with a *RefusedError. A script that cannot be built for the
 // probe's limit is a *targets.SpecError. Without redis-server on PATH, or
 // when the throwaway server fails, nothing is refused, and stderr says so.
-func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
+func ProbeWith(ctx context.Context, specs []targets.Spec, cfg ProbeConfig, stderr io.Writer) error {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		fmt.Fprintln(stderr, "ratelab: redis-server is not on PATH: your script is not tried on a throwaway Redis first")
 		return nil
@@ -216,12 +252,12 @@ func Probe(ctx context.Context, specs []targets.Spec, stderr io.Writer) error {
 		}
 		seq := 0
 		var stopped error // a client-side script's Lua ran past the bound: it would again
-		_, err = server.ProbeScript(ctx, p, ProbeCalls, ProbeBound, func(ctx context.Context, _ redis.UniversalClient) error {
+		_, err = ProbeScript(ctx, p, cfg.calls(), cfg.bound(), func(ctx context.Context, _ redis.UniversalClient) error {
 			if stopped != nil {
 				return stopped
 			}
 			seq++
-			_, err := lim.Allow(ctx, "ratelab:probe:{k"+strconv.Itoa(seq%3)+"}", 1, algorithms.At(harness.VirtualEpoch.Add(time.Duration(seq)*100*time.Millisecond)))
+			_, err := lim.Allow(ctx, "ratelab:probe:{k"+strconv.Itoa(seq%3)+"}", 1, algorithms.At(probeEpoch.Add(time.Duration(seq)*100*time.Millisecond)))
 			if errors.Is(err, clientside.ErrStopped) {
 				stopped = err
 			}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,7 +18,9 @@ import (
 )
 
 // Probe refuses a script that writes and then loops (it would wedge the
-// user's Redis), naming it; a well-behaved script and a built-in pass.
+// user's Redis), naming it; a well-behaved script and a built-in pass. The
+// calls are bounded by 200 ms instead of ProbeBound: the loop is found as
+// surely, sooner.
 func TestProbe(t *testing.T) {
 	dir := t.TempDir()
 	script := func(name, src string) targets.Spec {
@@ -41,7 +44,7 @@ func TestProbe(t *testing.T) {
 		{"built-in", targets.Spec{Algorithm: "fixed-window"}, false},
 	} {
 		var stderr bytes.Buffer
-		err := Probe(context.Background(), []targets.Spec{tc.spec}, &stderr)
+		err := ProbeWith(context.Background(), []targets.Spec{tc.spec}, ProbeConfig{Bound: 200 * time.Millisecond}, &stderr)
 		var refused *RefusedError
 		switch {
 		case tc.refuse && (!errors.As(err, &refused) || refused.Name != tc.spec.Name):

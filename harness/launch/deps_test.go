@@ -16,7 +16,7 @@ func TestNoPlotsBelowReports(t *testing.T) {
 		t.Fatalf("this test runs go list -deps: %v", err)
 	}
 	const mod = "github.com/ratelab/ratelab/"
-	for _, pkg := range []string{"outdir", "harness/launch", "harness/cleanup"} {
+	for _, pkg := range []string{"outdir", "harness/launch", "harness/leftovers"} {
 		out, err := exec.Command(goBin, "list", "-deps", mod+pkg).Output()
 		if err != nil {
 			var stderr string

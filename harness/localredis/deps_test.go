@@ -17,7 +17,7 @@ func TestNoDockerBelowEngine(t *testing.T) {
 		t.Fatalf("this test runs go list -deps: %v", err)
 	}
 	const mod = "github.com/ratelab/ratelab/"
-	for _, pkg := range []string{"harness/localredis", "harness/guard", "harness/cleanup", "harness/launch"} {
+	for _, pkg := range []string{"harness/localredis", "harness/guard", "harness/leftovers", "harness/launch"} {
 		out, err := exec.Command(goBin, "list", "-deps", mod+pkg).Output()
 		if err != nil {
 			var stderr string

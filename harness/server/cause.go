@@ -203,3 +203,38 @@ func Explain(ctx context.Context, c redis.UniversalClient, err error) error {
 	}
 	return ce
 }
+
+// A command's figures are the limiter's only while its Redis is the one it
+// started on, with the command's keys in it: a restart
+// (INFO's run_id changes: the keys and the script cache are gone), a
+// FLUSHALL or FLUSHDB, an UNLINK of the command's keys by someone else make
+// the limiter start from nothing mid-command, and a verify would then call
+// a correct limiter VIOLATED. Such a command ends with an *EnvError.
+
+// ErrBrokenEnv is wrapped by every *EnvError: the command's Redis changed
+// under it, so no verdict and no complete result can come of it.
+var ErrBrokenEnv = errors.New("the Redis changed under the command")
+
+// EnvError says what changed in a command's Redis while it ran.
+type EnvError struct {
+	// Addr is the server (a Cluster node) that changed.
+	Addr string
+	// Restarted: its run_id changed from Before to After.
+	Restarted     bool
+	Before, After string
+	// Vanished: the command's own marker key was gone (a FLUSHALL,
+	// FLUSHDB, a restart without persistence, or someone removed it).
+	Vanished bool
+}
+
+func (e *EnvError) Error() string {
+	if e.Restarted {
+		return fmt.Sprintf("Redis at %s restarted while the command ran (run_id %.8s… became %.8s…): the command's keys and loaded scripts were lost, so its figures are not the limiter's; run it again", e.Addr, e.Before, e.After)
+	}
+	return fmt.Sprintf("the command's keys were removed from Redis at %s while it ran (FLUSHALL, FLUSHDB, UNLINK or an eviction by someone else): its figures are not the limiter's; run it again", e.Addr)
+}
+
+func (e *EnvError) Unwrap() error { return ErrBrokenEnv }
+
+// IsEnvError reports whether err says the command's Redis changed under it.
+func IsEnvError(err error) bool { return errors.Is(err, ErrBrokenEnv) }

@@ -9,7 +9,9 @@ import (
 // The library packages compile no Docker client: only harness/engine
 // (provisioning) imports testcontainers-go, moby and, through them,
 // OpenTelemetry; only cmd/ratelab and internal/redistest import engine. And
-// harness/server, which the access check lives in, runs no algorithm.
+// harness/server, which the access check lives in, runs no algorithm; nor
+// do the safety rooms but guard (which builds the user's scripts), and
+// none of them imports package harness.
 func TestNoDockerInLibrary(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -28,6 +30,12 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"harness/capacity", nil},
 		{"harness/bench", nil},
 		{"harness/server", []string{mod + "algorithms", mod + "harness/engine"}},
+		// the safety rooms sit on the handle, beside the engine that runs
+		// commands, not on it
+		{"harness/leftovers", []string{mod + "algorithms", mod + "harness/engine", mod + "harness"}},
+		{"harness/busy", []string{mod + "algorithms", mod + "harness/engine", mod + "harness"}},
+		{"harness/evict", []string{mod + "algorithms", mod + "harness/engine", mod + "harness"}},
+		{"harness/guard", []string{mod + "harness/engine", mod + "harness"}},
 		{"algorithms", nil},
 		{"measure", nil},
 		{"reports", nil},

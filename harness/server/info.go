@@ -1,6 +1,11 @@
 package server
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // InfoFields parses INFO output into field -> value.
 func InfoFields(info string) map[string]string {
@@ -15,4 +20,24 @@ func InfoFields(info string) map[string]string {
 		}
 	}
 	return out
+}
+
+// RunIDs returns the run_id (INFO server) of every server of c: the server
+// itself, or every master of a Cluster, by address.
+func RunIDs(ctx context.Context, c redis.UniversalClient) (map[string]string, error) {
+	nodes, _, err := Nodes(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "server").Result()
+		if err != nil {
+			return nil, err
+		}
+		if id := InfoFields(info)["run_id"]; id != "" {
+			ids[n.Options().Addr] = id
+		}
+	}
+	return ids, nil
 }

@@ -18,7 +18,7 @@ const KeyPrefix = "ratelab:"
 // ScanKeys returns the keys whose names start with prefix, found with SCAN
 // (never KEYS), on every master when c is a ClusterClient.
 func ScanKeys(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
-	return scanMatch(ctx, c, escapeGlob(prefix)+"*")
+	return scanMatch(ctx, c, EscapeGlob(prefix)+"*")
 }
 
 // scanMatch returns the keys matching the SCAN MATCH glob pattern, on every
@@ -105,8 +105,9 @@ func DeleteKeys(ctx context.Context, c redis.UniversalClient, keys []string) err
 	return err
 }
 
-// escapeGlob escapes SCAN MATCH's special characters.
-func escapeGlob(s string) string {
+// EscapeGlob escapes SCAN MATCH's special characters: the glob that
+// matches s literally.
+func EscapeGlob(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		if strings.ContainsRune(`*?[]\`, r) {
@@ -153,3 +154,22 @@ const runIDGlob = KeyPrefix + "[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]T[0-9][0-
 
 // RunPrefix is the key prefix of run id: "ratelab:<id>:".
 func RunPrefix(id string) string { return KeyPrefix + id + ":" }
+
+// MarkerSuffix and RecordSuffix end the two keys a run registers under its
+// prefix (package harness/leftovers): its marker "ratelab:<run id>:~alive"
+// and its record "ratelab:<run id>:~run". DeleteKeys removes them last.
+const (
+	MarkerSuffix = "~alive"
+	RecordSuffix = "~run"
+)
+
+func isMetaKey(k string) bool {
+	return strings.HasSuffix(k, ":"+MarkerSuffix) || strings.HasSuffix(k, ":"+RecordSuffix)
+}
+
+// ScanRunKeys returns the keys under every run id's prefix (SCAN with
+// runIDGlob, on every master of a Cluster): keys "ratelab:<run id>:..."
+// whose run id may be one of NewRunID's. Callers still check IsRunID.
+func ScanRunKeys(ctx context.Context, c redis.UniversalClient) ([]string, error) {
+	return scanMatch(ctx, c, runIDGlob)
+}

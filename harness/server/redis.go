@@ -26,7 +26,7 @@ type Redis struct {
 	// Info says how the server was reached (Mode, Addr) and its version.
 	Info measure.RedisInfo
 	// AllowEviction lets commands write to the user's Redis even when it may
-	// evict keys to make room (see CheckEviction); false refuses then.
+	// evict keys to make room (see package harness/evict); false refuses then.
 	AllowEviction bool
 	// stop stops what ratelab started (processes, a container, temporary
 	// files); nil for the user's server.
@@ -132,4 +132,15 @@ func isTransient(err error) bool {
 // oneLine keeps an error message on one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// Started reports whether rd is a server ratelab started itself (engine
+// modes exec, container and cluster): a user's script can harm nothing
+// there.
+func Started(rd *Redis) bool {
+	switch rd.Info.Mode {
+	case "exec", "container", "cluster":
+		return true
+	}
+	return false
 }

@@ -29,9 +29,15 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted for rediss:// URLs
 	// (see LoadCA); nil means the system pool.
 	RootCAs *x509.CertPool
-	// AllowEviction opens a server that may evict keys with too little
-	// headroom (see checkOpenEviction) and sets Redis.AllowEviction.
+	// AllowEviction sets Redis.AllowEviction: the commands may write to a
+	// server that may evict keys (BeforeWrite sees it set).
 	AllowEviction bool
+	// BeforeWrite, when set, is run by OpenURL on the user's server before
+	// anything is written to it (its access check writes), within Timeout;
+	// its error fails the open. ratelab's commands set evict.CheckOpen, so
+	// that a server that evicts with too little headroom is refused before
+	// anything lands on it. OpenReadOnly never runs it.
+	BeforeWrite func(ctx context.Context, r *Redis) error
 }
 
 // IsURL reports whether spec is a URL OpenURL takes: redis://, rediss://,
@@ -243,12 +249,15 @@ func isDialError(err error) bool {
 }
 
 // checkAccessWithin runs CheckAccess bounded by o.Timeout, after
-// checkOpenEviction (the access check writes).
+// o.BeforeWrite (the access check writes).
 func (r *Redis) checkAccessWithin(ctx context.Context, o Options) error {
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	if err := r.checkOpenEviction(cctx, o); err != nil {
-		return err
+	r.AllowEviction = o.AllowEviction
+	if o.BeforeWrite != nil {
+		if err := o.BeforeWrite(cctx, r); err != nil {
+			return err
+		}
 	}
 	return CheckAccess(cctx, r.Client)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
@@ -339,10 +340,10 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 
 	// one probe decision: a script that does not compile or answers in the
 	// wrong shape is an error, not a verdict
-	threshold := server.DefaultBusyThreshold
+	threshold := busy.DefaultThreshold
 	if rd != nil { // read while the server answers: a busy one serves no CONFIG GET
 		tctx, tcancel := context.WithTimeout(ctx, max(cfg.Timeout, time.Second))
-		threshold, _ = server.BusyThreshold(tctx, rd.Client)
+		threshold, _ = busy.Threshold(tctx, rd.Client)
 		tcancel()
 	}
 	probeBound := cfg.Timeout
@@ -356,7 +357,7 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	if err != nil && rd != nil && server.IsTimeout(err) && !st.caps.LoopFree {
 		// a script that never returns: stop it, never leave the user's Redis BUSY
 		// (only if it is ratelab's: another client's script is left alone)
-		if found, kerr := server.KillBusyScript(ctx, rd.Client, sent, threshold); found != server.NotBusy {
+		if found, kerr := busy.Kill(ctx, rd.Client, sent, busy.Config{Threshold: threshold}); found != busy.NotBusy {
 			return nil, found.Err(cfg.Timeout)
 		} else if kerr != nil {
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)

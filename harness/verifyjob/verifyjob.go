@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/input"
@@ -48,7 +49,7 @@ type Job struct {
 // terminal, input.CleanStrings, once its files are written too) and one
 // error: the verification's, with the decision file's joined (j.Out's
 // verify.json then says why it stopped, marked incomplete; a script the
-// guard refused wraps server.ErrRefusedByGuard, as a run's does), joined
+// guard refused wraps guard.ErrRefused, as a run's does), joined
 // (outdir.Join) with an *outdir.WriteError, the error creating or writing
 // the files: a *field.Error naming "out" or "decisions" when they could
 // not be created, and then nothing ran; or the trace's, and then nothing
@@ -84,8 +85,8 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 		return inc
 	}))
 	switch {
-	case server.IsGuardRefusal(runErr) && !errors.Is(runErr, server.ErrRefusedByGuard):
-		runErr = fmt.Errorf("%w: %v", server.ErrRefusedByGuard, runErr)
+	case guard.IsRefusal(runErr) && !errors.Is(runErr, guard.ErrRefused):
+		runErr = fmt.Errorf("%w: %v", guard.ErrRefused, runErr)
 	case runErr == nil && werr == nil:
 		input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
 	}

@@ -1,4 +1,11 @@
-package server
+// Package evict keeps a command from making the user's Redis evict keys
+// that are not ratelab's: before a command writes, a server that evicts
+// (a maxmemory and an allkeys-* or volatile-* policy) must have room for
+// what the command may write plus a margin (Check, CheckOpen); while it
+// writes, a watch stops it as soon as the server evicts or its headroom
+// runs low (Watch, Start). A server that does not evict refuses writes
+// when full (OOM) instead, which the command reports as an error.
+package evict
 
 import (
 	"context"
@@ -10,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // NodeMemory is what decides whether writing to one Redis server may make
@@ -44,7 +53,7 @@ func (m NodeMemory) Headroom() int64 { return m.MaxMemory - m.UsedMemory }
 
 // Margin is the headroom in bytes an evicting server must keep beyond what
 // a command writes: 1/20 of maxmemory, at least 2 MiB. The eviction watch
-// (WatchEvictions) stops the command when the headroom falls below it.
+// (Watch) stops the command when the headroom falls below it.
 func (m NodeMemory) Margin() int64 { return max(2<<20, m.MaxMemory/20) }
 
 // whose describes the keys the policy may evict.
@@ -55,13 +64,13 @@ func (m NodeMemory) whose() string {
 	return "user keys"
 }
 
-// ReadMemory reads NodeMemory of every server behind c (the server, or
-// each master of a Redis Cluster, in Nodes' order). maxmemory and the
+// Read reads NodeMemory of every server behind c (the server, or
+// each master of a Redis Cluster, in server.Nodes' order). maxmemory and the
 // policy come from CONFIG GET; where an ACL refuses CONFIG they come from
 // INFO memory (maxmemory, maxmemory_policy). Errors: INFO failed or did
 // not carry used_memory.
-func ReadMemory(ctx context.Context, c redis.UniversalClient) ([]NodeMemory, error) {
-	nodes, _, err := Nodes(ctx, c)
+func Read(ctx context.Context, c redis.UniversalClient) ([]NodeMemory, error) {
+	nodes, _, err := server.Nodes(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +89,7 @@ func readNodeMemory(ctx context.Context, n *redis.Client) (NodeMemory, error) {
 	if err != nil {
 		return m, err
 	}
-	f := InfoFields(info)
+	f := server.InfoFields(info)
 	var ok bool
 	if m.UsedMemory, ok = infoInt(f, "used_memory"); !ok {
 		return m, errors.New("INFO memory has no used_memory")
@@ -105,12 +114,12 @@ func infoInt(f map[string]string, name string) (int64, bool) {
 	return v, err == nil
 }
 
-// EvictionError says that writing to the user's Redis could evict, or did
+// Error says that writing to the user's Redis could evict, or did
 // evict, keys that are not ratelab's: before the command (Estimate larger
 // than Headroom less the margin: nothing was written) or while it ran (the
 // headroom fell below the margin, or evicted_keys moved: the command was
 // stopped).
-type EvictionError struct {
+type Error struct {
 	// Addr names the Redis (its address, or a cluster's seeds); Node the
 	// server that may evict (host:port).
 	Addr, Node string
@@ -129,7 +138,7 @@ type EvictionError struct {
 	whose   string
 }
 
-func (e *EvictionError) Error() string {
+func (e *Error) Error() string {
 	where := "Redis at " + e.Addr
 	if e.Node != "" && e.Node != e.Addr {
 		where += " (node " + e.Node + ")"
@@ -174,43 +183,60 @@ func EstimateText(estimate int64) string {
 	return FormatBytes(estimate)
 }
 
-// CheckEviction reads the memory of every server behind c (ReadMemory)
-// and returns an *EvictionError when a server evicts (NodeMemory.Evicting)
+// Check reads the memory of every server behind c (Read)
+// and returns an *Error when a server evicts (NodeMemory.Evicting)
 // and estimate bytes (the command's upper bound of what it writes;
 // negative means unknown, refused on an evicting server) do not fit its
 // headroom less its Margin: on a Cluster each server must take the whole
 // estimate (all keys may hash to one). addr names the Redis in the error.
-// The readings are returned for WatchEvictions, also with the error.
-func CheckEviction(ctx context.Context, c redis.UniversalClient, addr string, estimate int64) ([]NodeMemory, error) {
-	ms, err := ReadMemory(ctx, c)
+// The readings are returned for Watch, also with the error.
+func Check(ctx context.Context, c redis.UniversalClient, addr string, estimate int64) ([]NodeMemory, error) {
+	ms, err := Read(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("read the memory limit of Redis at %s: %w", addr, err)
 	}
 	for _, m := range ms {
 		if m.Evicting() && (estimate < 0 || estimate > m.Headroom()-m.Margin()) {
-			return ms, &EvictionError{Addr: addr, Node: m.Addr, Policy: m.Policy, MaxMemory: m.MaxMemory,
+			return ms, &Error{Addr: addr, Node: m.Addr, Policy: m.Policy, MaxMemory: m.MaxMemory,
 				Headroom: m.Headroom(), Margin: m.Margin(), Estimate: estimate, whose: m.whose()}
 		}
 	}
 	return ms, nil
 }
 
-// WatchInterval is how often WatchEvictions reads the servers' memory
-// (INFO memory and stats: microseconds of the server's time).
-const WatchInterval = 25 * time.Millisecond
+// DefaultEvery is how often Watch reads the servers' memory when a Config
+// leaves Every zero (INFO memory and stats: microseconds of the server's
+// time).
+const DefaultEvery = 25 * time.Millisecond
 
-// WatchEvictions reads the memory of the servers of before (CheckEviction's
-// readings, in the same order) every WatchInterval until ctx ends or the
+// Config holds the watch's timing. The zero Config reads every
+// DefaultEvery.
+type Config struct {
+	// Every is the time between two readings of each watched server; a
+	// reading that takes longer than 5*Every is skipped.
+	Every time.Duration
+}
+
+func (c Config) every() time.Duration {
+	if c.Every > 0 {
+		return c.Every
+	}
+	return DefaultEvery
+}
+
+// Watch reads the memory of the servers of before (Check's
+// readings, in the same order) every cfg.Every until ctx ends or the
 // returned stop is called, and calls onEvict once, from its own goroutine,
-// with an *EvictionError (Stopped) as soon as an evicting server's
+// with an *Error (Stopped) as soon as an evicting server's
 // evicted_keys moved past its reading in before, or its headroom fell
 // below its Margin plus twice its growth since the previous reading (so a
 // fast writer is stopped a reading ahead). Servers that do not evict are not watched (nothing is
 // started when none does). A failed reading is skipped: the command's own
 // calls see an outage. stop waits for the watcher to end; safe to call
 // twice.
-func WatchEvictions(ctx context.Context, c redis.UniversalClient, addr string, before []NodeMemory, onEvict func(*EvictionError)) (stop func()) {
-	nodes, _, err := Nodes(ctx, c)
+func Watch(ctx context.Context, c redis.UniversalClient, addr string, before []NodeMemory, cfg Config, onEvict func(*Error)) (stop func()) {
+	every := cfg.every()
+	nodes, _, err := server.Nodes(ctx, c)
 	var watched []int
 	for i, m := range before {
 		if m.Evicting() && err == nil && i < len(nodes) {
@@ -228,7 +254,7 @@ func WatchEvictions(ctx context.Context, c redis.UniversalClient, addr string, b
 	}
 	go func() {
 		defer close(done)
-		t := time.NewTicker(WatchInterval)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -237,7 +263,7 @@ func WatchEvictions(ctx context.Context, c redis.UniversalClient, addr string, b
 			case <-t.C:
 			}
 			for _, i := range watched {
-				rctx, rcancel := context.WithTimeout(wctx, WatchInterval*5)
+				rctx, rcancel := context.WithTimeout(wctx, every*5)
 				m, err := readNodeMemory(rctx, nodes[i])
 				rcancel()
 				if err != nil {
@@ -248,7 +274,7 @@ func WatchEvictions(ctx context.Context, c redis.UniversalClient, addr string, b
 				growth := max(m.UsedMemory-last[i], 0)
 				last[i] = m.UsedMemory
 				if ev := m.EvictedKeys - b.EvictedKeys; ev > 0 || m.Headroom() < m.Margin()+2*growth {
-					onEvict(&EvictionError{Addr: addr, Node: m.Addr, Policy: m.Policy, MaxMemory: m.MaxMemory,
+					onEvict(&Error{Addr: addr, Node: m.Addr, Policy: m.Policy, MaxMemory: m.MaxMemory,
 						Headroom: m.Headroom(), Margin: m.Margin(), Evicted: max(ev, 0), Stopped: true, whose: m.whose()})
 					return
 				}
@@ -257,19 +283,4 @@ func WatchEvictions(ctx context.Context, c redis.UniversalClient, addr string, b
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); <-done }) }
-}
-
-// checkOpenEviction is the first thing OpenURL does on the user's server,
-// before its access check writes and before a command opens its
-// connections (each holds ~20 KB of the server's memory): it sets
-// r.AllowEviction from o, and unless it is set, returns CheckEviction's
-// *EvictionError for an estimate of zero, so a server that evicts and has
-// less headroom than its Margin is refused before anything lands on it.
-func (r *Redis) checkOpenEviction(ctx context.Context, o Options) error {
-	r.AllowEviction = o.AllowEviction
-	if o.AllowEviction {
-		return nil
-	}
-	_, err := CheckEviction(ctx, r.Client, r.Info.Addr, 0)
-	return err
 }

@@ -1,18 +1,19 @@
-package server_test
+package guard_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// GuardScript's policy: no guard on a server ratelab started or
+// ForScript's policy: no guard on a server ratelab started or
 // for a trusted script; a guard for a script sent through the limiter on
 // the user's Redis; a refusal, naming the field "script", for a command
 // that cannot guard.
-func TestGuardScript(t *testing.T) {
+func TestForScript(t *testing.T) {
 	ctx := context.Background()
 	own := openExec(t)
 	users := &server.Redis{Client: own.Client, Info: own.Info}
@@ -30,7 +31,7 @@ func TestGuardScript(t *testing.T) {
 		{"pipelined on the user's Redis", users, false, false, false, "script"},
 	}
 	for _, c := range cases {
-		g, err := server.GuardScript(ctx, c.rd, "20261123T090000-abcd", c.trust, c.viaLimiter)
+		g, err := guard.ForScript(ctx, c.rd, "20261123T090000-abcd", c.trust, c.viaLimiter)
 		name, _ := field.Name(err)
 		if (g != nil) != c.guard || name != c.field || (err == nil) != (c.field == "") {
 			t.Errorf("%s: guard %v, error %v; want guard %v, field %q", c.name, g != nil, err, c.guard, c.field)

@@ -1,4 +1,4 @@
-package server_test
+package guard_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -21,7 +22,7 @@ func TestGuardKeepsKeyNamesAndFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := "ratelab:20261123T090000-5ca4:"
-	g, err := server.NewGuard(ctx, rd, prefix)
+	g, err := guard.NewACL(ctx, rd, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestGuardKeepsKeyNamesAndFunctions(t *testing.T) {
 		{"SCAN", "return redis.pcall('SCAN', '0', 'MATCH', 'ratelab:*')"},
 	} {
 		err := g.Client.Eval(ctx, tc.script, []string{own}).Err()
-		if !server.IsGuardRefusal(err) || !strings.Contains(err.Error(), "it called "+tc.name) || strings.Contains(err.Error(), "app:") {
+		if !guard.IsRefusal(err) || !strings.Contains(err.Error(), "it called "+tc.name) || strings.Contains(err.Error(), "app:") {
 			t.Errorf("%s in a script: %v, want the guard's refusal naming it", tc.name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package server_test
+package guard_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -21,7 +22,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := "ratelab:20261123T090000-abcd:"
-	g, err := server.NewGuard(ctx, rd, prefix)
+	g, err := guard.NewACL(ctx, rd, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 		switch {
 		case !tc.refused && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.refused && !server.IsGuardRefusal(err):
+		case tc.refused && !guard.IsRefusal(err):
 			t.Errorf("%s: got %v, want the guard's refusal", tc.name, err)
 		}
 	}
@@ -87,7 +88,7 @@ func TestGuardKeepsTheURLDatabase(t *testing.T) {
 	c := redis.NewClient(&opt)
 	defer c.Close()
 	prefix := "ratelab:20261123T090000-dbdb:"
-	g, err := server.NewGuard(ctx, &server.Redis{Client: c, Info: rd.Info}, prefix)
+	g, err := guard.NewACL(ctx, &server.Redis{Client: c, Info: rd.Info}, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestGuardKeepsTheURLDatabase(t *testing.T) {
 	if n := c.Exists(ctx, prefix+"{k}").Val(); n != 1 {
 		t.Errorf("the script's key is not in db 3 (EXISTS %d)", n)
 	}
-	if err := g.Client.Eval(ctx, "return redis.call('SELECT', 0)", []string{prefix + "{k}"}).Err(); !server.IsGuardRefusal(err) {
+	if err := g.Client.Eval(ctx, "return redis.call('SELECT', 0)", []string{prefix + "{k}"}).Err(); !guard.IsRefusal(err) {
 		t.Errorf("SELECT from a script on db 3: %v, want the guard's refusal", err)
 	}
 	if err := g.Client.Do(ctx, "SELECT", 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {

@@ -1,8 +1,4 @@
-// Package cleanup finds, lists and removes what killed ratelab runs left
-// on a Redis: their keys (server.FindLeftovers), the ACL users of their
-// script guards (server.FindGuardUsers) and, on this machine, the
-// temporary directories of their local clusters (localredis.SweepClusterDirs).
-package cleanup
+package leftovers
 
 import (
 	"context"
@@ -21,14 +17,14 @@ import (
 // live says whether cfg.Run names a run that is still running. Errors say
 // what failed ("removed 3 keys, then: ...", "ACL USERS: ..."); w's errors
 // are returned as they are.
-func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove bool, w io.Writer) (live bool, err error) {
-	runs, err := server.FindLeftovers(ctx, rd.Client, cfg)
+func Run(ctx context.Context, rd *server.Redis, cfg CleanConfig, remove bool, w io.Writer) (live bool, err error) {
+	runs, err := FindLeftovers(ctx, rd.Client, cfg)
 	if err != nil {
 		return false, err
 	}
 	removed := 0
 	if remove {
-		removed, err = server.RemoveLeftovers(ctx, rd.Client, runs)
+		removed, err = RemoveLeftovers(ctx, rd.Client, runs)
 		if err != nil {
 			return false, fmt.Errorf("removed %d keys, then: %w", removed, err)
 		}
@@ -36,7 +32,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove b
 	if err := writeLeftovers(w, runs, remove, removed); err != nil {
 		return false, err
 	}
-	users, err := server.FindGuardUsers(ctx, rd.Client, cfg)
+	users, err := FindGuardUsers(ctx, rd.Client, cfg)
 	if err != nil {
 		return false, fmt.Errorf("ACL USERS: %w", err)
 	}
@@ -48,15 +44,15 @@ func Run(ctx context.Context, rd *server.Redis, cfg server.CleanConfig, remove b
 			fmt.Fprintf(w, "removed %s (a killed --redis cluster run's)\n", d)
 		}
 	}
-	return cfg.Run != "" && slices.ContainsFunc(runs, func(l server.Leftover) bool { return l.Live }), nil
+	return cfg.Run != "" && slices.ContainsFunc(runs, func(l Leftover) bool { return l.Live }), nil
 }
 
 // cleanUsers, with remove, removes the guards' ACL users whose run is
 // over, and lists them all on w.
-func cleanUsers(ctx context.Context, w io.Writer, rd *server.Redis, users []server.GuardUser, remove bool) error {
+func cleanUsers(ctx context.Context, w io.Writer, rd *server.Redis, users []GuardUser, remove bool) error {
 	var err error
 	if remove {
-		_, err = server.RemoveGuardUsers(ctx, rd.Client, users) // marks those found live since
+		_, err = RemoveGuardUsers(ctx, rd.Client, users) // marks those found live since
 	}
 	for _, u := range users {
 		state := "its run is over: remove it with --yes"

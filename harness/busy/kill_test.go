@@ -1,4 +1,4 @@
-package server_test
+package busy_test
 
 import (
 	"context"
@@ -8,23 +8,24 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
-// after a call of ratelab's timed out, KillBusyScript
+// after a call of ratelab's timed out, Kill
 // kills only a script that call started: a script another client was
 // already running when the call was sent is left alone (Foreign), ratelab's
 // own is killed, and NotBusy when nothing runs.
-func TestKillBusyScriptOnlyOwn(t *testing.T) {
+func TestKillOnlyOwn(t *testing.T) {
 	ctx := context.Background()
 	const threshold = time.Second
 	cases := []struct {
 		name    string
 		foreign bool // another client starts the loop before ratelab's call
-		want    server.BusyScript
+		want    busy.Found
 	}{
-		{"another client's script", true, server.Foreign},
-		{"ratelab's own script", false, server.Killed},
+		{"another client's script", true, busy.Foreign},
+		{"ratelab's own script", false, busy.Killed},
 	}
 	for _, tc := range cases {
 		rd := openExec(t)
@@ -53,10 +54,10 @@ func TestKillBusyScriptOnlyOwn(t *testing.T) {
 		if !server.IsTimeout(err) {
 			t.Fatalf("%s: ratelab's call: %v, want a timeout", tc.name, err)
 		}
-		got, err := server.KillBusyScript(ctx, c, sent, threshold)
+		got, err := busy.Kill(ctx, c, sent, busy.Config{Threshold: threshold})
 		t.Logf("%s: %v after %v", tc.name, got, time.Since(sent).Round(time.Millisecond))
 		if got != tc.want || err != nil {
-			t.Errorf("%s: KillBusyScript = %v, %v; want %v", tc.name, got, err, tc.want)
+			t.Errorf("%s: Kill = %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 		if tc.foreign {
 			if err := c.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
@@ -65,7 +66,7 @@ func TestKillBusyScriptOnlyOwn(t *testing.T) {
 			_ = c.ScriptKill(ctx).Err() // the test's
 			<-done
 		}
-		if got, err := server.KillBusyScript(ctx, c, time.Now(), threshold); got != server.NotBusy || err != nil {
+		if got, err := busy.Kill(ctx, c, time.Now(), busy.Config{Threshold: threshold}); got != busy.NotBusy || err != nil {
 			t.Errorf("%s: on an idle server: %v, %v; want NotBusy", tc.name, got, err)
 		}
 		_ = other.Close()

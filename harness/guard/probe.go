@@ -1,4 +1,4 @@
-package server
+package guard
 
 import (
 	"context"
@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/busy"
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // ProbeScript tries a user's script on probe, a throwaway server ratelab
-// started (Started; engine mode exec), before it runs on the user's Redis:
+// started (server.Started; engine mode exec), before it runs on the user's Redis:
 // call makes one decision of the script on the client it is given (the
 // caller's limiter, built on that client), and ProbeScript makes calls of
 // them, each bounded by bound (> 0), with probe's busy-reply-threshold set
@@ -23,22 +25,22 @@ import (
 // had written before (SCRIPT KILL answers UNKILLABLE), the same call on the
 // user's Redis would leave it answering BUSY to every client until SHUTDOWN
 // NOSAVE, so ProbeScript refuses it with a *field.Error naming "script"
-// that wraps ErrScriptUnkillable. A script that ran past bound without
-// writing is killed on probe and found is Killed: on the user's Redis,
+// that wraps busy.ErrScriptUnkillable. A script that ran past bound without
+// writing is killed on probe and found is busy.Killed: on the user's Redis,
 // ratelab's own SCRIPT KILL would stop it, so it is not refused. Errors the
 // calls return otherwise (a script error) are not ProbeScript's to judge
 // and are ignored. Any other error is the probe server's (unreachable, not
 // ratelab's). probe is left unusable after a refusal: close it.
-func ProbeScript(ctx context.Context, probe *Redis, calls int, bound time.Duration, call func(ctx context.Context, c redis.UniversalClient) error) (found BusyScript, err error) {
-	if !Started(probe) {
-		return NotBusy, errors.New("probe a script: not a server ratelab started (a user's script is tried only on a throwaway one)")
+func ProbeScript(ctx context.Context, probe *server.Redis, calls int, bound time.Duration, call func(ctx context.Context, c redis.UniversalClient) error) (found busy.Found, err error) {
+	if !server.Started(probe) {
+		return busy.NotBusy, errors.New("probe a script: not a server ratelab started (a user's script is tried only on a throwaway one)")
 	}
 	if bound <= 0 {
-		return NotBusy, fmt.Errorf("probe a script: bound must be > 0, got %s", bound)
+		return busy.NotBusy, fmt.Errorf("probe a script: bound must be > 0, got %s", bound)
 	}
 	threshold := max(bound, time.Millisecond)
 	if err := probe.Client.ConfigSet(ctx, "busy-reply-threshold", strconv.FormatInt(threshold.Milliseconds(), 10)).Err(); err != nil {
-		return NotBusy, fmt.Errorf("probe a script: CONFIG SET busy-reply-threshold: %w", err)
+		return busy.NotBusy, fmt.Errorf("probe a script: CONFIG SET busy-reply-threshold: %w", err)
 	}
 	for range calls {
 		cctx, cancel := context.WithTimeout(ctx, bound)
@@ -46,20 +48,20 @@ func ProbeScript(ctx context.Context, probe *Redis, calls int, bound time.Durati
 		err := call(cctx, probe.Client)
 		cancel()
 		if ctx.Err() != nil {
-			return NotBusy, ctx.Err()
+			return busy.NotBusy, ctx.Err()
 		}
-		if err == nil || !IsTimeout(err) {
+		if err == nil || !server.IsTimeout(err) {
 			continue
 		}
-		found, err := KillBusyScript(ctx, probe.Client, sent, threshold)
+		found, err := busy.Kill(ctx, probe.Client, sent, busy.Config{Threshold: threshold})
 		switch {
 		case err != nil:
 			return found, fmt.Errorf("probe a script: %w", err)
-		case found == Unkillable:
-			return found, field.Errorf("script", "%w: found on a throwaway redis-server in a call bounded by %s; ratelab refuses to run it on your Redis", ErrScriptUnkillable, bound)
-		case found == Killed:
+		case found == busy.Unkillable:
+			return found, field.Errorf("script", "%w: found on a throwaway redis-server in a call bounded by %s; ratelab refuses to run it on your Redis", busy.ErrScriptUnkillable, bound)
+		case found == busy.Killed:
 			return found, nil // it loops without writing: ratelab's SCRIPT KILL stops it
 		}
 	}
-	return NotBusy, nil
+	return busy.NotBusy, nil
 }

@@ -1,27 +1,24 @@
-package server
+package guard
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/usercmd"
+	"github.com/ratelab/ratelab/harness/server"
 )
 
-// ErrNoGuard is wrapped by NewGuard when the user's data cannot be guarded
+// ErrCannotGuard is wrapped by NewACL when the user's data cannot be guarded
 // from a script: the server is a Cluster, or it refused to create an ACL
 // user (no ACL permission, or a Redis older than 6).
-var ErrNoGuard = errors.New("cannot guard the server's other data from the script")
+var ErrCannotGuard = errors.New("cannot guard the server's other data from the script")
 
-// Guard is a temporary ACL user of the user's Redis under which a user's
+// ACL is a temporary ACL user of the user's Redis under which a user's
 // script runs, so that the script cannot harm the rest of the server: it
 // may touch only keys under one prefix (ratelab's own "ratelab:<run id>:")
 // of the database ratelab's connection uses, and run only the commands the
@@ -34,28 +31,28 @@ var ErrNoGuard = errors.New("cannot guard the server's other data from the scrip
 // runs it, so a script that tries is answered NOPERM, which ratelab
 // reports as the script's error, naming the command (from ACL LOG),
 // instead of running it. Close removes the user.
-type Guard struct {
+type ACL struct {
 	// Client is a connection to the same server as the user under guard:
 	// run the script's calls on it (EVALSHA, EVAL, SCRIPT LOAD). Safe for
 	// concurrent use. ratelab's own SCAN of keys under the prefix (SCAN
 	// MATCH, as ScanKeys sends it), which the user may not send, goes on
-	// the connection NewGuard was given instead.
+	// the connection NewACL was given instead.
 	Client *redis.Client
 	user   string
 	admin  *redis.Client
 }
 
-// NewGuard creates the ACL user on rd (a single server) for keys under
-// prefix. Errors wrap ErrNoGuard when rd cannot have one (a Cluster, ACL
+// NewACL creates the ACL user on rd (a single server) for keys under
+// prefix. Errors wrap ErrCannotGuard when rd cannot have one (a Cluster, ACL
 // refused); ratelab's own throwaway servers need none.
-func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
+func NewACL(ctx context.Context, rd *server.Redis, prefix string) (*ACL, error) {
 	admin, ok := rd.Client.(*redis.Client)
 	if !ok {
-		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrNoGuard)
+		return nil, fmt.Errorf("%w: a Redis Cluster keeps ACL users per node", ErrCannotGuard)
 	}
-	user, pass, err := setGuardUser(ctx, admin, prefix)
+	user, pass, err := server.SetUser(ctx, admin, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoGuard, err)
+		return nil, fmt.Errorf("%w: %v", ErrCannotGuard, err)
 	}
 	opt := *admin.Options()
 	if opt.DB == 0 {
@@ -76,57 +73,17 @@ func NewGuard(ctx context.Context, rd *Redis, prefix string) (*Guard, error) {
 		}
 	}
 	gc := redis.NewClient(&opt)
-	Track(gc)
-	g := &Guard{Client: gc, user: user, admin: admin}
-	gc.AddHook(guardHook{g: g, match: escapeGlob(prefix)})
+	server.Track(gc)
+	g := &ACL{Client: gc, user: user, admin: admin}
+	gc.AddHook(guardHook{g: g, match: server.EscapeGlob(prefix)})
 	return g, nil
-}
-
-// setGuardUser creates on admin's server a user with a random password,
-// named by the run of prefix when it has one, for the keys under prefix
-// and the commands of usercmd.ACLRules, then the rules extra; it returns
-// the user and its password. A deny rule the server refuses (a command it
-// does not know: COPY before Redis 6.2, FUNCTION before 7; a subcommand it
-// cannot deny: before 7) is dropped and the rest tried again: what a
-// server does not have needs no deny, and what it cannot deny by
-// subcommand a script cannot call (SCRIPT, CLIENT are not allowed from
-// scripts). The error is the server's refusal ("ACL SETUSER: NOPERM ...").
-func setGuardUser(ctx context.Context, admin *redis.Client, prefix string, extra ...string) (user, pass string, err error) {
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
-	// named by the run, so that `ratelab clean` can tie a user left by a
-	// killed run to it (GuardUserPrefix)
-	user, pass = GuardUserPrefix+hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:])
-	if id := strings.TrimSuffix(strings.TrimPrefix(prefix, KeyPrefix), ":"); IsRunID(id) {
-		user = GuardUserPrefix + id
-	}
-	rules := usercmd.ACLRules()
-	deny := map[string]bool{}
-	for _, r := range usercmd.DenyRules() {
-		deny[r] = true
-	}
-	for {
-		args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + pass, "~" + prefix + "*"}
-		for _, r := range append(rules, extra...) {
-			args = append(args, r)
-		}
-		err := admin.Do(ctx, args...).Err()
-		if err == nil {
-			return user, pass, nil
-		}
-		i := slices.IndexFunc(rules, func(r string) bool { return deny[r] && strings.Contains(err.Error(), "'"+r+"'") })
-		if i < 0 {
-			return "", "", fmt.Errorf("ACL SETUSER: %w", err)
-		}
-		rules = slices.Delete(rules, i, i+1)
-	}
 }
 
 // guardHook sends ratelab's own SCAN of keys under the guard's prefix on
 // the admin connection (the guarded user may not SCAN), and names, in the
 // error of a call the guard refused, the command refused (ACL LOG).
 type guardHook struct {
-	g     *Guard
+	g     *ACL
 	match string // the prefix, escaped for SCAN MATCH
 }
 
@@ -138,7 +95,7 @@ func (h guardHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return h.g.admin.Process(ctx, cmd)
 		}
 		err := next(ctx, cmd)
-		if IsGuardRefusal(err) {
+		if IsRefusal(err) {
 			cmd.SetErr(h.g.named(ctx, err))
 			return cmd.Err()
 		}
@@ -150,7 +107,7 @@ func (h guardHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
-			if IsGuardRefusal(c.Err()) {
+			if IsRefusal(c.Err()) {
 				c.SetErr(h.g.named(ctx, c.Err()))
 				if err != nil {
 					err = c.Err()
@@ -185,11 +142,11 @@ func scanUnder(args []any, match string) bool {
 // SCAN".
 // A key refused is not named (the name may be a user's), nor a command
 // when ACL LOG cannot be read: err is returned as it is.
-func (g *Guard) named(ctx context.Context, err error) error {
+func (g *ACL) named(ctx context.Context, err error) error {
 	if !strings.Contains(err.Error(), "user executing the script can't") {
 		return err // refused by its flags (not allowed from scripts), not logged: Redis names none
 	}
-	cctx, cancel := CleanupContext(ctx, time.Second)
+	cctx, cancel := server.CleanupContext(ctx, time.Second)
 	defer cancel()
 	entries, lerr := g.admin.Do(cctx, "ACL", "LOG", "10").Slice()
 	if lerr != nil {
@@ -222,9 +179,9 @@ func (g *Guard) named(ctx context.Context, err error) error {
 // Close closes the guarded connection and removes the ACL user, also when
 // ctx is cancelled (within a few seconds). The error, naming the user, is
 // the removal's: the user may be left on the server.
-func (g *Guard) Close(ctx context.Context) error {
+func (g *ACL) Close(ctx context.Context) error {
 	_ = g.Client.Close() // ratelab's own connection; what matters is the user's removal
-	cctx, cancel := CleanupContext(ctx, 2*1e9)
+	cctx, cancel := server.CleanupContext(ctx, 2*1e9)
 	defer cancel()
 	if err := g.admin.Do(cctx, "ACL", "DELUSER", g.user).Err(); err != nil {
 		return fmt.Errorf("ACL DELUSER %s: %w", g.user, err)
@@ -232,13 +189,13 @@ func (g *Guard) Close(ctx context.Context) error {
 	return nil
 }
 
-// ErrRefusedByGuard is wrapped by the error of a run stopped because the
+// ErrRefused is wrapped by the error of a run stopped because the
 // script under guard tried to touch what is not ratelab's.
-var ErrRefusedByGuard = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (a trusted script runs unguarded)")
+var ErrRefused = errors.New("the script tried to touch data outside ratelab's keys or to run a dangerous command; refused (a trusted script runs unguarded)")
 
-// IsGuardRefusal reports whether err is Redis refusing a script a command
+// IsRefusal reports whether err is Redis refusing a script a command
 // or a key (in the words Redis 7 uses for a script's calls).
-func IsGuardRefusal(err error) bool {
+func IsRefusal(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -256,42 +213,31 @@ func IsGuardRefusal(err error) bool {
 // Redis is the same server seen through the guard: every call of the
 // command (the script's, and ratelab's own SCAN, UNLINK, TTLs, markers,
 // all under the run's prefix) runs as the guarded user. Closing it closes
-// nothing: Close the Guard and the original Redis.
-func (g *Guard) Redis(rd *Redis) *Redis {
-	return &Redis{Client: g.Client, Info: rd.Info}
+// nothing: Close the ACL and the original Redis.
+func (g *ACL) Redis(rd *server.Redis) *server.Redis {
+	return &server.Redis{Client: g.Client, Info: rd.Info}
 }
 
-// Started reports whether rd is a server ratelab started itself (engine
-// modes exec, container and cluster): a user's script can harm nothing
-// there.
-func Started(rd *Redis) bool {
-	switch rd.Info.Mode {
-	case "exec", "container", "cluster":
-		return true
-	}
-	return false
-}
-
-// GuardScript is ratelab's policy for a user's script on rd, for the run
-// runID: on a server ratelab started (Started), or when the
-// user trusts the script, it needs no guard and GuardScript returns nil,
-// nil. Otherwise the script's calls must run under a Guard for the run's
-// keys (KeyPrefix + runID + ":"), which GuardScript creates and the caller
+// ForScript is ratelab's policy for a user's script on rd, for the run
+// runID: on a server ratelab started (server.Started), or when the
+// user trusts the script, it needs no guard and ForScript returns nil,
+// nil. Otherwise the script's calls must run under an ACL for the run's
+// keys (server.KeyPrefix + runID + ":"), which ForScript creates and the caller
 // closes; viaLimiter says whether the command sends the script's calls
 // through its limiter, where a guard can take them (run, verify); a command
 // that pipelines them on connections of its own (capacity, bench) cannot
-// be guarded and is refused. A refusal, and a server that cannot have a
-// Guard (ErrNoGuard), is a *field.Error naming "script"; any other error
+// be guarded and is refused. A refusal, and a server that cannot have an
+// ACL (ErrCannotGuard), is a *field.Error naming "script"; any other error
 // of creating the guard one naming "redis".
-func GuardScript(ctx context.Context, rd *Redis, runID string, trust, viaLimiter bool) (*Guard, error) {
-	if Started(rd) || trust {
+func ForScript(ctx context.Context, rd *server.Redis, runID string, trust, viaLimiter bool) (*ACL, error) {
+	if server.Started(rd) || trust {
 		return nil, nil
 	}
 	if !viaLimiter {
 		return nil, field.Errorf("script", "on your own Redis a script could touch keys that are not ratelab's (FLUSHALL, other keys), and this command cannot guard it")
 	}
-	g, err := NewGuard(ctx, rd, KeyPrefix+runID+":")
-	if errors.Is(err, ErrNoGuard) {
+	g, err := NewACL(ctx, rd, server.KeyPrefix+runID+":")
+	if errors.Is(err, ErrCannotGuard) {
 		return nil, field.Errorf("script", "%w", err)
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package server_test
+package evict_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -26,7 +27,7 @@ func pressure(t *testing.T, r *server.Redis, policy string, users int, headroom 
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := server.ReadMemory(ctx, r.Client)
+	ms, err := evict.Read(ctx, r.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func pressure(t *testing.T, r *server.Redis, policy string, users int, headroom 
 	}
 }
 
-// CheckEviction: what is safe and what is refused, per policy and estimate.
+// Check: what is safe and what is refused, per policy and estimate.
 func TestCheckEviction(t *testing.T) {
 	cases := []struct {
 		policy   string
@@ -57,8 +58,8 @@ func TestCheckEviction(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d/%d", tc.policy, tc.headroom, tc.estimate), func(t *testing.T) {
 			r := openExec(t)
 			pressure(t, r, tc.policy, 100, tc.headroom)
-			ms, err := server.CheckEviction(context.Background(), r.Client, r.Info.Addr, tc.estimate)
-			var ee *server.EvictionError
+			ms, err := evict.Check(context.Background(), r.Client, r.Info.Addr, tc.estimate)
+			var ee *evict.Error
 			if got := errors.As(err, &ee); got != tc.refused {
 				t.Fatalf("refused = %v (%v), want %v", got, err, tc.refused)
 			}
@@ -90,7 +91,7 @@ func TestWatchEvictions(t *testing.T) {
 			r := openExec(t)
 			pressure(t, r, "allkeys-lru", 2000, 16<<20)
 			ctx := context.Background()
-			ms, err := server.CheckEviction(ctx, r.Client, r.Info.Addr, 1<<20)
+			ms, err := evict.Check(ctx, r.Client, r.Info.Addr, 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,10 +108,10 @@ func TestWatchEvictions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fired := make(chan *server.EvictionError, 1)
-			stop := server.WatchEvictions(ctx, r.Client, r.Info.Addr, ms, func(e *server.EvictionError) { fired <- e })
+			fired := make(chan *evict.Error, 1)
+			stop := evict.Watch(ctx, r.Client, r.Info.Addr, ms, evict.Config{}, func(e *evict.Error) { fired <- e })
 			defer stop()
-			var got *server.EvictionError
+			var got *evict.Error
 		write:
 			for i := 0; i < 10_000; i++ {
 				select {
@@ -137,7 +138,7 @@ func TestWatchEvictions(t *testing.T) {
 			if !got.Stopped || (got.Evicted > 0) != tc.evicted {
 				t.Errorf("got %+v: %v", got, got)
 			}
-			after, err := server.ReadMemory(ctx, r.Client)
+			after, err := evict.Read(ctx, r.Client)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,11 +163,11 @@ func TestReadMemoryWithoutConfig(t *testing.T) {
 	if err := c.ConfigGet(ctx, "maxmemory").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Fatalf("CONFIG GET as noconfig: %v, want NOPERM", err)
 	}
-	want, err := server.ReadMemory(ctx, r.Client)
+	want, err := evict.Read(ctx, r.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := server.ReadMemory(ctx, c)
+	got, err := evict.Read(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,35 +1,60 @@
-package server
+// Package busy keeps ratelab from leaving a Redis answering BUSY: a
+// script of ratelab's still running after its call timed out is stopped
+// with SCRIPT KILL, another client's script is left alone, and a script
+// that wrote before it looped (which SCRIPT KILL cannot stop) is named.
+// Kill tells the cases apart and acts; a Killer does it once per run, in
+// the background, and says at the end (Settle) what it found.
+package busy
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelab/ratelab/harness/server"
 )
 
 // ErrScriptKilled is wrapped by the error of a call whose script ran longer
 // than the call's timeout and was stopped with SCRIPT KILL.
 var ErrScriptKilled = errors.New("script ran longer than the call timeout: ratelab sent SCRIPT KILL")
 
-// KillWait bounds SCRIPT KILL: Redis serves no other client while a script
-// runs until busy-reply-threshold (5 s by default) has passed, so the kill
-// is answered only then.
-const KillWait = 10 * time.Second
+// DefaultKillWait bounds SCRIPT KILL when a Config leaves KillWait zero:
+// Redis serves no other client while a script runs until
+// busy-reply-threshold (5 s by default) has passed, so the kill is
+// answered only then.
+const DefaultKillWait = 10 * time.Second
 
-// IsTimeout reports whether err is a call that timed out (a context
-// deadline or a network timeout), as opposed to an answer from Redis.
-func IsTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
+// Config holds Kill's timings. The zero Config is the one for a real
+// server: DefaultThreshold when the server's cannot be read,
+// DefaultKillWait.
+type Config struct {
+	// Threshold is the server's busy-reply-threshold as the caller read it
+	// (Threshold); zero means DefaultThreshold.
+	Threshold time.Duration
+	// KillWait bounds the probe and the SCRIPT KILL on each node; zero
+	// means DefaultKillWait. Kill waits at least Threshold and 2 s more.
+	KillWait time.Duration
+}
+
+func (c Config) threshold() time.Duration {
+	if c.Threshold > 0 {
+		return c.Threshold
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return DefaultThreshold
+}
+
+func (c Config) wait() time.Duration {
+	kw := c.KillWait
+	if kw <= 0 {
+		kw = DefaultKillWait
+	}
+	return max(kw, c.threshold()+2*time.Second)
 }
 
 // ErrScriptUnkillable is wrapped by the error of a run whose script ran
@@ -42,20 +67,20 @@ var ErrScriptUnkillable = errors.New("the script wrote and then ran on past the 
 // another client's script was already running: ratelab never kills it.
 var ErrForeignBusy = errors.New("Redis is busy running another client's script (BUSY): ratelab did not send SCRIPT KILL, as the script is not its own")
 
-// DefaultBusyThreshold is Redis's default busy-reply-threshold, assumed
+// DefaultThreshold is Redis's default busy-reply-threshold, assumed
 // when the server's cannot be read.
-const DefaultBusyThreshold = 5 * time.Second
+const DefaultThreshold = 5 * time.Second
 
-// BusyThreshold reads the server's busy-reply-threshold (lua-time-limit
+// Threshold reads the server's busy-reply-threshold (lua-time-limit
 // before Redis 7): how long a script runs before Redis answers BUSY to the
-// other clients. known is false, and the threshold DefaultBusyThreshold,
+// other clients. known is false, and the threshold DefaultThreshold,
 // when CONFIG GET is refused (an ACL user without @admin, a managed Redis)
 // or answers nothing usable.
-func BusyThreshold(ctx context.Context, c redis.UniversalClient) (threshold time.Duration, known bool) {
+func Threshold(ctx context.Context, c redis.UniversalClient) (threshold time.Duration, known bool) {
 	for _, name := range []string{"busy-reply-threshold", "lua-time-limit"} {
 		m, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {
-			return DefaultBusyThreshold, false
+			return DefaultThreshold, false
 		}
 		if v, ok := m[name]; ok {
 			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
@@ -63,15 +88,15 @@ func BusyThreshold(ctx context.Context, c redis.UniversalClient) (threshold time
 			}
 		}
 	}
-	return DefaultBusyThreshold, false
+	return DefaultThreshold, false
 }
 
-// BusyScript says what KillBusyScript found and did.
-type BusyScript int
+// Found says what Kill found and did.
+type Found int
 
 const (
 	// NotBusy: no script was running (PING answered, or NOTBUSY).
-	NotBusy BusyScript = iota
+	NotBusy Found = iota
 	// Killed: ratelab's own script was running and SCRIPT KILL stopped it.
 	Killed
 	// Foreign: another client's script was running; it was left alone.
@@ -83,7 +108,7 @@ const (
 
 // String is the constant's name in lower case ("not busy", "killed",
 // "foreign", "unkillable").
-func (b BusyScript) String() string {
+func (b Found) String() string {
 	switch b {
 	case Killed:
 		return "killed"
@@ -103,8 +128,8 @@ func (b BusyScript) String() string {
 // ratelab's (as is one started while that call was on its way).
 const busySlack = 2 * time.Millisecond
 
-// KillBusyScript is called after a call ratelab sent at sent (local clock)
-// timed out, on a server whose busy-reply-threshold is threshold. Redis 7
+// Kill is called after a call ratelab sent at sent (local clock) timed
+// out, on a server whose busy-reply-threshold is cfg.Threshold. Redis 7
 // cannot say which client runs a script (SCRIPT KILL kills any, and no other
 // command is served while a script runs), so ratelab tells them apart by
 // time: Redis answers BUSY only once a script has run for threshold, so a
@@ -112,22 +137,22 @@ const busySlack = 2 * time.Millisecond
 // connection wait until sent+threshold at least, while a script that was
 // already running when the call was sent (another client's) answers BUSY
 // sooner. Only in the first case is SCRIPT KILL sent. Each node (every
-// master of a Cluster) is probed and waited for up to KillWait (or
-// threshold and 2 s, when longer).
+// master of a Cluster) is probed and waited for up to cfg.KillWait (or
+// the threshold and 2 s, when longer).
 //
 // The result is the most telling of the nodes' (Unkillable, then Killed,
 // then Foreign); err is a failure to reach a node, or a SCRIPT KILL answered
 // with an error other than NOTBUSY and UNKILLABLE. Safe for concurrent use.
-func KillBusyScript(ctx context.Context, c redis.UniversalClient, sent time.Time, threshold time.Duration) (BusyScript, error) {
-	wait := max(KillWait, threshold+2*time.Second)
-	ctx, cancel := CleanupContext(ctx, wait)
+func Kill(ctx context.Context, c redis.UniversalClient, sent time.Time, cfg Config) (Found, error) {
+	threshold, wait := cfg.threshold(), cfg.wait()
+	ctx, cancel := server.CleanupContext(ctx, wait)
 	defer cancel()
 	var mu sync.Mutex
 	found := NotBusy
-	note := func(b BusyScript) {
+	note := func(b Found) {
 		mu.Lock()
 		defer mu.Unlock()
-		rank := map[BusyScript]int{NotBusy: 0, Foreign: 1, Killed: 2, Unkillable: 3}
+		rank := map[Found]int{NotBusy: 0, Foreign: 1, Killed: 2, Unkillable: 3}
 		if rank[b] > rank[found] {
 			found = b
 		}
@@ -139,7 +164,7 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient, sent time.Time
 		opt.ReadTimeout, opt.ContextTimeoutEnabled, opt.PoolSize = wait, true, 1
 		opt.MaxRetries = -1 // a retried PING would hide when BUSY came
 		kc := redis.NewClient(&opt)
-		Track(kc)
+		server.Track(kc)
 		defer func() { _ = kc.Close() }() // one call's client: closing frees its connection, no more
 		err := kc.Ping(ctx).Err()
 		switch {
@@ -177,10 +202,10 @@ func KillBusyScript(ctx context.Context, c redis.UniversalClient, sent time.Time
 	return found, err
 }
 
-// Err is the error a run reports for what KillBusyScript found after a call
+// Err is the error a run reports for what Kill found after a call
 // with timeout timed out: one wrapping ErrScriptKilled, ErrScriptUnkillable
 // or ErrForeignBusy; nil for NotBusy.
-func (b BusyScript) Err(timeout time.Duration) error {
+func (b Found) Err(timeout time.Duration) error {
 	switch b {
 	case Killed:
 		return fmt.Errorf("%w (%s)", ErrScriptKilled, timeout)
@@ -192,16 +217,9 @@ func (b BusyScript) Err(timeout time.Duration) error {
 	return nil
 }
 
-// IsBusy reports whether err is Redis answering BUSY: a script (whose,
+// IsReply reports whether err is Redis answering BUSY: a script (whose,
 // Redis does not say) has run past busy-reply-threshold.
-func IsBusy(err error) bool {
+func IsReply(err error) bool {
 	var re redis.Error
 	return err != nil && errors.As(err, &re) && strings.HasPrefix(re.Error(), "BUSY ")
-}
-
-// IsRedisError reports whether err is an error reply from Redis (a script
-// error, NOSCRIPT, NOPERM...) rather than a failure to reach it.
-func IsRedisError(err error) bool {
-	var re redis.Error
-	return err != nil && errors.As(err, &re)
 }

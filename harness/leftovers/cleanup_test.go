@@ -1,4 +1,4 @@
-package cleanup
+package leftovers
 
 import (
 	"bytes"
@@ -19,14 +19,14 @@ func TestRun(t *testing.T) {
 	rd := srv.Redis
 	for i, tc := range []struct {
 		setup  func()
-		cfg    server.CleanConfig
+		cfg    CleanConfig
 		remove bool
 		want   string
 	}{
-		{func() {}, server.CleanConfig{}, true, "no ratelab keys found\n"},
-		{func() { rd.Client.Set(ctx, server.KeyPrefix+"20261122T030515-cfab:k", "1", 0) }, server.CleanConfig{}, true, "kept"},
-		{func() {}, server.CleanConfig{Run: "20261122T030515-cfab"}, true, "removed 1 keys\n"},
-		{func() {}, server.CleanConfig{}, false, "no ratelab keys found\n"},
+		{func() {}, CleanConfig{}, true, "no ratelab keys found\n"},
+		{func() { rd.Client.Set(ctx, server.KeyPrefix+"20261122T030515-cfab:k", "1", 0) }, CleanConfig{}, true, "kept"},
+		{func() {}, CleanConfig{Run: "20261122T030515-cfab"}, true, "removed 1 keys\n"},
+		{func() {}, CleanConfig{}, false, "no ratelab keys found\n"},
 	} {
 		tc.setup()
 		var w bytes.Buffer

@@ -1,4 +1,4 @@
-package server_test
+package guard_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/busy"
+	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -19,23 +21,23 @@ func TestProbeScript(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name, script string
-		want         server.BusyScript
+		want         busy.Found
 		refused      bool
 	}{
-		{"a limiter", "return redis.call('INCR', KEYS[1])", server.NotBusy, false},
-		{"loops without writing", "while true do end", server.Killed, false},
-		{"writes then loops", "redis.call('SET', KEYS[1], 1) while true do end", server.Unkillable, true},
-		{"loops on its third call", "if redis.call('INCR', KEYS[1]) > 2 then while true do end end return 1", server.Unkillable, true},
+		{"a limiter", "return redis.call('INCR', KEYS[1])", busy.NotBusy, false},
+		{"loops without writing", "while true do end", busy.Killed, false},
+		{"writes then loops", "redis.call('SET', KEYS[1], 1) while true do end", busy.Unkillable, true},
+		{"loops on its third call", "if redis.call('INCR', KEYS[1]) > 2 then while true do end end return 1", busy.Unkillable, true},
 	}
 	for _, tc := range cases {
 		probe := openExec(t)
 		start := time.Now()
-		found, err := server.ProbeScript(ctx, probe, 4, 200*time.Millisecond, func(ctx context.Context, c redis.UniversalClient) error {
+		found, err := guard.ProbeScript(ctx, probe, 4, 200*time.Millisecond, func(ctx context.Context, c redis.UniversalClient) error {
 			return c.Eval(ctx, tc.script, []string{"ratelab:probe:{k}"}).Err()
 		})
 		name, _ := field.Name(err)
 		t.Logf("%s: %v, %v after %v", tc.name, found, err, time.Since(start).Round(time.Millisecond))
-		if found != tc.want || (err != nil) != tc.refused || (tc.refused && (name != "script" || !errors.Is(err, server.ErrScriptUnkillable))) {
+		if found != tc.want || (err != nil) != tc.refused || (tc.refused && (name != "script" || !errors.Is(err, busy.ErrScriptUnkillable))) {
 			t.Errorf("%s: %v, %v; want %v, refused %v", tc.name, found, err, tc.want, tc.refused)
 		}
 		if tc.refused {
@@ -44,7 +46,7 @@ func TestProbeScript(t *testing.T) {
 	}
 	users := &server.Redis{Client: openExec(t).Client}
 	users.Info.Mode = "url"
-	if _, err := server.ProbeScript(ctx, users, 1, time.Second, func(context.Context, redis.UniversalClient) error { return nil }); err == nil {
+	if _, err := guard.ProbeScript(ctx, users, 1, time.Second, func(context.Context, redis.UniversalClient) error { return nil }); err == nil {
 		t.Error("a user's Redis was used as the probe")
 	}
 }

@@ -1,4 +1,4 @@
-package cleanup
+package leftovers
 
 import (
 	"bytes"

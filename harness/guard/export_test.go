@@ -1,0 +1,4 @@
+package guard
+
+// ProbeEpoch is probeEpoch, for the external tests.
+var ProbeEpoch = probeEpoch

@@ -1,0 +1,4 @@
+package leftovers
+
+// ProcIdentity is procIdentity, for the external tests.
+var ProcIdentity = procIdentity
