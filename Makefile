@@ -36,7 +36,7 @@ test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
+	@image=$$($(GO) run ./harness/engine/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./..."; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS)"; \
@@ -53,7 +53,7 @@ test: redis nginx chromium tmux xmllint
 # run on their own; every Test func of cmd/ratelab/*_process_test.go (build tag process).
 PROCESS_TESTS = $(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing.T).*/\1/p' cmd/ratelab/*_process_test.go | paste -sd'|' -)
 process: redis
-	@image=$$($(GO) run ./internal/redistest/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
+	@image=$$($(GO) run ./harness/engine/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -tags process -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '^($(PROCESS_TESTS))$$' ./cmd/ratelab"; \
 	  $(GO) test -tags process -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '^($(PROCESS_TESTS))$$' ./cmd/ratelab
@@ -85,7 +85,7 @@ lint:
 #   ./bin/ratelab run --redis container --redis-image ratelab/redis:local
 REDIS_IMAGE ?= ratelab/redis:local
 redis-image: redis
-	$(GO) run ./internal/redistest/redisimage -tag $(REDIS_IMAGE)
+	$(GO) run ./harness/engine/redisimage -tag $(REDIS_IMAGE)
 
 # Go benchmarks of each algorithm's Allow (allow and deny paths) against a throwaway redis-server;
 # reports ns/op and the server's own µs per EVALSHA. BENCHTIME=3s for steadier figures.

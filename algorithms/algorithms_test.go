@@ -12,15 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 )
 
-var srv *redistest.Server
+var srv *enginetest.Server
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

@@ -11,8 +11,8 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/busy"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 	"github.com/redis/go-redis/v9"
@@ -24,7 +24,7 @@ import (
 // 500 ms (the Runner reads it), so the kill comes within a second.
 func TestLoopingScriptIsKilled(t *testing.T) {
 	ctx := context.Background()
-	rd := redistest.Start().Redis // its own server: the looping script blocks it
+	rd := enginetest.Start().Redis // its own server: the looping script blocks it
 	defer rd.Close()
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", "500").Err(); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 func busyServer(t *testing.T, threshold time.Duration, script string, keys ...string) (*server.Redis, <-chan error) {
 	t.Helper()
 	ctx := context.Background()
-	rd := redistest.Start().Redis
+	rd := enginetest.Start().Redis
 	t.Cleanup(func() { _ = rd.Close() })
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", fmt.Sprint(threshold.Milliseconds())).Err(); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestOtherClientsScriptIsLeftAlone(t *testing.T) {
 // killed: the error says so and names SHUTDOWN NOSAVE.
 func TestUnkillableScriptIsNamed(t *testing.T) {
 	ctx := context.Background()
-	rd := redistest.Start().Redis
+	rd := enginetest.Start().Redis
 	defer rd.Close()
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", "1000").Err(); err != nil {
 		t.Fatal(err)

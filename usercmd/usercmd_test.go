@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/usercmd"
 )
 
-var srv *redistest.Server
+var srv *enginetest.Server
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	_ = srv.Close()
 	os.Exit(code)

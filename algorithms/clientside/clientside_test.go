@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms/clientside"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 )
 
 var (
-	srv *redistest.Server
+	srv *enginetest.Server
 	ctx = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 )
 
 // ratelabLine is a command of a CI job in docs/ci.md: "- ratelab ..." (GitLab)
@@ -63,7 +63,7 @@ func TestCIRecipe(t *testing.T) {
 	}
 	defer func() { _ = os.Chdir(wd) }()
 
-	srv := redistest.Start()
+	srv := enginetest.Start()
 	defer srv.Close()
 	t.Setenv("RATELAB_REDIS", "")
 	t.Setenv("GITHUB_ACTIONS", "")

@@ -14,14 +14,14 @@ import (
 
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 )
 
 // `ratelab run --redis auto` without redis-server on PATH starts a container
 // (image from RATELAB_REDIS_IMAGE); Ctrl-C during the run stops it, the
 // results are marked incomplete, and the container is removed.
 func TestContainerInterrupt(t *testing.T) {
-	image := redistest.Image(t)
+	image := enginetest.Image(t)
 	out := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--redis", "auto",
 		"--clock", "redis", "--scenarios", "steady", "--algorithms", "sliding-log", "--out", out, "--format", "json")

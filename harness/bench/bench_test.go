@@ -16,16 +16,16 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/bench"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
-var srv *redistest.Server
+var srv *enginetest.Server
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

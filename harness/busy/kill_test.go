@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/harness/busy"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -28,7 +29,7 @@ func TestKillOnlyOwn(t *testing.T) {
 		{"ratelab's own script", false, busy.Killed},
 	}
 	for _, tc := range cases {
-		rd := openExec(t)
+		rd := enginetest.Open(t)
 		c := rd.Client.(*redis.Client)
 		if err := c.ConfigSet(ctx, "busy-reply-threshold", "1000").Err(); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
 )
@@ -16,7 +17,7 @@ import (
 // own SCAN of the run's keys still works on the guarded client.
 func TestGuardKeepsKeyNamesAndFunctions(t *testing.T) {
 	ctx := context.Background()
-	rd := openExec(t)
+	rd := enginetest.Open(t)
 	c := rd.Client
 	if err := c.Set(ctx, "app:session:4f2a", "alice", 0).Err(); err != nil {
 		t.Fatal(err)

@@ -14,18 +14,18 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/targets"
 )
 
-var srv *redistest.Server
+var srv *enginetest.Server
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	_ = srv.Close() // the tests' own server
 	os.Exit(code)

@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/internal/redistest"
 )
 
 // An empty Redis has nothing to clean; a run that left keys and no record
 // is kept unless named (--run), then removed.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start()
+	srv := enginetest.Start()
 	defer srv.Close()
 	rd := srv.Redis
 	for i, tc := range []struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/leftovers"
 	"github.com/ratelab/ratelab/harness/server"
 )
@@ -49,7 +50,7 @@ func (h refuseMarker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // neither the heartbeat nor the environment's check calls them vanished.
 // Removed together, marker and record, they are.
 func TestRefusedHeartbeatIsNotVanished(t *testing.T) {
-	r := openExec(t)
+	r := enginetest.Open(t)
 	ctx := context.Background()
 	opt := *r.Client.(*redis.Client).Options()
 	c := redis.NewClient(&opt)

@@ -5,14 +5,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ratelab/ratelab/internal/redistest"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/measure"
 )
 
-var srv *redistest.Server
+var srv *enginetest.Server
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
+	srv = enginetest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

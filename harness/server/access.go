@@ -23,7 +23,7 @@ import (
 // expiry on the virtual clock (SCRIPT LOAD, and inside the call: HGETALL,
 // PEXPIRETIME; the built-in algorithms' keys never need PERSIST or
 // PEXPIREAT, and one EVALSHA per decision needs no MULTI/EXEC). Measured by removing each one in turn
-// (internal/redistest's ACL test); a user needs them on keys ~ratelab:*.
+// (harness/engine's ACL test); a user needs them on keys ~ratelab:*.
 // A Redis Cluster needs ACLClusterCommands too.
 var ACLCommands = []string{
 	"ping", "info", "time", "evalsha", "eval",

@@ -8,7 +8,7 @@ import (
 
 // The library packages compile no Docker client: only harness/engine
 // (provisioning) imports testcontainers-go, moby and, through them,
-// OpenTelemetry; only cmd/ratelab and internal/redistest import engine. And
+// OpenTelemetry; only cmd/ratelab and harness/engine/enginetest import engine. And
 // harness/server, which the access check lives in, runs no algorithm; nor
 // do the safety rooms but guard (which builds the user's scripts), and
 // none of them imports package harness.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/verify"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
@@ -26,7 +26,7 @@ import (
 // anything runs.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start()
+	srv := enginetest.Start()
 	defer srv.Close()
 	rd := srv.Redis
 	cfg := verify.Config{Limits: []limit.Limit{{Count: 10, Window: time.Second}}, Seed: 1, Budget: -1}

@@ -1,4 +1,4 @@
-package redistest
+package enginetest
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func StartCluster() *Cluster {
 	defer cancel()
 	r, err := engine.Open(ctx, "cluster", 10*time.Second)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "redistest: these tests need a local Redis Cluster: %v\n(run `make test`, which installs redis-server)\n", err)
+		fmt.Fprintf(os.Stderr, "enginetest: these tests need a local Redis Cluster: %v\n(run `make test`, which installs redis-server)\n", err)
 		os.Exit(2)
 	}
 	return &Cluster{Redis: r}

@@ -1,5 +1,5 @@
-// Package redistest starts a real, throwaway redis-server for tests.
-package redistest
+// Package enginetest starts a real, throwaway redis-server for tests.
+package enginetest
 
 import (
 	"context"
@@ -30,10 +30,20 @@ func Start() *Server {
 	defer cancel()
 	r, err := engine.Open(ctx, "exec", 5*time.Second)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "redistest: these tests need a real Redis: %v\n(run `make test`, which installs redis-server)\n", err)
+		fmt.Fprintf(os.Stderr, "enginetest: these tests need a real Redis: %v\n(run `make test`, which installs redis-server)\n", err)
 		os.Exit(2)
 	}
 	return &Server{Redis: r}
+}
+
+// Open starts a throwaway redis-server (as Start) for test t alone and
+// stops it when t and its subtests end: for tests that change the server's
+// configuration or fault it, which other tests must not see.
+func Open(t testing.TB) *server.Redis {
+	t.Helper()
+	srv := Start()
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.Redis
 }
 
 // Key returns a key unique to this test and call, so tests can share the

@@ -3,7 +3,7 @@
 // machines with Docker but no registry: FROM scratch, out of the host's
 // redis-server (see engine.BuildLocalImage). `make redis-image` runs it.
 //
-// Usage: go run ./internal/redistest/redisimage [-tag ratelab/redis:local] [-if-docker]
+// Usage: go run ./harness/engine/redisimage [-tag ratelab/redis:local] [-if-docker]
 //
 // It prints the image's tag on stdout when it built one. With -if-docker,
 // a missing Docker engine is not an error: it says so on stderr, prints

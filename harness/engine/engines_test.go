@@ -1,4 +1,4 @@
-package redistest_test
+package engine_test
 
 // The engines ratelab runs on, each tested for real: a local 3-master Redis
 // Cluster, a Redis container (testcontainers-go), a TLS-only redis-server and
@@ -20,33 +20,33 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
-	"github.com/ratelab/ratelab/internal/redistest"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
 var (
-	srv     *redistest.Server // one node: the reference, and the ACL server
-	cluster *redistest.Cluster
-	tlsSrv  *redistest.TLSServer
+	srv     *enginetest.Server // one node: the reference, and the ACL server
+	cluster *enginetest.Cluster
+	tlsSrv  *enginetest.TLSServer
 	ctx     = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	srv = redistest.Start()
-	cluster = redistest.StartCluster()
+	srv = enginetest.Start()
+	cluster = enginetest.StartCluster()
 	dir, err := os.MkdirTemp("", "ratelab-tls-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	tlsSrv, err = redistest.StartTLS(dir)
+	tlsSrv, err = enginetest.StartTLS(dir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "redistest: these tests need a redis-server built with TLS (Debian's is): %v\n", err)
+		fmt.Fprintf(os.Stderr, "enginetest: these tests need a redis-server built with TLS (Debian's is): %v\n", err)
 		os.Exit(2)
 	}
 	code := m.Run()
@@ -190,7 +190,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			}
 		}
 		for _, name := range algorithms.Names() {
-			nodes, err := redistest.KeysByNode(ctx, cluster.Client(), prefix+name+":")
+			nodes, err := enginetest.KeysByNode(ctx, cluster.Client(), prefix+name+":")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +271,7 @@ func TestClusterURLErrors(t *testing.T) {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		nodes, err := redistest.KeysByNode(ctx, rd.Client, "none:")
+		nodes, err := enginetest.KeysByNode(ctx, rd.Client, "none:")
 		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != engine.ClusterMasters {
 			t.Errorf("%s: owned %v mode %s, %d masters (%v)", spec, rd.Owned(), rd.Info.Mode, len(nodes), err)
 		}
@@ -389,7 +389,7 @@ func aclWorkload(c *redis.Client) error {
 // a wrong password and a missing permission are one-line errors.
 func TestACL(t *testing.T) {
 	const user, pass = "ratelab", "s3cret"
-	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, server.ACLCommands); err != nil {
+	if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, server.ACLCommands); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Client().Do(ctx, "ACL", "DELUSER", user)
@@ -414,7 +414,7 @@ func TestACL(t *testing.T) {
 	}
 
 	for _, missing := range []string{"zadd", "evalsha", "memory|usage"} {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, missing)); err != nil {
+		if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, enginetest.Without(server.ACLCommands, missing)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := engine.Open(ctx, url, time.Second)
@@ -426,7 +426,7 @@ func TestACL(t *testing.T) {
 	// a Redis Cluster: the same user on every node, plus server.ACLClusterCommands
 	setOnCluster := func(commands []string) {
 		err := cluster.Client().ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
-			return redistest.SetACLUser(ctx, n, user, pass, commands)
+			return enginetest.SetACLUser(ctx, n, user, pass, commands)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -472,7 +472,7 @@ func TestACLMinimal(t *testing.T) {
 	defer c.Close()
 	var needed, unneeded []string
 	for _, cmd := range server.ACLCommands {
-		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, cmd)); err != nil {
+		if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, enginetest.Without(server.ACLCommands, cmd)); err != nil {
 			t.Fatal(err)
 		}
 		srv.Client().ScriptFlush(ctx) // EVAL is only needed for scripts not yet cached
@@ -497,7 +497,7 @@ func TestACLMinimal(t *testing.T) {
 // --redis container: the boundary-burst verdicts of one exec node, and no
 // container left after Close.
 func TestContainer(t *testing.T) {
-	image := redistest.Image(t)
+	image := enginetest.Image(t)
 	start := time.Now()
 	rd, err := engine.OpenWith(ctx, "container", engine.Options{Image: image})
 	if err != nil {
