@@ -70,17 +70,19 @@ func TestDemoInTmux80Paced(t *testing.T) {
 		}
 	}
 
-	// the bursts, as decided on the Redis clock: about 4 x 49 ms each. A
-	// request is never sent before its time, so the first burst, whose
-	// first request comes after the idle --lead, lasts at least its paced
-	// length whatever the load. The second is only shown: when the first
-	// ran over on a loaded machine, the second starts late and the
-	// requests it held up go back to back (140 ms was seen)
+	// the bursts, as decided on the Redis clock. A request is never sent
+	// before its time, and a late one may hold up those after it, so a
+	// burst's span on a loaded machine says little; its last request does:
+	// it is due at its paced offset from the boundary (a multiple of the
+	// 2 s window on the Redis clock), about -4 ms at 4x, and cannot be
+	// decided before it (live, it would be at about -151 ms).
 	data, err := os.ReadFile(filepath.Join(out, "decisions.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	const window = int64(2_000_000) // µs
 	var first, last [2]int64
+	var lastAt int64 // burst 0's last request's scheduled offset from the boundary, µs
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var r measure.Record
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
@@ -94,11 +96,18 @@ func TestDemoInTmux80Paced(t *testing.T) {
 			first[b] = r.DecidedAtUS
 		}
 		last[b] = max(last[b], r.DecidedAtUS)
+		if b == 0 && (lastAt == 0 || r.AtUS > lastAt) {
+			lastAt = r.AtUS
+		}
 	}
 	for b := range 2 {
 		t.Logf("burst %d decided over %v (live: about 49ms)", b, time.Duration(last[b]-first[b])*time.Microsecond)
 	}
-	if span := time.Duration(last[0]-first[0]) * time.Microsecond; span < 3*49*time.Millisecond {
-		t.Errorf("the first burst decided over %v, want about 196ms (4x 49ms)", span)
+	boundary := (first[0] + window/2) / window * window // burst 0 starts 200 ms before it
+	if at := time.Duration(lastAt) * time.Microsecond; at < -10*time.Millisecond {
+		t.Errorf("burst 0's last request is scheduled at %v from the boundary, want about -4ms (paced 4x)", at)
+	}
+	if early := time.Duration(boundary+lastAt-last[0]) * time.Microsecond; early > 2*time.Millisecond {
+		t.Errorf("burst 0's last request was decided %v before its paced time: the burst is not paced", early)
 	}
 }
