@@ -9,6 +9,7 @@ import (
 
 	redis_rate "github.com/go-redis/redis_rate/v10"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +29,7 @@ import (
 // Source: github.com/go-redis/redis_rate (script from rwz/redis-gcra).
 //
 // Clock: redis_rate's script reads Redis TIME. With an injected clock
-// (virtual or client) the script runs rewritten by WithVirtualTime, so its
+// (virtual or client) the script runs rewritten by vclock.Rewrite, so its
 // TIME answers the injected time, exactly, and the library runs unchanged
 // through VirtualTimeScripter: GCRA takes virtual time like every other
 // algorithm, and DecidedAt is the injected time. With RedisTime it runs as
@@ -251,14 +252,14 @@ func (r rateScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
 var gcraScript = newScript(redisRateSource())
 
 // gcraVirtual is redis_rate's script rewritten so that its TIME answers an
-// appended argument (WithVirtualTime); gcraVirtualScript runs it.
+// appended argument (vclock.Rewrite); gcraVirtualScript runs it.
 var (
 	gcraVirtual       = mustVirtualTime(redisRateSource())
 	gcraVirtualScript = registerScript(redis.NewScript(gcraVirtual.Source), redisRateSource(), true)
 )
 
-func mustVirtualTime(src string) VirtualTimeScript {
-	v, err := WithVirtualTime(src)
+func mustVirtualTime(src string) vclock.Script {
+	v, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
 		panic("algorithms: redis_rate's script cannot take virtual time: " + err.Error())
 	}

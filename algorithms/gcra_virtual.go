@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ratelab/ratelab/vclock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ var ErrNoVirtualNow = errors.New("virtual time: the context carries no time (Wit
 
 // VirtualTimeScripter runs every script it is given on virtual time: it is a
 // redis.Scripter (and go-redis/redis_rate's unexported "rediser": the same
-// methods plus Del) that rewrites each script with WithVirtualTime and
+// methods plus Del) that rewrites each script with vclock.Rewrite and
 // appends the context's virtual time (WithVirtualNow) as the last ARGV.
 // Callers keep using the original script and its SHA1; the scripter maps
 // them to the rewritten script's:
@@ -56,7 +57,7 @@ type VirtualTimeScripter struct {
 }
 
 type vtEntry struct {
-	vt  VirtualTimeScript
+	vt  vclock.Script
 	sha string // the rewritten script's SHA1
 }
 
@@ -82,7 +83,7 @@ func (v *VirtualTimeScripter) learn(src string) (*vtEntry, error) {
 	if e, ok := v.scripts[sha]; ok {
 		return e, nil
 	}
-	vt, err := WithVirtualTime(src)
+	vt, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
 		return nil, err
 	}

@@ -148,3 +148,7 @@ func TestVirtualGCRAFollowsVirtualTime(t *testing.T) {
 		t.Errorf("accepted %d, want %d", accepted, want)
 	}
 }
+
+// vt0 is a virtual instant far from the real clock, with a µs part that has
+// leading zeros.
+var vt0 = time.Date(2031, 3, 4, 5, 6, 7, 123_000, time.UTC)

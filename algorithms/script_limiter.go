@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // ScriptLimiter runs a user's Lua rate-limit script as a Limiter, so that
@@ -43,10 +44,10 @@ type ScriptLimiter struct {
 	// vt is the script rewritten for virtual time when it calls TIME, and
 	// vtScript runs it; vt is nil when it does not (or when it cannot be
 	// rewritten: vtErr says why).
-	vt       *VirtualTimeScript
+	vt       *vclock.Script
 	vtScript *redis.Script
 	vtErr    error
-	expiries []AbsoluteExpiry
+	expiries []vclock.AbsoluteExpiry
 	keys     []Template // never empty: {key} by default
 	args     []Template
 	allowed  ReplyPredicate
@@ -186,12 +187,12 @@ func (p part) usesName(n string) bool {
 // readClock scans src for TIME calls and absolute expiries, and rewrites a
 // script that calls TIME for virtual time.
 func (s *ScriptLimiter) readClock(src string) {
-	vt, err := WithVirtualTime(src)
+	vt, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
 		// a function library, or a script the scan cannot lex: it runs as
 		// written, on the server's clock
 		s.vtErr = err
-		s.expiries, _ = FindAbsoluteExpiries(src)
+		s.expiries, _ = vclock.FindAbsoluteExpiries(src)
 		return
 	}
 	s.expiries = vt.AbsoluteExpiries
@@ -213,7 +214,7 @@ func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 // clock each compares that clock with Redis's real one (keys vanish early
 // or late, which a report should say) unless the call goes through
 // ExpiryCall, which maps them between the clocks.
-func (s *ScriptLimiter) AbsoluteExpiries() []AbsoluteExpiry { return s.expiries }
+func (s *ScriptLimiter) AbsoluteExpiries() []vclock.AbsoluteExpiry { return s.expiries }
 
 // VirtualTimeErr says why a script that may read TIME could not be
 // rewritten for virtual time (ErrFunctionLibrary for "#!lua name=...", or

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ratelab/ratelab/vclock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +23,7 @@ import (
 // that have had their first call.
 type setupScript struct {
 	script   *redis.Script
-	vt       *VirtualTimeScript
+	vt       *vclock.Script
 	vtScript *redis.Script
 	seen     sync.Map // request key -> struct{}
 }
@@ -31,7 +32,7 @@ type setupScript struct {
 func newSetupScript(main, setup string) *setupScript {
 	src := withSetup(main, setup)
 	s := &setupScript{script: newScript(src)}
-	if vt, err := WithVirtualTime(src); err == nil && vt.TimeCalls > 0 {
+	if vt, err := vclock.Rewrite(src, vclock.Options{Time: true}); err == nil && vt.TimeCalls > 0 {
 		// registered with its source, as the limiter's own (ExpiryCall
 		// rewrites it for key expiry on the virtual clock)
 		s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)

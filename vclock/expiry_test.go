@@ -1,4 +1,4 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"fmt"
@@ -9,19 +9,20 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
-// xcall runs src rewritten by WithVirtualExpiry at virtual time now, on
+// xcall runs src rewritten by vclock.Rewrite with expiry at virtual time now, on
 // key (tracked: its prefix), with companion comp, as ExpiryCall would send
 // it (safety 1 h).
 func xcall(t *testing.T, src string, withTime bool, now time.Time, key, comp string, args ...any) (any, error) {
 	t.Helper()
-	x, err := algorithms.WithVirtualExpiry(src, withTime)
+	x, err := vclock.Rewrite(src, vclock.Options{Time: withTime, Expiry: vclock.ExpiryLean})
 	if err != nil {
-		t.Fatalf("WithVirtualExpiry: %v", err)
+		t.Fatalf("Rewrite: %v", err)
 	}
 	if withTime {
-		args = append(args, algorithms.VirtualTimeArg(now))
+		args = append(args, vclock.TimeArg(now))
 	}
 	args = append(args, key, strconv.FormatInt(now.UnixMilli(), 10), "3600000")
 	return srv.Client().Eval(t.Context(), x.Source, []string{key, comp}, args...).Result()
@@ -44,7 +45,7 @@ func TestVirtualExpiryKeepsLines(t *testing.T) {
 		for _, shebang := range []string{"", "#!lua\n"} {
 			for _, withTime := range []bool{false, true} {
 				src := shebang + body
-				x, err := algorithms.WithVirtualExpiry(src, withTime)
+				x, err := vclock.Rewrite(src, vclock.Options{Time: withTime, Expiry: vclock.ExpiryLean})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,15 +1,19 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
 )
+
+// benchRun numbers the benchmark runs, for keys of their own.
+var benchRun atomic.Int64
 
 // BenchmarkExpiryRedisCPU measures what key expiry on the virtual clock
 // costs Redis: the server's CPU per decision (INFO cpu's used_cpu_user +

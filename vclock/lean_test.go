@@ -1,4 +1,4 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"crypto/sha1"
@@ -14,11 +14,12 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // lean reports whether x is in the lean form (it has no wrapper of
-// redis.call: see virtual_expiry_lean.go).
-func lean(x algorithms.VirtualTimeScript) bool { return !strings.Contains(x.Source, "__ratelab_tcall") }
+// redis.call: see lean.go).
+func lean(x vclock.Script) bool { return !strings.Contains(x.Source, "__ratelab_tcall") }
 
 // TestVirtualExpiryLeanForm: which scripts take the lean form.
 func TestVirtualExpiryLeanForm(t *testing.T) {
@@ -27,7 +28,7 @@ func TestVirtualExpiryLeanForm(t *testing.T) {
 		if src == "" {
 			continue
 		}
-		x, err := algorithms.WithVirtualExpiry(src, false)
+		x, err := vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestVirtualExpiryLeanForm(t *testing.T) {
 		{"return redis.call'PING'", false},
 	}
 	for _, c := range cases {
-		x, err := algorithms.WithVirtualExpiry(c.src, false)
+		x, err := vclock.Rewrite(c.src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,12 +105,12 @@ type side struct {
 	base       string // the tracked prefix: every key is base + a suffix
 	companion  string
 	safety     time.Duration
-	srcScripts map[string]algorithms.VirtualTimeScript
+	srcScripts map[string]vclock.Script
 }
 
 func newSide(t *testing.T, name string, full bool) *side {
 	b := srv.Key(t)
-	return &side{name: name, full: full, base: b + "{u}", companion: b + "~vt{u}", safety: time.Hour, srcScripts: map[string]algorithms.VirtualTimeScript{}}
+	return &side{name: name, full: full, base: b + "{u}", companion: b + "~vt{u}", safety: time.Hour, srcScripts: map[string]vclock.Script{}}
 }
 
 // eval runs src on the side at virtual time now with KEYS[1] = base.
@@ -119,9 +120,9 @@ func (s *side) eval(t *testing.T, src string, now time.Time, args ...any) (any, 
 	if !ok {
 		var err error
 		if s.full {
-			x, err = algorithms.WithFullVirtualExpiry(src, false)
+			x, err = vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryFull})
 		} else {
-			x, err = algorithms.WithVirtualExpiry(src, false)
+			x, err = vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -322,7 +323,7 @@ func TestVirtualExpiryLeanAlgorithms(t *testing.T) {
 // answers the virtual time (the site answers itself: no shadowed redis).
 func TestVirtualExpiryLeanTime(t *testing.T) {
 	src := "local t = redis.call('TIME') redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], 1000) return t[1] .. ':' .. t[2]"
-	x, err := algorithms.WithVirtualExpiry(src, true)
+	x, err := vclock.Rewrite(src, vclock.Options{Time: true, Expiry: vclock.ExpiryLean})
 	if err != nil {
 		t.Fatal(err)
 	}

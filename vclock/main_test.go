@@ -1,0 +1,21 @@
+package vclock_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/ratelab/ratelab/internal/redistest"
+)
+
+var (
+	srv *redistest.Server
+	ctx = context.Background()
+)
+
+func TestMain(m *testing.M) {
+	srv = redistest.Start()
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
