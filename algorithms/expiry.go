@@ -10,27 +10,54 @@ import (
 	"github.com/ratelab/ratelab/vclock"
 )
 
-// scriptSource is what a registered script was made from.
-type scriptSource struct {
+// ExpiryForm is the key-expiry form of one script: what vclock.Rewrite
+// (Options.Expiry: ExpiryLean) makes of the script's original source, made
+// on first use and kept by the ExpiryForm. A ScriptCall carries its
+// script's ExpiryForm (ScriptCall.Expiry); it lives as long as the limiter
+// that made it (the built-ins' as long as the process). Safe for
+// concurrent use.
+type ExpiryForm struct {
 	src      string // the original source
-	withTime bool   // the script is src rewritten by WithVirtualTime
+	withTime bool   // the script runs src with the TIME rewrite
 	once     sync.Once
-	expiry   *redis.Script
+	script   *redis.Script
 	err      error
 }
 
-// sources maps a registered script's SHA1 to its *scriptSource.
-var sources sync.Map
-
-// registerScript records that s runs src (withTime: src rewritten by
-// vclock.Rewrite), so that ExpiryCall can rewrite calls of s.
-func registerScript(s *redis.Script, src string, withTime bool) *redis.Script {
-	sources.LoadOrStore(s.Hash(), &scriptSource{src: src, withTime: withTime})
-	return s
+// newExpiryForm returns the ExpiryForm of a script that runs src
+// (withTime: src with the TIME rewrite).
+func newExpiryForm(src string, withTime bool) *ExpiryForm {
+	return &ExpiryForm{src: src, withTime: withTime}
 }
 
-// newScript is redis.NewScript, registered for ExpiryCall.
-func newScript(src string) *redis.Script { return registerScript(redis.NewScript(src), src, false) }
+// get returns the expiry form's script, rewriting the source on first use.
+func (f *ExpiryForm) get() (*redis.Script, error) {
+	f.once.Do(func() {
+		vt, err := vclock.Rewrite(f.src, vclock.Options{Time: f.withTime, Expiry: vclock.ExpiryLean})
+		if err != nil {
+			f.err = fmt.Errorf("virtual key expiry: %w", err)
+			return
+		}
+		f.script = redis.NewScript(vt.Source)
+	})
+	return f.script, f.err
+}
+
+// luaScript is a script ratelab sends and its key-expiry form.
+type luaScript struct {
+	run    *redis.Script
+	expiry *ExpiryForm
+}
+
+// newScript is the luaScript of src as written.
+func newScript(src string) luaScript {
+	return luaScript{run: redis.NewScript(src), expiry: newExpiryForm(src, false)}
+}
+
+// newTimeScript is the luaScript of vt, src rewritten for virtual TIME.
+func newTimeScript(vt vclock.Script, src string) luaScript {
+	return luaScript{run: redis.NewScript(vt.Source), expiry: newExpiryForm(src, true)}
+}
 
 // ExpiryCall returns c rewritten to emulate key expiry at virtual time now
 // in the same call (see vclock.Rewrite): its script rewritten, the
@@ -39,9 +66,9 @@ func newScript(src string) *redis.Script { return registerScript(redis.NewScript
 // every tracked key and the companion keep after the call, rounded down to
 // the ms; at least 1 ms) appended to its arguments. c's own slices are not
 // changed. The companion must hash to the slot of c's keys (same hash tag).
-// Errors: c's script was not made by this package (a limiter of another
-// package: only scripts of the algorithms and ScriptLimiter are known), or
-// its source cannot be rewritten (a function library). Safe for concurrent
+// Errors: c carries no ExpiryForm (its script was not made by this
+// package: only the algorithms' and ScriptLimiter's carry one), or its
+// source cannot be rewritten (a function library). Safe for concurrent
 // use; each script is rewritten once.
 func ExpiryCall(c ScriptCall, tracked, companion string, now time.Time, safety time.Duration) (ScriptCall, error) {
 	var out ScriptCall
@@ -75,27 +102,18 @@ func NewExpiryTag(tracked, companion string) ExpiryTag {
 // safety. c's slices are only read; they must not be dst's own. Errors as
 // ExpiryCall's (dst is then left as it was).
 func (t ExpiryTag) Rewrite(dst *ScriptCall, c ScriptCall, now time.Time, safety time.Duration) error {
-	v, ok := sources.Load(c.Script.Hash())
-	if !ok {
+	if c.Expiry == nil {
 		return fmt.Errorf("virtual key expiry: script %s is not one of ratelab's (its source is unknown)", c.Script.Hash())
 	}
-	ss := v.(*scriptSource)
-	ss.once.Do(func() {
-		vt, err := vclock.Rewrite(ss.src, vclock.Options{Time: ss.withTime, Expiry: vclock.ExpiryLean})
-		if err != nil {
-			ss.err = fmt.Errorf("virtual key expiry: %w", err)
-			return
-		}
-		ss.expiry = redis.NewScript(vt.Source)
-	})
-	if ss.err != nil {
-		return ss.err
+	script, err := c.Expiry.get()
+	if err != nil {
+		return err
 	}
 	keys := append(append(dst.Keys[:0], c.Keys...), t.companion)
 	// the times as integers: written in decimal, as strings would be, for
 	// one small allocation each instead of two
 	args := append(append(dst.Args[:0], c.Args...), t.tracked, now.UnixMilli(), max(safety.Milliseconds(), 1))
 	*dst = c
-	dst.Script, dst.Keys, dst.Args = ss.expiry, keys, args
+	dst.Script, dst.Keys, dst.Args = script, keys, args
 	return nil
 }

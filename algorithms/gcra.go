@@ -102,9 +102,9 @@ func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	args := []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}
 	if now, ok := at.Injected(); ok {
 		now = now.Truncate(time.Microsecond)
-		return ScriptCall{Script: gcraVirtualScript, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
+		return ScriptCall{Script: gcraVirtualScript.run, Expiry: gcraVirtualScript.expiry, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
 	}
-	return ScriptCall{Script: gcraScript, Keys: []string{key}, Args: args}, nil
+	return ScriptCall{Script: gcraScript.run, Expiry: gcraScript.expiry, Keys: []string{key}, Args: args}, nil
 }
 
 // Decode implements Scripted: redis_rate's reply (ParseGCRAReply), at the
@@ -255,7 +255,7 @@ var gcraScript = newScript(redisRateSource())
 // appended argument (vclock.Rewrite); gcraVirtualScript runs it.
 var (
 	gcraVirtual       = mustVirtualTime(redisRateSource())
-	gcraVirtualScript = registerScript(redis.NewScript(gcraVirtual.Source), redisRateSource(), true)
+	gcraVirtualScript = newTimeScript(gcraVirtual, redisRateSource())
 )
 
 func mustVirtualTime(src string) vclock.Script {

@@ -31,7 +31,7 @@ import (
 //
 // Time: a script is given the time by its templates ({now_*}), or reads
 // Redis TIME itself. A script that calls redis.call('TIME') runs on an
-// injected Clock too: it is rewritten once by WithVirtualTime, and each call
+// injected Clock too: it is rewritten once by vclock.Rewrite, and each call
 // with an injected Clock runs the rewritten script with that time appended
 // to ARGV, so its TIME answers the injected time (RedisTime runs the
 // original). A script with neither reads no clock (it may still rely on key
@@ -40,12 +40,12 @@ import (
 // Clock and DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
-	script *redis.Script
+	script luaScript
 	// vt is the script rewritten for virtual time when it calls TIME, and
 	// vtScript runs it; vt is nil when it does not (or when it cannot be
 	// rewritten: vtErr says why).
 	vt       *vclock.Script
-	vtScript *redis.Script
+	vtScript luaScript
 	vtErr    error
 	expiries []vclock.AbsoluteExpiry
 	keys     []Template // never empty: {key} by default
@@ -199,7 +199,7 @@ func (s *ScriptLimiter) readClock(src string) {
 	if vt.TimeCalls == 0 {
 		return
 	}
-	s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
+	s.vt, s.vtScript = &vt, newTimeScript(vt, src)
 }
 
 // ReadsRedisTime reports whether the script calls Redis TIME itself (and
@@ -347,7 +347,7 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 		return ScriptCall{}, err
 	}
 	v := s.values(key, cost)
-	c := ScriptCall{Script: s.script, Cost: cost}
+	c := ScriptCall{Script: s.script.run, Expiry: s.script.expiry, Cost: cost}
 	injected, virtual := at.Injected()
 	first := s.setup != nil && s.setup.first(key)
 	if s.usesClock() || (s.vt != nil || first && s.setup.vt != nil) && virtual {
@@ -372,11 +372,11 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	}
 	switch {
 	case first && s.setup.vt != nil && virtual:
-		c.Script, c.Args = s.setup.vtScript, s.setup.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.setup.vtScript.run, s.setup.vtScript.expiry, s.setup.vt.Args(v.Now, c.Args...)
 	case first:
-		c.Script = s.setup.script
+		c.Script, c.Expiry = s.setup.script.run, s.setup.script.expiry
 	case s.vt != nil && virtual:
-		c.Script, c.Args = s.vtScript, s.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.vtScript.run, s.vtScript.expiry, s.vt.Args(v.Now, c.Args...)
 	}
 	return c, nil
 }

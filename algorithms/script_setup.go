@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/ratelab/ratelab/vclock"
-	"github.com/redis/go-redis/v9"
 )
 
 // A set-up script (ScriptConfig.Setup) runs once per key, before the
@@ -22,9 +21,9 @@ import (
 // first calls, rewritten for virtual time when it calls TIME, and the keys
 // that have had their first call.
 type setupScript struct {
-	script   *redis.Script
+	script   luaScript
 	vt       *vclock.Script
-	vtScript *redis.Script
+	vtScript luaScript
 	seen     sync.Map // request key -> struct{}
 }
 
@@ -33,9 +32,7 @@ func newSetupScript(main, setup string) *setupScript {
 	src := withSetup(main, setup)
 	s := &setupScript{script: newScript(src)}
 	if vt, err := vclock.Rewrite(src, vclock.Options{Time: true}); err == nil && vt.TimeCalls > 0 {
-		// registered with its source, as the limiter's own (ExpiryCall
-		// rewrites it for key expiry on the virtual clock)
-		s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
+		s.vt, s.vtScript = &vt, newTimeScript(vt, src)
 	}
 	return s
 }
