@@ -166,15 +166,15 @@ type Options struct {
 // It fails on a function library shebang (ErrFunctionLibrary) and on an
 // unterminated string or long comment (the script would not compile).
 // Safe for concurrent use.
+//
+// The emitter is one for every option: one prefix on the body's first
+// line (the TIME rewrite's, or the full or lean expiry form's), the
+// literal call sites rewritten in place, and with expiry the body wrapped
+// in a function whose end and the form's suffix go on a new last line.
 func Rewrite(src string, o Options) (Script, error) {
-	if o.Expiry == NoExpiry {
-		return rewrite(src, true, false, false)
-	}
-	return rewrite(src, o.Time, true, o.Expiry == ExpiryLean)
-}
-
-// rewrite is Rewrite: withTime for virtual TIME; expiry for key expiry,
-func rewrite(src string, withTime, expiry, leanOK bool) (Script, error) {
+	withTime := o.Time || o.Expiry == NoExpiry
+	expiry := o.Expiry != NoExpiry
+	leanOK := o.Expiry == ExpiryLean
 	if isFunctionLibrary(src) {
 		return Script{}, ErrFunctionLibrary
 	}
