@@ -29,7 +29,7 @@ var benchRun atomic.Int64
 // expiry-µs/decision and their ratio x (expiry over plain); ns/op is the
 // wall time of one decision of each.
 //
-//	go test -run '^$' -bench ExpiryRedisCPU -benchtime 20000x ./algorithms/
+//	go test -run '^$' -bench ExpiryRedisCPU -benchtime 20000x ./vclock/
 func BenchmarkExpiryRedisCPU(b *testing.B) {
 	const (
 		batch   = 256
