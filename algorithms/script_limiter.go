@@ -280,7 +280,7 @@ func (s *ScriptLimiter) Describe() string {
 // TakesCost when the templates or the predicate use {cost} (else only cost
 // 1 means anything to it); Resolution 1 ms for {now_ms}, 1 µs for {now_us}
 // or {now_s}, else the script's own TIME resolution (1 s when it reads only
-// TIME's seconds, 1 µs otherwise; see VirtualTimeScript.Resolution), zero
+// TIME's seconds, 1 µs otherwise; see vclock.Script.Resolution), zero
 // when no time is passed or read.
 func (s *ScriptLimiter) Capabilities() Capabilities {
 	c := Capabilities{InjectsTime: s.usesClock() || s.vt != nil, TakesCost: s.uses("cost") || s.allowed.Uses("cost"), UsesKeys: true}
