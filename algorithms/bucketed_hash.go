@@ -105,7 +105,7 @@ func (b *BucketedHash) WriteCall(c *ScriptCall, key string, cost int64, at Clock
 	if err := checkCost(b.Name(), cost, b.min); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: bucketedHashScript, Keys: append(c.Keys[:0], key), Args: append(append(c.Args[:0], cost, at.arg()), b.args...), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: bucketedHashScript.run, Expiry: bucketedHashScript.expiry, Keys: append(c.Keys[:0], key), Args: append(append(c.Args[:0], cost, at.arg()), b.args...), DecidedAt: at.decidedAt()}
 	return nil
 }
 

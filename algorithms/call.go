@@ -45,13 +45,15 @@ var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.
 // when the server lacks it). DecidedAt is the time the call hands the
 // script (truncated to 1 µs); zero when the script reads Redis TIME.
 // Cost is the request's cost, for Decode (zero when the limiter does not
-// set it: ScriptLimiter does).
+// set it: ScriptLimiter does). Expiry is Script's key-expiry form, for
+// ExpiryTag.Rewrite; nil for a script this package did not make.
 type ScriptCall struct {
 	Script    *redis.Script
 	Keys      []string
 	Args      []any
 	DecidedAt time.Time
 	Cost      int64
+	Expiry    *ExpiryForm
 }
 
 // Scripted is a Limiter whose every decision is one Lua script call. Call

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // ClientSide runs a script target's logic in ratelab instead of in Redis,
@@ -97,7 +98,7 @@ func (c *ClientSide) Capabilities() Capabilities {
 
 // AbsoluteExpiries returns none: on an injected clock the client-side VM
 // runs EXPIREAT and its kin on that clock too.
-func (c *ClientSide) AbsoluteExpiries() []AbsoluteExpiry { return nil }
+func (c *ClientSide) AbsoluteExpiries() []vclock.AbsoluteExpiry { return nil }
 
 // Dial implements ClientSider.
 func (c *ClientSide) Dial(ctx context.Context, key string) (*redis.Conn, func() error, error) {

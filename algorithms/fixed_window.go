@@ -62,7 +62,7 @@ func (f *FixedWindow) WriteCall(c *ScriptCall, key string, cost int64, at Clock)
 	if err := checkCost(f.Name(), cost, f.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: fixedWindowScript, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], f.args.count, f.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: fixedWindowScript.run, Expiry: fixedWindowScript.expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], f.args.count, f.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

@@ -173,3 +173,5 @@ func FuzzParseAllowedReply(f *testing.F) {
 		_, _ = ParseReply([]any{n, n, n, v})
 	})
 }
+
+func isNameStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	redis_rate "github.com/go-redis/redis_rate/v10"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,20 +27,25 @@ import (
 // a window of emission): GCRA bounds the rate, not the count per window.
 // Source: github.com/go-redis/redis_rate (script from rwz/redis-gcra).
 //
-// Clock: redis_rate's script reads Redis TIME. With an injected clock
-// (virtual or client) the script runs rewritten by WithVirtualTime, so its
-// TIME answers the injected time, exactly, and the library runs unchanged
-// through VirtualTimeScripter: GCRA takes virtual time like every other
-// algorithm, and DecidedAt is the injected time. With RedisTime it runs as
-// published on Redis TIME, and DecidedAt is an estimate (redis_rate does not
-// return the time it used): the midpoint of the call on the local clock plus
-// the server's clock offset, measured once at construction from TIME round
-// trips when rdb can run TIME; error about half a round trip.
+// Every decision, Allow's and a pipeline's (Call), is one call of
+// redis_rate's published script (taken from the library at init) with the
+// arguments its AllowN sends: burst, rate, period in seconds, cost.
+// TestGCRADecidesAsRedisRate holds Allow to AllowN's verdicts.
 //
-// Keys: redis_rate names its key "rate:" + key. The adapter hands the
-// library's script the caller's key without that prefix, so every key it
-// writes starts with the caller's prefix ("ratelab:<run id>:…") and
-// ratelab's SCAN-based memory measurement and cleanup find it. The key's TTL
+// Clock: redis_rate's script reads Redis TIME. With an injected clock
+// (virtual or client) the script runs rewritten by vclock.Rewrite, so its
+// TIME answers the injected time, exactly: GCRA takes virtual time like
+// every other algorithm, and DecidedAt is the injected time. With RedisTime
+// it runs as published on Redis TIME; Allow's DecidedAt is then an estimate
+// (the script does not return the time it used): the midpoint of the call
+// on the local clock plus the server's clock offset, measured once at
+// construction from TIME round trips when rdb can run TIME; error about
+// half a round trip.
+//
+// Keys: redis_rate's AllowN names its key "rate:" + key. GCRA hands the
+// script the caller's key without that prefix, so every key it writes
+// starts with the caller's prefix ("ratelab:<run id>:…") and ratelab's
+// SCAN-based memory measurement and cleanup find it. The key's TTL
 // is redis_rate's: EX ceil(time to reset) seconds (at most W rounded up to
 // a second), a relative TTL that counts down on Redis's own clock also when
 // the decisions are on virtual time. Memory: one STRING per active key.
@@ -48,9 +53,7 @@ type GCRA struct {
 	rdb    redis.Scripter
 	limit  limit.Limit
 	rl     redis_rate.Limit
-	lim    *redis_rate.Limiter // on Redis TIME
-	vlim   *redis_rate.Limiter // on the injected time (the script rewritten)
-	offset time.Duration       // Redis server clock minus local clock
+	offset time.Duration // Redis server clock minus local clock
 }
 
 var _ Scripted = (*GCRA)(nil)
@@ -65,8 +68,7 @@ func NewGCRA(rdb redis.Scripter, l limit.Limit) (*GCRA, error) {
 	}
 	l.Precision = 0
 	rl := redis_rate.Limit{Rate: int(l.Count), Burst: int(l.Count), Period: l.Window}
-	g := &GCRA{rdb: rdb, limit: l, rl: rl, lim: redis_rate.NewLimiter(rateScripter{rdb}),
-		vlim: redis_rate.NewLimiter(NewVirtualTimeScripter(rateScripter{rdb}))}
+	g := &GCRA{rdb: rdb, limit: l, rl: rl}
 	if t, ok := rdb.(interface {
 		Time(context.Context) *redis.TimeCmd
 	}); ok {
@@ -81,7 +83,7 @@ func NewGCRA(rdb redis.Scripter, l limit.Limit) (*GCRA, error) {
 func (g *GCRA) Name() string { return "gcra" }
 
 // Describe states the mapping and the clock, e.g. "rate 50 per 10s, burst
-// 50 (redis_rate GCRA; Redis TIME, ignores injected clocks)".
+// 50 (redis_rate GCRA)".
 func (g *GCRA) Describe() string {
 	return fmt.Sprintf("rate %d per %s, burst %d (redis_rate GCRA)", g.rl.Rate, limit.FormatWindow(g.limit.Window), g.rl.Burst)
 }
@@ -93,7 +95,9 @@ func (g *GCRA) Capabilities() Capabilities { return builtIn }
 // Call implements Scripted: the EVALSHA redis_rate's AllowN makes, with
 // redis_rate's own arguments (burst, rate, period in seconds, cost) on the
 // key as given (redis_rate's "rate:" prefix is not added: ratelab's keys
-// carry their own). The script reads Redis TIME, so DecidedAt is zero.
+// carry their own). With an injected clock the script is the rewritten one
+// and DecidedAt the injected time (truncated to the µs); on RedisTime the
+// script reads Redis TIME and DecidedAt is zero.
 func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	if err := checkCost(g.Name(), cost, g.limit.Count); err != nil {
 		return ScriptCall{}, err
@@ -101,9 +105,9 @@ func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
 	args := []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}
 	if now, ok := at.Injected(); ok {
 		now = now.Truncate(time.Microsecond)
-		return ScriptCall{Script: gcraVirtualScript, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
+		return ScriptCall{Script: gcraVirtualScript.run, Expiry: gcraVirtualScript.expiry, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
 	}
-	return ScriptCall{Script: gcraScript, Keys: []string{key}, Args: args}, nil
+	return ScriptCall{Script: gcraScript.run, Expiry: gcraScript.expiry, Keys: []string{key}, Args: args}, nil
 }
 
 // Decode implements Scripted: redis_rate's reply (ParseGCRAReply), at the
@@ -114,31 +118,20 @@ func (g *GCRA) Decode(c ScriptCall, reply any) (Decision, error) {
 	return d, err
 }
 
-// Allow implements Limiter with redis_rate's AllowN. RetryAfter of a denial
-// is redis_rate's (float seconds, rounded to the µs); Remaining is its
-// Remaining. The clock is ignored for the decision (see GCRA).
+// Allow implements Limiter: the call Call describes, run by EVALSHA (EVAL
+// on NOSCRIPT) on rdb and decoded by Decode. RetryAfter of a denial is the
+// script's (float seconds, rounded to the µs); Remaining is its remaining.
+// DecidedAt is the injected time, or on RedisTime the estimate described
+// at GCRA.
 func (g *GCRA) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	if err := checkCost(g.Name(), cost, g.limit.Count); err != nil {
-		return Decision{}, err
-	}
-	lim, injected := g.lim, false
-	now, ok := at.Injected()
-	if ok {
-		now, injected = now.Truncate(time.Microsecond), true
-		ctx, lim = WithVirtualNow(ctx, now), g.vlim
-	}
 	sent := time.Now()
-	res, err := lim.AllowN(ctx, key, g.rl, int(cost))
+	d, err := allow(ctx, g.rdb, g, key, cost, at)
 	recv := time.Now()
 	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", g.Name(), err)
+		return Decision{}, err
 	}
-	d := Decision{Allowed: res.Allowed > 0, Remaining: max(int64(res.Remaining), 0), DecidedAt: now}
-	if !injected {
+	if _, ok := at.Injected(); !ok {
 		d.DecidedAt = sent.Add(recv.Sub(sent) / 2).Add(g.offset).Truncate(time.Microsecond)
-	}
-	if !d.Allowed && res.RetryAfter > 0 {
-		d.RetryAfter = res.RetryAfter.Round(time.Microsecond)
 	}
 	return d, nil
 }
@@ -169,81 +162,6 @@ func ParseGCRAReply(v any) (Decision, error) {
 	return d, nil
 }
 
-// rateKeyPrefix is what redis_rate prepends to every key.
-const rateKeyPrefix = "rate:"
-
-// rateScripter is the redis_rate "rediser" over a redis.Scripter. It passes
-// the library's script calls through with the caller's own key (without
-// redis_rate's "rate:" prefix) and checks the reply's shape, so that a
-// Scripter that answers something else (a pipeline that queues calls and
-// answers a placeholder) gives an error instead of a panic in redis_rate's
-// type assertions; integer placeholders in the two string fields are passed
-// on as decimal strings. Del (redis_rate's Reset) is not supported.
-type rateScripter struct{ s redis.Scripter }
-
-func ownKeys(keys []string) []string {
-	out := append([]string(nil), keys...)
-	for i, k := range out {
-		out[i] = strings.TrimPrefix(k, rateKeyPrefix)
-	}
-	return out
-}
-
-func checkRateReply(c *redis.Cmd) *redis.Cmd {
-	if c.Err() != nil {
-		return c
-	}
-	arr, ok := c.Val().([]any)
-	if ok && len(arr) == 4 {
-		_, ok0 := arr[0].(int64)
-		_, ok1 := arr[1].(int64)
-		if ok0 && ok1 {
-			fixed := append([]any(nil), arr...)
-			for i := 2; i < 4 && ok; i++ {
-				switch x := fixed[i].(type) {
-				case string:
-				case int64:
-					fixed[i] = strconv.FormatInt(x, 10)
-				default:
-					ok = false
-				}
-			}
-			if ok {
-				return redis.NewCmdResult(fixed, nil)
-			}
-		}
-	}
-	return redis.NewCmdResult(nil, fmt.Errorf("unexpected redis_rate reply %v", c.Val()))
-}
-
-func (r rateScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return checkRateReply(r.s.Eval(ctx, script, ownKeys(keys), args...))
-}
-
-func (r rateScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return checkRateReply(r.s.EvalSha(ctx, sha1, ownKeys(keys), args...))
-}
-
-func (r rateScripter) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return checkRateReply(r.s.EvalRO(ctx, script, ownKeys(keys), args...))
-}
-
-func (r rateScripter) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return checkRateReply(r.s.EvalShaRO(ctx, sha1, ownKeys(keys), args...))
-}
-
-func (r rateScripter) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	return r.s.ScriptExists(ctx, hashes...)
-}
-
-func (r rateScripter) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	return r.s.ScriptLoad(ctx, script)
-}
-
-func (r rateScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	return redis.NewIntResult(0, fmt.Errorf("gcra: Reset is not supported (keys expire on their own)"))
-}
-
 // gcraScript is redis_rate's own AllowN script, for Scripts (SCRIPT LOAD
 // before pipelines). Its source is taken from the library at init by one
 // AllowN on a Scripter that answers NOSCRIPT, so redis_rate falls back to
@@ -251,14 +169,14 @@ func (r rateScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
 var gcraScript = newScript(redisRateSource())
 
 // gcraVirtual is redis_rate's script rewritten so that its TIME answers an
-// appended argument (WithVirtualTime); gcraVirtualScript runs it.
+// appended argument (vclock.Rewrite); gcraVirtualScript runs it.
 var (
 	gcraVirtual       = mustVirtualTime(redisRateSource())
-	gcraVirtualScript = registerScript(redis.NewScript(gcraVirtual.Source), redisRateSource(), true)
+	gcraVirtualScript = newTimeScript(gcraVirtual, redisRateSource())
 )
 
-func mustVirtualTime(src string) VirtualTimeScript {
-	v, err := WithVirtualTime(src)
+func mustVirtualTime(src string) vclock.Script {
+	v, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
 		panic("algorithms: redis_rate's script cannot take virtual time: " + err.Error())
 	}

@@ -72,7 +72,7 @@ func (r *TokenBucket) WriteCall(c *ScriptCall, key string, cost int64, at Clock)
 	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: reservoirScript, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], r.args.count, r.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: reservoirScript.run, Expiry: reservoirScript.expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], r.args.count, r.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

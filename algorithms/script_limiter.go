@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // ScriptLimiter runs a user's Lua rate-limit script as a Limiter, so that
@@ -30,7 +31,7 @@ import (
 //
 // Time: a script is given the time by its templates ({now_*}), or reads
 // Redis TIME itself. A script that calls redis.call('TIME') runs on an
-// injected Clock too: it is rewritten once by WithVirtualTime, and each call
+// injected Clock too: it is rewritten once by vclock.Rewrite, and each call
 // with an injected Clock runs the rewritten script with that time appended
 // to ARGV, so its TIME answers the injected time (RedisTime runs the
 // original). A script with neither reads no clock (it may still rely on key
@@ -39,14 +40,14 @@ import (
 // Clock and DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
-	script *redis.Script
+	script luaScript
 	// vt is the script rewritten for virtual time when it calls TIME, and
 	// vtScript runs it; vt is nil when it does not (or when it cannot be
 	// rewritten: vtErr says why).
-	vt       *VirtualTimeScript
-	vtScript *redis.Script
+	vt       *vclock.Script
+	vtScript luaScript
 	vtErr    error
-	expiries []AbsoluteExpiry
+	expiries []vclock.AbsoluteExpiry
 	keys     []Template // never empty: {key} by default
 	args     []Template
 	allowed  ReplyPredicate
@@ -186,19 +187,19 @@ func (p part) usesName(n string) bool {
 // readClock scans src for TIME calls and absolute expiries, and rewrites a
 // script that calls TIME for virtual time.
 func (s *ScriptLimiter) readClock(src string) {
-	vt, err := WithVirtualTime(src)
+	vt, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
 		// a function library, or a script the scan cannot lex: it runs as
 		// written, on the server's clock
 		s.vtErr = err
-		s.expiries, _ = FindAbsoluteExpiries(src)
+		s.expiries, _ = vclock.FindAbsoluteExpiries(src)
 		return
 	}
 	s.expiries = vt.AbsoluteExpiries
 	if vt.TimeCalls == 0 {
 		return
 	}
-	s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
+	s.vt, s.vtScript = &vt, newTimeScript(vt, src)
 }
 
 // ReadsRedisTime reports whether the script calls Redis TIME itself (and
@@ -213,7 +214,7 @@ func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 // clock each compares that clock with Redis's real one (keys vanish early
 // or late, which a report should say) unless the call goes through
 // ExpiryCall, which maps them between the clocks.
-func (s *ScriptLimiter) AbsoluteExpiries() []AbsoluteExpiry { return s.expiries }
+func (s *ScriptLimiter) AbsoluteExpiries() []vclock.AbsoluteExpiry { return s.expiries }
 
 // VirtualTimeErr says why a script that may read TIME could not be
 // rewritten for virtual time (ErrFunctionLibrary for "#!lua name=...", or
@@ -279,7 +280,7 @@ func (s *ScriptLimiter) Describe() string {
 // TakesCost when the templates or the predicate use {cost} (else only cost
 // 1 means anything to it); Resolution 1 ms for {now_ms}, 1 µs for {now_us}
 // or {now_s}, else the script's own TIME resolution (1 s when it reads only
-// TIME's seconds, 1 µs otherwise; see VirtualTimeScript.Resolution), zero
+// TIME's seconds, 1 µs otherwise; see vclock.Script.Resolution), zero
 // when no time is passed or read.
 func (s *ScriptLimiter) Capabilities() Capabilities {
 	c := Capabilities{InjectsTime: s.usesClock() || s.vt != nil, TakesCost: s.uses("cost") || s.allowed.Uses("cost"), UsesKeys: true}
@@ -346,7 +347,7 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 		return ScriptCall{}, err
 	}
 	v := s.values(key, cost)
-	c := ScriptCall{Script: s.script, Cost: cost}
+	c := ScriptCall{Script: s.script.run, Expiry: s.script.expiry, Cost: cost}
 	injected, virtual := at.Injected()
 	first := s.setup != nil && s.setup.first(key)
 	if s.usesClock() || (s.vt != nil || first && s.setup.vt != nil) && virtual {
@@ -371,11 +372,11 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	}
 	switch {
 	case first && s.setup.vt != nil && virtual:
-		c.Script, c.Args = s.setup.vtScript, s.setup.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.setup.vtScript.run, s.setup.vtScript.expiry, s.setup.vt.Args(v.Now, c.Args...)
 	case first:
-		c.Script = s.setup.script
+		c.Script, c.Expiry = s.setup.script.run, s.setup.script.expiry
 	case s.vt != nil && virtual:
-		c.Script, c.Args = s.vtScript, s.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.vtScript.run, s.vtScript.expiry, s.vt.Args(v.Now, c.Args...)
 	}
 	return c, nil
 }

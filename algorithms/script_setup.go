@@ -4,7 +4,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // A set-up script (ScriptConfig.Setup) runs once per key, before the
@@ -21,9 +21,9 @@ import (
 // first calls, rewritten for virtual time when it calls TIME, and the keys
 // that have had their first call.
 type setupScript struct {
-	script   *redis.Script
-	vt       *VirtualTimeScript
-	vtScript *redis.Script
+	script   luaScript
+	vt       *vclock.Script
+	vtScript luaScript
 	seen     sync.Map // request key -> struct{}
 }
 
@@ -31,10 +31,8 @@ type setupScript struct {
 func newSetupScript(main, setup string) *setupScript {
 	src := withSetup(main, setup)
 	s := &setupScript{script: newScript(src)}
-	if vt, err := WithVirtualTime(src); err == nil && vt.TimeCalls > 0 {
-		// registered with its source, as the limiter's own (ExpiryCall
-		// rewrites it for key expiry on the virtual clock)
-		s.vt, s.vtScript = &vt, registerScript(redis.NewScript(vt.Source), src, true)
+	if vt, err := vclock.Rewrite(src, vclock.Options{Time: true}); err == nil && vt.TimeCalls > 0 {
+		s.vt, s.vtScript = &vt, newTimeScript(vt, src)
 	}
 	return s
 }

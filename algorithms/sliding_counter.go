@@ -80,7 +80,7 @@ func (s *SlidingCounter) WriteCall(c *ScriptCall, key string, cost int64, at Clo
 	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: slidingCounterScript, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: slidingCounterScript.run, Expiry: slidingCounterScript.expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

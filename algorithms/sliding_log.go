@@ -68,7 +68,7 @@ func (s *SlidingLog) WriteCall(c *ScriptCall, key string, cost int64, at Clock) 
 	}
 	var buf [48]byte // salt and counter built on the stack: one allocation, the string
 	nonce := string(strconv.AppendUint(append(buf[:0], s.salt...), s.nonce.Add(1), 36))
-	*c = ScriptCall{Script: slidingLogScript, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg(), nonce), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: slidingLogScript.run, Expiry: slidingLogScript.expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg(), nonce), DecidedAt: at.decidedAt()}
 	return nil
 }
 
@@ -81,5 +81,5 @@ func (s *SlidingLog) Capabilities() Capabilities { return builtIn }
 // Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
 // them ahead of pipelines.
 func Scripts() []*redis.Script {
-	return []*redis.Script{slidingLogScript, fixedWindowScript, bucketedHashScript, reservoirScript, gcraScript, gcraVirtualScript, slidingCounterScript}
+	return []*redis.Script{slidingLogScript.run, fixedWindowScript.run, bucketedHashScript.run, reservoirScript.run, gcraScript.run, gcraVirtualScript.run, slidingCounterScript.run}
 }

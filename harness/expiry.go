@@ -16,7 +16,7 @@ import (
 // A virtual-time run decides a day of traffic in a second of real time, so
 // the TTLs the limiter gives its keys cannot run on the wall clock. Each
 // decision stays one script call: the limiter's script rewritten by
-// algorithms.ExpiryCall (see algorithms.WithVirtualExpiry), which in the
+// algorithms.ExpiryCall (see vclock.Rewrite), which in the
 // same call, before the limiter's code, removes the tracked keys of the
 // call's hash tag whose virtual deadline has passed (exactly as Redis
 // removes a key: gone once now_ms > its expiry time in ms) and gives the
@@ -30,7 +30,7 @@ import (
 // No MULTI: nothing runs between the emulation and the limiter because
 // they are one script. A limiter that never looks at a TTL (the built-in
 // ones) gets a lean form of the same emulation, which skips what it could
-// not see (algorithms.WithVirtualExpiry).
+// not see (vclock.ExpiryLean).
 //
 // Soundness: a key never vanishes earlier than Redis would remove it at
 // the virtual time (a TTL set by the script counts from Redis's live

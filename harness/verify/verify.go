@@ -33,6 +33,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // Defaults of the zero values of Config.
@@ -420,7 +421,7 @@ type study struct {
 	limit  limit.Limit
 	limits []limit.Limit
 	// absolute are the target's absolute key expiries (AbsoluteExpirer).
-	absolute []algorithms.AbsoluteExpiry
+	absolute []vclock.AbsoluteExpiry
 	// rdb holds the target's keys; nil for a target without Redis keys.
 	rdb redis.UniversalClient
 	// expiryClock: the target reads no clock, and runs in virtual time all
@@ -458,7 +459,7 @@ func (s *study) onExpiryClock() bool {
 // clock). Checked on the target with a type assertion; a limiter without
 // the method has none.
 type AbsoluteExpirer interface {
-	AbsoluteExpiries() []algorithms.AbsoluteExpiry
+	AbsoluteExpiries() []vclock.AbsoluteExpiry
 }
 
 // limitsDesc renders the limits checked: "20 per 1s", or several joined.

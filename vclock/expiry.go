@@ -1,24 +1,19 @@
-package algorithms
+package vclock
 
 import (
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Key expiry on the virtual clock, inside the call.
 //
-// WithVirtualExpiry rewrites a script (on top of WithVirtualTime's rewrite
+// Rewrite with Expiry rewrites a script (on top of the TIME rewrite
 // when the script reads TIME) so that one EVALSHA both decides and emulates
 // key expiry at the call's virtual time, the way Redis would expire keys on
 // a server whose clock read that time. The caller appends one key (the
 // companion hash of the call's hash tag, where the virtual deadlines live)
 // and three arguments (the tracked prefix, the virtual time in ms, the
-// safety TTL in ms: ExpiryCall); the script pops them, as it pops the virtual
+// safety TTL in ms: the expiry call); the script pops them, as it pops the virtual
 // time, so KEYS and ARGV read as without them. Line numbers are kept: the
 // prefix goes on the body's first line, the body runs as a function
 // (errors raised in it keep their text and line, measured on Redis 7.0.15:
@@ -26,7 +21,7 @@ import (
 // at chunk level or in a function), and the function's end and the suffix
 // go on a new last line.
 //
-// There are two forms. The lean one (virtual_expiry_lean.go) is taken when
+// There are two forms. The lean one (lean.go) is taken when
 // every call site of the script is a literal command that never looks at a
 // TTL (the built-in limiters: reads, writes, a plain PEXPIRE key ms): it
 // does less per call (no clock read, no TTL given back before the body)
@@ -134,7 +129,7 @@ var (
 	destCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "MOVE": true, "BITOP": true, "SORT": true}
 )
 
-// expiryPop pops ExpiryCall's key and arguments off KEYS and ARGV.
+// expiryPop pops the expiry call's key and arguments off KEYS and ARGV.
 var expiryPop = []string{
 	"local __ratelab_xc = KEYS[#KEYS]; KEYS[#KEYS] = nil;",
 	"local __ratelab_xs = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
@@ -143,12 +138,12 @@ var expiryPop = []string{
 	"if not (__ratelab_xc and __ratelab_xs and __ratelab_xv and __ratelab_xp) then return redis.error_reply('" + expiryArgsError + "') end;",
 }
 
-// expiryArgsError is the error reply of a call without ExpiryCall's key
+// expiryArgsError is the error reply of a call without the expiry call's key
 // and arguments.
 const expiryArgsError = "ERR ratelab key expiry: the last key must be the companion hash and the last three ARGV the tracked prefix, the virtual time (ms) and the safety TTL (ms)"
 
-// expiryPrefix is the one-line prefix of WithVirtualExpiry (withTime: the
-// script's TIME answers the virtual time too, as with WithVirtualTime;
+// expiryPrefix is the one-line prefix of the full expiry form (withTime: the
+// script's TIME answers the virtual time too, as with the TIME rewrite;
 // vararg: the body has "...", else its function takes no parameters, as
 // leanPrefix's).
 func expiryPrefix(withTime, vararg bool) string {
@@ -261,7 +256,7 @@ type edit struct {
 }
 
 // expiryEdits are the edits of literal call site c (command not TIME, on
-// one line) under WithVirtualExpiry; real is the real function's name.
+// one line) under the full expiry form; real is the real function's name.
 func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 	wrapper := xCall
 	if c.pcall {
@@ -335,102 +330,4 @@ func firstArg(toks []luaToken, c callSite) (first, last int, ok bool) {
 		}
 	}
 	return 0, 0, false
-}
-
-// WithVirtualExpiry rewrites src for key expiry on the virtual clock (see
-// the comment above), and with withTime also for virtual TIME as
-// WithVirtualTime does (the virtual time then comes before ExpiryCall's
-// arguments in ARGV). Errors as WithVirtualTime's.
-func WithVirtualExpiry(src string, withTime bool) (VirtualTimeScript, error) {
-	return rewrite(src, withTime, true, true)
-}
-
-// scriptSource is what a registered script was made from.
-type scriptSource struct {
-	src      string // the original source
-	withTime bool   // the script is src rewritten by WithVirtualTime
-	once     sync.Once
-	expiry   *redis.Script
-	err      error
-}
-
-// sources maps a registered script's SHA1 to its *scriptSource.
-var sources sync.Map
-
-// registerScript records that s runs src (withTime: src rewritten by
-// WithVirtualTime), so that ExpiryCall can rewrite calls of s.
-func registerScript(s *redis.Script, src string, withTime bool) *redis.Script {
-	sources.LoadOrStore(s.Hash(), &scriptSource{src: src, withTime: withTime})
-	return s
-}
-
-// newScript is redis.NewScript, registered for ExpiryCall.
-func newScript(src string) *redis.Script { return registerScript(redis.NewScript(src), src, false) }
-
-// ExpiryCall returns c rewritten to emulate key expiry at virtual time now
-// in the same call (see WithVirtualExpiry): its script rewritten, the
-// companion hash appended to its keys and tracked (the prefix of the keys
-// to track: the call's tagged key), now (in ms) and safety (the real TTL
-// every tracked key and the companion keep after the call, rounded down to
-// the ms; at least 1 ms) appended to its arguments. c's own slices are not
-// changed. The companion must hash to the slot of c's keys (same hash tag).
-// Errors: c's script was not made by this package (a limiter of another
-// package: only scripts of the algorithms and ScriptLimiter are known), or
-// its source cannot be rewritten (a function library). Safe for concurrent
-// use; each script is rewritten once.
-func ExpiryCall(c ScriptCall, tracked, companion string, now time.Time, safety time.Duration) (ScriptCall, error) {
-	var out ScriptCall
-	if err := NewExpiryTag(tracked, companion).Rewrite(&out, c, now, safety); err != nil {
-		return ScriptCall{}, err
-	}
-	return out, nil
-}
-
-// ExpiryTag is what ExpiryCall appends for one hash tag: the tracked
-// prefix and the companion hash, boxed as a call argument once, so that the
-// calls of one tag rewritten by Rewrite allocate neither again. The zero
-// ExpiryTag tracks "" (every key) with the companion "": build one with
-// NewExpiryTag. Safe for concurrent use (it is never changed).
-type ExpiryTag struct {
-	tracked   any // the tracked prefix, a string
-	companion string
-}
-
-// NewExpiryTag returns the ExpiryTag of tracked (the prefix of the keys to
-// track) and companion (the hash of their virtual deadlines), as
-// ExpiryCall takes them.
-func NewExpiryTag(tracked, companion string) ExpiryTag {
-	return ExpiryTag{tracked: tracked, companion: companion}
-}
-
-// Rewrite writes c rewritten as ExpiryCall rewrites it (t's tracked
-// prefix and companion, now and safety) over *dst: dst's Keys and Args are
-// reused (overwritten from index 0, grown when too short), so a caller that
-// keeps dst from one call to the next allocates only the boxed now and
-// safety. c's slices are only read; they must not be dst's own. Errors as
-// ExpiryCall's (dst is then left as it was).
-func (t ExpiryTag) Rewrite(dst *ScriptCall, c ScriptCall, now time.Time, safety time.Duration) error {
-	v, ok := sources.Load(c.Script.Hash())
-	if !ok {
-		return fmt.Errorf("virtual key expiry: script %s is not one of ratelab's (its source is unknown)", c.Script.Hash())
-	}
-	ss := v.(*scriptSource)
-	ss.once.Do(func() {
-		vt, err := WithVirtualExpiry(ss.src, ss.withTime)
-		if err != nil {
-			ss.err = fmt.Errorf("virtual key expiry: %w", err)
-			return
-		}
-		ss.expiry = redis.NewScript(vt.Source)
-	})
-	if ss.err != nil {
-		return ss.err
-	}
-	keys := append(append(dst.Keys[:0], c.Keys...), t.companion)
-	// the times as integers: written in decimal, as strings would be, for
-	// one small allocation each instead of two
-	args := append(append(dst.Args[:0], c.Args...), t.tracked, now.UnixMilli(), max(safety.Milliseconds(), 1))
-	*dst = c
-	dst.Script, dst.Keys, dst.Args = ss.expiry, keys, args
-	return nil
 }

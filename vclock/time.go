@@ -1,4 +1,4 @@
-package algorithms
+package vclock
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 
 // Virtual time for scripts that read Redis TIME.
 //
-// WithVirtualTime rewrites a script so that redis.call('TIME') and
+// Rewrite (Options.Time) rewrites a script so that redis.call('TIME') and
 // redis.pcall('TIME') answer a time the caller passes as an extra, trailing
 // ARGV, and every other command still runs on the real server. The rewrite
 // is one line of Lua put in front of the script's first code line (after a
@@ -20,7 +20,7 @@ import (
 //	local <vt> = ARGV[#ARGV]; ARGV[#ARGV] = nil; ...
 //	local redis = setmetatable({call = <wrapper>, pcall = <wrapper>}, {__index = redis}); <user's line>
 //
-// Measured on Redis 7.0.15 (tests in virtual_time_test.go):
+// Measured on Redis 7.0.15 (tests in time_test.go):
 //   - TIME inside a script answers a Lua table of two strings, {"1795424251",
 //     "312450"} (seconds, microseconds, no leading zeros); the rewrite answers
 //     the same shape, a fresh table per call.
@@ -41,12 +41,12 @@ import (
 // Function libraries ("#!lua name=...", FUNCTION LOAD) are not rewritten:
 // their functions take arguments per FCALL, not from a chunk-level ARGV.
 
-// VirtualTimeScript is a script rewritten by WithVirtualTime, with what a
+// Script is a script rewritten by Rewrite, with what a
 // static scan of the original found about its clock.
-type VirtualTimeScript struct {
+type Script struct {
 	// Source is the rewritten script: EVAL it, or SCRIPT LOAD it and EVALSHA
 	// its own SHA1 (it is a different script from the original), with
-	// VirtualTimeArg appended as the last ARGV (see Args).
+	// TimeArg appended as the last ARGV (see Args).
 	Source string
 	// TimeCalls counts call sites redis.call/redis.pcall whose command is
 	// the string literal TIME (any case). Zero with DynamicCalls zero means
@@ -65,13 +65,13 @@ type VirtualTimeScript struct {
 	// the source, not an execution.
 	Resolution time.Duration
 	// AbsoluteExpiries are the absolute-expiry commands and options found
-	// (see FindAbsoluteExpiries). Under WithVirtualTime alone each of them
+	// (see FindAbsoluteExpiries). Under the TIME rewrite alone each of them
 	// compares the virtual clock with Redis's real one (keys vanish early or
-	// late); WithVirtualExpiry maps them between the clocks.
+	// late); Options.Expiry maps them between the clocks.
 	AbsoluteExpiries []AbsoluteExpiry
 }
 
-// ErrFunctionLibrary is returned by WithVirtualTime for a FUNCTION LOAD
+// ErrFunctionLibrary is returned by Rewrite for a FUNCTION LOAD
 // library ("#!lua name=..."), which it cannot rewrite.
 var ErrFunctionLibrary = errors.New("virtual time: function libraries (#!lua name=...) are not supported, only EVAL scripts")
 
@@ -87,7 +87,7 @@ const (
 
 // virtualTimePrefix is the Lua put in front of the script's first code line.
 // It has no newline. It pops the virtual time (integer µs, at least 7
-// digits: VirtualTimeArg) off ARGV, splits it into the strings TIME answers,
+// digits: TimeArg) off ARGV, splits it into the strings TIME answers,
 // and shadows the global redis with a table whose call and pcall answer TIME
 // and pass everything else to the real functions. Inside the wrapper
 // functions `redis` is still the global: the local is in scope only after
@@ -109,12 +109,12 @@ var vtPop = []string{
 	vtSec + " = (string.gsub(" + vtSec + ", '^0+(%d)', '%1')); " + vtUsec + " = (string.gsub(" + vtUsec + ", '^0+(%d)', '%1'));",
 }
 
-// VirtualTimeArg formats t as the trailing ARGV of a rewritten script:
+// TimeArg formats t as the trailing ARGV of a rewritten script:
 // integer microseconds since the Unix epoch (t truncated to the µs),
 // zero-padded to at least 7 digits so that the seconds part is never empty
 // ("0000001" is 1 µs after the epoch). A time before the epoch gives a
 // negative number, which the script rejects with an error reply.
-func VirtualTimeArg(t time.Time) string {
+func TimeArg(t time.Time) string {
 	us := t.UnixMicro()
 	if us < 0 {
 		return strconv.FormatInt(us, 10)
@@ -122,43 +122,70 @@ func VirtualTimeArg(t time.Time) string {
 	return fmt.Sprintf("%07d", us)
 }
 
-// Args returns a new slice: args followed by VirtualTimeArg(now), the ARGV
+// Args returns a new slice: args followed by TimeArg(now), the ARGV
 // of one call of s.Source at virtual time now.
-func (s VirtualTimeScript) Args(now time.Time, args ...any) []any {
+func (s Script) Args(now time.Time, args ...any) []any {
 	out := make([]any, 0, len(args)+1)
-	return append(append(out, args...), VirtualTimeArg(now))
+	return append(append(out, args...), TimeArg(now))
 }
 
-// WithVirtualTime rewrites src, the source of a Lua script for EVAL, so that
-// its TIME calls answer virtual time (see the package comment above
-// VirtualTimeScript for the technique and what was measured). The rewritten
-// script must be called with one more ARGV than the original, the virtual
-// time last (VirtualTimeScript.Args); the script removes it from ARGV before
-// the user's code runs, so #ARGV and ARGV[#ARGV] mean what they meant.
+// Expiry selects Rewrite's emulation of key expiry on the virtual clock.
+// The zero value is NoExpiry.
+type Expiry int
+
+const (
+	// NoExpiry: keys expire on Redis's own clock.
+	NoExpiry Expiry = iota
+	// ExpiryLean: the lean form when every call site of the body allows
+	// it (see lean.go), else the full one. What ratelab sends.
+	ExpiryLean
+	// ExpiryFull: the full form (see expiry.go) for every script.
+	ExpiryFull
+)
+
+// Options says what Rewrite emits. Without Expiry, Time is implied: the
+// zero Options is the TIME rewrite alone.
+type Options struct {
+	// Time: TIME answers the virtual time passed as the last ARGV
+	// (Script.Args).
+	Time bool
+	// Expiry: keys of the tracked prefix expire on the virtual clock; the
+	// call takes the companion key and three more ARGV (after the time
+	// when Time is set).
+	Expiry Expiry
+}
+
+// Rewrite rewrites src, the source of a Lua script for EVAL, as o asks:
+// with o.Time its TIME calls answer virtual time (see the comment above
+// Script for the technique and what was measured), with o.Expiry its keys
+// expire on the virtual clock (see expiry.go). The rewritten script must be
+// called with the extra ARGV (and key) o asks for, last; the script removes
+// them before the user's code runs, so #KEYS, #ARGV and ARGV[#ARGV] mean
+// what they meant.
 //
 // It fails on a function library shebang (ErrFunctionLibrary) and on an
 // unterminated string or long comment (the script would not compile).
-func WithVirtualTime(src string) (VirtualTimeScript, error) {
-	return rewrite(src, true, false, false)
-}
-
-// rewrite is WithVirtualTime (withTime) and WithVirtualExpiry (expiry,
-// with or without time; leanOK: in the lean form when the body allows it,
-// else always the full one): one prefix on the body's first line, the
+// Safe for concurrent use.
+//
+// The emitter is one for every option: one prefix on the body's first
+// line (the TIME rewrite's, or the full or lean expiry form's), the
 // literal call sites rewritten in place, and with expiry the body wrapped
-// in a function whose end and the emulation's suffix go on a new last line.
-func rewrite(src string, withTime, expiry, leanOK bool) (VirtualTimeScript, error) {
+// in a function whose end and the form's suffix go on a new last line.
+func Rewrite(src string, o Options) (Script, error) {
+	withTime := o.Time || o.Expiry == NoExpiry
+	expiry := o.Expiry != NoExpiry
+	leanOK := o.Expiry == ExpiryLean
 	if isFunctionLibrary(src) {
-		return VirtualTimeScript{}, ErrFunctionLibrary
+		return Script{}, ErrFunctionLibrary
 	}
 	bodyAt := shebangEnd(src)
 	body := src[bodyAt:]
 	toks, err := luaLex(body, 1+strings.Count(src[:bodyAt], "\n"))
 	if err != nil {
-		return VirtualTimeScript{}, err
+		return Script{}, err
 	}
 	sites := callSites(toks)
-	out := VirtualTimeScript{AbsoluteExpiries: absoluteExpiries(toks, sites)}
+	out := Script{AbsoluteExpiries: absoluteExpiries(toks, sites)}
 
 	lean := expiry && leanOK && leanExpiry(body, toks, sites)
 	var edits []edit
@@ -277,8 +304,8 @@ func (a AbsoluteExpiry) String() string {
 // FindAbsoluteExpiries scans src for absolute expiries: the commands
 // EXPIREAT and PEXPIREAT, and the options EXAT and PXAT (SET, GETEX) and
 // ABSTTL (RESTORE), as string literals outside comments, in source order.
-// Under WithVirtualTime alone these compare the virtual clock with Redis's
-// real one (WithVirtualExpiry maps them between the clocks). Relative
+// Under the TIME rewrite alone these compare the virtual clock with Redis's
+// real one (Options.Expiry maps them between the clocks). Relative
 // expiries (EXPIRE, PEXPIRE, SET EX/PX) are not listed. An unlexable script
 // gives the error.
 func FindAbsoluteExpiries(src string) ([]AbsoluteExpiry, error) {
@@ -380,7 +407,7 @@ func closing(toks []luaToken, open int) int {
 	return -1
 }
 
-// timeResolution implements VirtualTimeScript.Resolution's heuristic.
+// timeResolution implements Script.Resolution's heuristic.
 func timeResolution(toks []luaToken, sites []callSite, dynamic int) time.Duration {
 	res := time.Duration(0)
 	for _, c := range sites {

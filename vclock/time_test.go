@@ -1,4 +1,4 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"context"
@@ -10,26 +10,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/vclock"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratelab/ratelab/algorithms"
 )
 
 // vt0 is a virtual instant far from the real clock, with a µs part that has
 // leading zeros (TIME answers "123", not "000123").
 var vt0 = time.Date(2031, 3, 4, 5, 6, 7, 123_000, time.UTC)
 
-func rewrite(t *testing.T, src string) algorithms.VirtualTimeScript {
+func rewrite(t *testing.T, src string) vclock.Script {
 	t.Helper()
-	vt, err := algorithms.WithVirtualTime(src)
+	vt, err := vclock.Rewrite(src, vclock.Options{Time: true})
 	if err != nil {
-		t.Fatalf("WithVirtualTime: %v", err)
+		t.Fatalf("Rewrite: %v", err)
 	}
 	return vt
 }
 
 // evalAt runs the rewritten script at virtual time now.
-func evalAt(t *testing.T, vt algorithms.VirtualTimeScript, now time.Time, keys []string, args ...any) (any, error) {
+func evalAt(t *testing.T, vt vclock.Script, now time.Time, keys []string, args ...any) (any, error) {
 	t.Helper()
 	return srv.Client().Eval(t.Context(), vt.Source, keys, vt.Args(now, args...)...).Result()
 }
@@ -177,7 +176,7 @@ func TestVirtualTimeShebang(t *testing.T) {
 	if _, err := evalAt(t, rewrite(t, "#!lua"), vt0, nil); err != nil && !errors.Is(err, redis.Nil) {
 		t.Errorf("bare shebang: %v", err)
 	}
-	if _, err := algorithms.WithVirtualTime("#!lua name=mylib\nredis.register_function('f', function() return 1 end)"); !errors.Is(err, algorithms.ErrFunctionLibrary) {
+	if _, err := vclock.Rewrite("#!lua name=mylib\nredis.register_function('f', function() return 1 end)", vclock.Options{Time: true}); !errors.Is(err, vclock.ErrFunctionLibrary) {
 		t.Errorf("function library: got %v, want ErrFunctionLibrary", err)
 	}
 }
@@ -329,7 +328,7 @@ func TestVirtualTimeScan(t *testing.T) {
 		{"not the redis global", "local x = {redis = {}}; x.redis.call('TIME')", 0, 0, 0, ""},
 	}
 	for _, c := range cases {
-		vt, err := algorithms.WithVirtualTime(c.src)
+		vt, err := vclock.Rewrite(c.src, vclock.Options{Time: true})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -341,16 +340,16 @@ func TestVirtualTimeScan(t *testing.T) {
 			t.Errorf("%s: got resolution %v, TIME calls %d, dynamic %d, absolute %q; want %v, %d, %d, %q",
 				c.name, vt.Resolution, vt.TimeCalls, vt.DynamicCalls, strings.Join(abs, "; "), c.res, c.time, c.dynamic, c.absolute)
 		}
-		found, err := algorithms.FindAbsoluteExpiries(c.src)
+		found, err := vclock.FindAbsoluteExpiries(c.src)
 		if err != nil || fmt.Sprint(found) != fmt.Sprint(vt.AbsoluteExpiries) {
-			t.Errorf("%s: FindAbsoluteExpiries %v, %v; WithVirtualTime %v", c.name, found, err, vt.AbsoluteExpiries)
+			t.Errorf("%s: FindAbsoluteExpiries %v, %v; Rewrite %v", c.name, found, err, vt.AbsoluteExpiries)
 		}
 		if strings.Count(vt.Source, "\n") != strings.Count(c.src, "\n") {
 			t.Errorf("%s: the rewrite changed the number of lines", c.name)
 		}
 	}
 	for _, bad := range []string{"return 'abc", "--[[ open", "return [==[ x ]]"} {
-		if _, err := algorithms.WithVirtualTime(bad); err == nil {
+		if _, err := vclock.Rewrite(bad, vclock.Options{Time: true}); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -366,7 +365,7 @@ func TestVirtualTimeArg(t *testing.T) {
 		{time.Unix(1795424251, 312450999), "1795424251312450"}, // truncated to µs
 		{time.Unix(-1, 0), "-1000000"},
 	} {
-		if got := algorithms.VirtualTimeArg(c.t); got != c.want {
+		if got := vclock.TimeArg(c.t); got != c.want {
 			t.Errorf("VirtualTimeArg(%v) = %q, want %q", c.t, got, c.want)
 		}
 	}
@@ -378,8 +377,8 @@ func TestVirtualTimeArg(t *testing.T) {
 
 // A script that reads Redis TIME, run at a virtual instant: the rewritten
 // script takes the time as one more, last ARGV.
-func ExampleWithVirtualTime() {
-	vt, err := algorithms.WithVirtualTime("local t = redis.call('TIME')\nreturn {t[1], t[2], #ARGV}")
+func ExampleRewrite() {
+	vt, err := vclock.Rewrite("local t = redis.call('TIME')\nreturn {t[1], t[2], #ARGV}", vclock.Options{Time: true})
 	if err != nil {
 		panic(err)
 	}

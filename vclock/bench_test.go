@@ -1,15 +1,19 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
 )
+
+// benchRun numbers the benchmark runs, for keys of their own.
+var benchRun atomic.Int64
 
 // BenchmarkExpiryRedisCPU measures what key expiry on the virtual clock
 // costs Redis: the server's CPU per decision (INFO cpu's used_cpu_user +
@@ -25,7 +29,7 @@ import (
 // expiry-µs/decision and their ratio x (expiry over plain); ns/op is the
 // wall time of one decision of each.
 //
-//	go test -run '^$' -bench ExpiryRedisCPU -benchtime 20000x ./algorithms/
+//	go test -run '^$' -bench ExpiryRedisCPU -benchtime 20000x ./vclock/
 func BenchmarkExpiryRedisCPU(b *testing.B) {
 	const (
 		batch   = 256

@@ -1,4 +1,4 @@
-package algorithms_test
+package vclock_test
 
 import (
 	"fmt"
@@ -9,19 +9,20 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
-// xcall runs src rewritten by WithVirtualExpiry at virtual time now, on
+// xcall runs src rewritten by vclock.Rewrite with expiry at virtual time now, on
 // key (tracked: its prefix), with companion comp, as ExpiryCall would send
 // it (safety 1 h).
 func xcall(t *testing.T, src string, withTime bool, now time.Time, key, comp string, args ...any) (any, error) {
 	t.Helper()
-	x, err := algorithms.WithVirtualExpiry(src, withTime)
+	x, err := vclock.Rewrite(src, vclock.Options{Time: withTime, Expiry: vclock.ExpiryLean})
 	if err != nil {
-		t.Fatalf("WithVirtualExpiry: %v", err)
+		t.Fatalf("Rewrite: %v", err)
 	}
 	if withTime {
-		args = append(args, algorithms.VirtualTimeArg(now))
+		args = append(args, vclock.TimeArg(now))
 	}
 	args = append(args, key, strconv.FormatInt(now.UnixMilli(), 10), "3600000")
 	return srv.Client().Eval(t.Context(), x.Source, []string{key, comp}, args...).Result()
@@ -44,7 +45,7 @@ func TestVirtualExpiryKeepsLines(t *testing.T) {
 		for _, shebang := range []string{"", "#!lua\n"} {
 			for _, withTime := range []bool{false, true} {
 				src := shebang + body
-				x, err := algorithms.WithVirtualExpiry(src, withTime)
+				x, err := vclock.Rewrite(src, vclock.Options{Time: withTime, Expiry: vclock.ExpiryLean})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -71,7 +72,8 @@ func TestVirtualExpiryKeepsLines(t *testing.T) {
 // Redis 7.0 does not freeze its clock inside a script, so a TTL set in a
 // call may count from a ms after the call's start (late, never early) and
 // a PTTL read a ms after the call's start: numbers in ms are compared
-// within 1 ms, and a key is checked gone 2 ms after its deadline.
+// within a ms early and a few late (within1), and a key is checked gone
+// 2 ms after its deadline.
 func TestVirtualExpiryTTL(t *testing.T) {
 	key := srv.Key(t)
 	comp := key + "~vt"
@@ -145,18 +147,19 @@ func TestVirtualExpiryTTL(t *testing.T) {
 	}
 }
 
-// within1 reports got == want, or both integers of at least 2 digits (ms)
-// at most 1 apart.
+// within1 reports got == want, or both integers (ms) where got is at most
+// 1 early and at most 5 late: a TTL counts from Redis's clock when the
+// call's command ran, which can be a few ms after the call's start on a
+// loaded machine (late, never early: 2 ms was seen at load 15), and a
+// PTTL read back a ms later may read a ms less. On small figures (a TTL
+// about to end) nothing early is taken.
 func within1(got, want string) bool {
 	if got == want {
 		return true
 	}
 	g, err1 := strconv.Atoi(got)
 	w, err2 := strconv.Atoi(want)
-	// a ms either way on large figures; on small ones (a TTL about to end)
-	// only late by a ms, never early: Redis's clock may tick between the
-	// emulation's writing a TTL and reading it back (seen once in 31 runs)
-	if err1 != nil || err2 != nil || g-w > 1 {
+	if err1 != nil || err2 != nil || g-w > 5 {
 		return false
 	}
 	return w-g <= 1 && (w >= 10 || g >= w)

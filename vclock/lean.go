@@ -1,11 +1,11 @@
-package algorithms
+package vclock
 
 import (
 	"strconv"
 	"strings"
 )
 
-// The lean form of WithVirtualExpiry (see the comment in virtual_expiry.go).
+// The lean form of the expiry emulation (see the comment in expiry.go).
 //
 // Most limiters never look at a TTL: they read and write their keys and end
 // with a plain PEXPIRE key ms. For a script whose every redis.call and
@@ -56,7 +56,7 @@ import (
 // answered 0 and it was dropped), a key of KEYS the body did not touch
 // and the companion does not track is left as it is, and a body that
 // raises an error leaves every key as it was (the full form has made keys
-// without deadline persistent by then). ExpiryCall's key and arguments are
+// without deadline persistent by then). the expiry call's key and arguments are
 // taken off KEYS and ARGV only when the body could see them: when it reads
 // KEYS and ARGV otherwise than as KEYS[n] and ARGV[n], or past the call's
 // own.
@@ -301,7 +301,7 @@ func init() {
 //
 // maxKey and maxArg are the highest KEYS and ARGV indexes the body reads
 // when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
-// ExpiryCall's key and arguments are then taken off only when the call
+// the expiry call's key and arguments are then taken off only when the call
 // has fewer keys or arguments than that (else the body cannot see them).
 //
 // vararg reports whether the body has "..." anywhere: else its function
