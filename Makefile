@@ -31,7 +31,7 @@ TEST_TIMEOUT ?= 30m
 # internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code.
 RACE_PKGS := ./algorithms/clientside ./harness ./harness/bench ./harness/busy ./harness/capacity ./harness/demo/live \
   ./harness/evict ./harness/leftovers ./harness/localredis ./harness/replay ./harness/server ./harness/verify \
-  ./internal/progress ./reports
+  ./internal/progress ./reports/plots
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +36,7 @@ func WriteBench(w io.Writer, format Format, r *measure.BenchResults) error {
 var benchDrop = map[string]int{"clients": 3, "pipeline": 4, "p99.9 µs": 9, "max µs": 8, "server µs/call": 5,
 	"server CPU": 7, "client CPU": 6, "allowed": 2, "its client CPU": 10}
 
-func benchCompared(r *measure.BenchResults) bool {
+func BenchCompared(r *measure.BenchResults) bool {
 	for _, row := range r.Results {
 		if row.RedisBenchmarkPerS > 0 {
 			return true
@@ -59,7 +57,7 @@ func writeBenchText(w io.Writer, r *measure.BenchResults, markdown, wide bool) e
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	compared := benchCompared(r)
+	compared := BenchCompared(r)
 	header, rows := benchTable(r, escape)
 	align := []tw.Align{tw.AlignLeft, tw.AlignLeft}
 	for range len(header) - 2 {
@@ -109,7 +107,7 @@ func writeIn[T any](w io.Writer, format Format, text func(w io.Writer, markdown 
 	case Table, Wide, Markdown:
 		err = text(w, format == Markdown)
 	case JSON:
-		err = writeIndentedJSON(w, v)
+		err = WriteJSON(w, v)
 	case CSV:
 		err = writeRowsCSV(w, rows)
 	default:
@@ -123,7 +121,7 @@ func writeIn[T any](w io.Writer, format Format, text func(w io.Writer, markdown 
 
 // benchTable is the bench table's header and rows, cells escaped by escape.
 func benchTable(r *measure.BenchResults, escape func(string) string) (header []any, rows [][]string) {
-	compared := benchCompared(r)
+	compared := BenchCompared(r)
 	header = []any{"algorithm", "path", "clients", "pipeline", "decisions/s", "p50 µs", "p99 µs", "p99.9 µs", "max µs",
 		"server µs/call", "server CPU", "client CPU", "allowed", "errors"}
 	if compared {
@@ -133,18 +131,18 @@ func benchTable(r *measure.BenchResults, escape func(string) string) (header []a
 		cells := []string{
 			escape(row.Algorithm), escape(row.Path),
 			strconv.Itoa(row.Clients), strconv.Itoa(row.Pipeline),
-			formatFixed(row.DecisionsPerS, 0),
+			FormatFixed(row.DecisionsPerS, 0),
 			strconv.FormatInt(row.P50US, 10), strconv.FormatInt(row.P99US, 10),
 			strconv.FormatInt(row.P999US, 10), strconv.FormatInt(row.MaxUS, 10),
-			formatFixed(row.ServerUSPerCall, 2),
-			formatFixed(row.ServerCPUPct, 0) + "%",
-			formatFixed(row.ClientCPUPct, 0) + "%",
+			FormatFixed(row.ServerUSPerCall, 2),
+			FormatFixed(row.ServerCPUPct, 0) + "%",
+			FormatFixed(row.ClientCPUPct, 0) + "%",
 			formatPct(row.Allowed, row.Decisions),
 			strconv.FormatInt(row.Errors, 10),
 		}
 		if compared {
 			if row.RedisBenchmarkPerS > 0 {
-				cells = append(cells, formatFixed(row.RedisBenchmarkPerS, 0), formatFixed(row.RedisBenchmarkClientCPUPct, 0)+"%", formatFixed(row.VsRedisBenchmark, 2))
+				cells = append(cells, FormatFixed(row.RedisBenchmarkPerS, 0), FormatFixed(row.RedisBenchmarkClientCPUPct, 0)+"%", FormatFixed(row.VsRedisBenchmark, 2))
 			} else {
 				cells = append(cells, "", "", "")
 			}
@@ -161,7 +159,7 @@ func WriteBenchHTML(w io.Writer, r *measure.BenchResults, figures []Figure) erro
 		return fmt.Errorf("reports: no bench results to write")
 	}
 	c := r.Config
-	doc := HTMLDoc{Title: "ratelab bench report", Figures: figures, Notes: benchNotes(r, benchCompared(r))}
+	doc := HTMLDoc{Title: "ratelab bench report", Figures: figures, Notes: benchNotes(r, BenchCompared(r))}
 	if !r.Complete {
 		doc.Incomplete = incompleteText(r.Error)
 	}
@@ -191,7 +189,7 @@ func formatPct(part, whole int64) string {
 	if whole == 0 {
 		return "n/a"
 	}
-	return formatFixed(100*float64(part)/float64(whole), 1) + "%"
+	return FormatFixed(100*float64(part)/float64(whole), 1) + "%"
 }
 
 // benchNotes are the sentences under the bench table.
@@ -199,7 +197,7 @@ func benchNotes(r *measure.BenchResults, compared bool) []string {
 	c := r.Config
 	load := "closed loop (each client sends its next pipeline when the replies are in)"
 	if c.RatePerS > 0 {
-		load = fmt.Sprintf("paced at %s decisions/s; latencies corrected for coordinated omission", formatFixed(c.RatePerS, 0))
+		load = fmt.Sprintf("paced at %s decisions/s; latencies corrected for coordinated omission", FormatFixed(c.RatePerS, 0))
 	}
 	notes := []string{
 		fmt.Sprintf("limit %d per %s; allow path: %d keys picked at random; deny path: one hot key at its limit; scripts read Redis TIME; %s",
@@ -225,98 +223,8 @@ func procsDesc(p int) string {
 	return strconv.Itoa(p)
 }
 
-// WriteBenchDir writes a bench run directory: results.json, one latency
-// CDF plot per path (latency-<path>.png and .svg), throughput.png and .svg,
-// and report.md with the table, every run, and the plots.
-func WriteBenchDir(dir string, r *measure.BenchResults) error {
-	if r == nil {
-		return fmt.Errorf("reports: no bench results to write")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	file := func(name string) string { return filepath.Join(dir, name) }
-	if err := writeFile(file("results.json"), func(w io.Writer) error { return writeIndentedJSON(w, r) }); err != nil {
-		return err
-	}
-	var plots []string
-	for _, path := range benchPaths(r) {
-		if !pathHasCDF(r, path) {
-			continue
-		}
-		base := "latency-" + fileSafe(path)
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotLatencyCDF(r, path, file(base+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, base+".png")
-	}
-	if len(r.Results) > 0 {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotThroughput(r, file("throughput"+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, "throughput.png")
-	}
-	figs, err := readFigures(dir, plots)
-	if err != nil {
-		return err
-	}
-	if err := writeFile(file("report.html"), func(w io.Writer) error { return WriteBenchHTML(w, r, figs) }); err != nil {
-		return err
-	}
-	return writeFile(file("report.md"), func(w io.Writer) error {
-		var b bytes.Buffer
-		c := r.Config
-		b.WriteString("# ratelab bench report\n\n")
-		items := []string{
-			"algorithms: " + orNone(codeList(c.Algorithms)),
-			"paths: " + orNone(codeList(c.Paths)),
-			fmt.Sprintf("limit: %d per %s", c.Limit, formatWindow(c.WindowMS)),
-			fmt.Sprintf("clients: %d, pipeline: %d, allow-path keys: %d", c.Clients, c.Pipeline, c.Keys),
-			fmt.Sprintf("first run: %s; rounds: %d; client GOMAXPROCS: %s", formatWindow(c.DurationMS), c.Rounds, procsDesc(c.Procs)),
-		}
-		if c.RedisBenchmark != "" {
-			items = append(items, "redis-benchmark: "+code(c.RedisBenchmark))
-		}
-		items = append(items, "key prefix: "+orNone(code(c.Prefix)))
-		writeRunHeader(&b, r.Header, items)
-		b.WriteString("\n## Throughput and latency\n\n")
-		if err := writeBenchText(&b, r, true, false); err != nil {
-			return err
-		}
-		if len(r.Results) > 0 {
-			b.WriteString("\n## Runs\n\n")
-			var rows [][]string
-			for _, row := range r.Results {
-				for i, run := range row.Runs {
-					rows = append(rows, []string{escapeMarkdown(row.Algorithm), escapeMarkdown(row.Path), strconv.Itoa(i + 1),
-						escapeMarkdown(run.Tool), strconv.FormatInt(run.Decisions, 10), formatFixed(run.Seconds, 2),
-						formatFixed(run.PerS, 0), strconv.FormatInt(run.P50US, 10), strconv.FormatInt(run.P99US, 10),
-						formatFixed(run.ServerUSPerCall, 2), formatFixed(run.ServerCPUPct, 0) + "%", formatFixed(run.ClientCPUPct, 0) + "%"})
-				}
-			}
-			header := []any{"algorithm", "path", "run", "tool", "decisions", "seconds", "decisions/s", "p50 µs", "p99 µs", "server µs/call", "server CPU", "client CPU"}
-			align := []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft}
-			for range 8 {
-				align = append(align, tw.AlignRight)
-			}
-			var tb strings.Builder
-			if err := renderAny(&tb, renderer.NewMarkdown(), header, align, rows); err != nil {
-				return err
-			}
-			b.WriteString(tb.String())
-		}
-		writePlotLinks(&b, plots)
-		_, err := w.Write(append(bytes.TrimRight(b.Bytes(), "\n"), '\n'))
-		return err
-	})
-}
-
-// benchPaths lists the paths of r's rows in first-appearance order.
-func benchPaths(r *measure.BenchResults) []string {
+// BenchPaths lists the paths of r's rows in first-appearance order.
+func BenchPaths(r *measure.BenchResults) []string {
 	var out []string
 	for _, row := range r.Results {
 		found := false
@@ -330,11 +238,53 @@ func benchPaths(r *measure.BenchResults) []string {
 	return out
 }
 
-func pathHasCDF(r *measure.BenchResults, path string) bool {
-	for _, row := range r.Results {
-		if row.Path == path && len(row.CDF) > 0 {
-			return true
-		}
+// WriteBenchReport writes report.md of a bench run to w: its configuration
+// and Redis, the throughput and latency table, every run, and a Markdown
+// image for each of plots (PNG names relative to the report's directory).
+// Errors come from w.
+func WriteBenchReport(w io.Writer, r *measure.BenchResults, plots []string) error {
+	var b bytes.Buffer
+	c := r.Config
+	b.WriteString("# ratelab bench report\n\n")
+	items := []string{
+		"algorithms: " + orNone(codeList(c.Algorithms)),
+		"paths: " + orNone(codeList(c.Paths)),
+		fmt.Sprintf("limit: %d per %s", c.Limit, formatWindow(c.WindowMS)),
+		fmt.Sprintf("clients: %d, pipeline: %d, allow-path keys: %d", c.Clients, c.Pipeline, c.Keys),
+		fmt.Sprintf("first run: %s; rounds: %d; client GOMAXPROCS: %s", formatWindow(c.DurationMS), c.Rounds, procsDesc(c.Procs)),
 	}
-	return false
+	if c.RedisBenchmark != "" {
+		items = append(items, "redis-benchmark: "+code(c.RedisBenchmark))
+	}
+	items = append(items, "key prefix: "+orNone(code(c.Prefix)))
+	writeRunHeader(&b, r.Header, items)
+	b.WriteString("\n## Throughput and latency\n\n")
+	if err := writeBenchText(&b, r, true, false); err != nil {
+		return err
+	}
+	if len(r.Results) > 0 {
+		b.WriteString("\n## Runs\n\n")
+		var rows [][]string
+		for _, row := range r.Results {
+			for i, run := range row.Runs {
+				rows = append(rows, []string{escapeMarkdown(row.Algorithm), escapeMarkdown(row.Path), strconv.Itoa(i + 1),
+					escapeMarkdown(run.Tool), strconv.FormatInt(run.Decisions, 10), FormatFixed(run.Seconds, 2),
+					FormatFixed(run.PerS, 0), strconv.FormatInt(run.P50US, 10), strconv.FormatInt(run.P99US, 10),
+					FormatFixed(run.ServerUSPerCall, 2), FormatFixed(run.ServerCPUPct, 0) + "%", FormatFixed(run.ClientCPUPct, 0) + "%"})
+			}
+		}
+		header := []any{"algorithm", "path", "run", "tool", "decisions", "seconds", "decisions/s", "p50 µs", "p99 µs", "server µs/call", "server CPU", "client CPU"}
+		align := []tw.Align{tw.AlignLeft, tw.AlignLeft, tw.AlignRight, tw.AlignLeft}
+		for range 8 {
+			align = append(align, tw.AlignRight)
+		}
+		var tb strings.Builder
+		if err := renderAny(&tb, renderer.NewMarkdown(), header, align, rows); err != nil {
+			return err
+		}
+		b.WriteString(tb.String())
+	}
+	writePlotLinks(&b, plots)
+	_, err := w.Write(append(bytes.TrimRight(b.Bytes(), "\n"), '\n'))
+	return err
 }

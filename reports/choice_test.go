@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/ratelab/ratelab/reports/reportstest"
+
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -11,7 +13,7 @@ import (
 // A Choice takes only its allowed formats (every one when none; wide
 // wherever table is) and renders as Render does, Table widened by Wide.
 func TestChoice(t *testing.T) {
-	res := fixture()
+	res := reportstest.Run()
 	render := func(f Format, results any) string {
 		var b bytes.Buffer
 		if err := Render(&b, f, results); err != nil {

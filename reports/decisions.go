@@ -5,17 +5,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -47,88 +43,6 @@ import (
 // CompactHeader is the first line of a decision file in the compact
 // encoding.
 const CompactHeader = "# ratelab decisions v1: stream seq client key cost at_us sent_us latency_us decided_us allowed remaining retry_after_us error"
-
-// DecisionFileFormat says how a decision file named path is written: json
-// (JSON lines) or not (the compact encoding), and its compression: "gzip",
-// "zstd" or "" (none), from the name's last extensions.
-func DecisionFileFormat(path string) (json bool, compression string) {
-	name := strings.ToLower(filepath.Base(path))
-	switch {
-	case strings.HasSuffix(name, ".gz"):
-		compression, name = "gzip", strings.TrimSuffix(name, ".gz")
-	case strings.HasSuffix(name, ".zst"):
-		compression, name = "zstd", strings.TrimSuffix(name, ".zst")
-	}
-	return strings.HasSuffix(name, ".jsonl"), compression
-}
-
-// LogDecisions runs run with the decision log of the file path
-// (CreateDecisionFile; none when path is "": run gets a nil log) and
-// closes it: runErr is run's error, else the error closing the log.
-// createErr is CreateDecisionFile's (a *field.Error naming "decisions"),
-// and then run was not called.
-func LogDecisions(path string, run func(log *measure.DecisionLog) error) (runErr, createErr error) {
-	if path == "" {
-		return run(nil), nil
-	}
-	log, err := CreateDecisionFile(path)
-	if err != nil {
-		return nil, err
-	}
-	runErr = run(log)
-	if err := log.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr, nil
-}
-
-// CreateDecisionFile creates the decision file path (its directory must
-// exist), replacing an earlier one, and returns the log that writes it in
-// the encoding and compression its name says (DecisionFileFormat). The
-// caller closes the log: closing ends the compressed stream. Errors are
-// *field.Error naming "decisions".
-func CreateDecisionFile(path string) (*measure.DecisionLog, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, field.Errorf("decisions", "%w", err)
-	}
-	asJSON, compression := DecisionFileFormat(path)
-	var w io.Writer = f
-	switch compression {
-	case "gzip":
-		w = &compressed{w: gzip.NewWriter(f), file: f}
-	case "zstd":
-		z, err := zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
-		if err != nil {
-			_ = f.Close() // the encoder's error is the one to report
-			return nil, field.Errorf("decisions", "%w", err)
-		}
-		w = &compressed{w: z, file: f}
-	}
-	if asJSON {
-		return measure.NewDecisionLog(w), nil
-	}
-	return measure.NewDecisionLogEncoded(w, NewCompactEncoder()), nil
-}
-
-// compressor is what gzip.Writer and zstd.Encoder have in common.
-type compressor interface {
-	io.WriteCloser
-	Flush() error
-}
-
-// compressed is a compressor writing to a file: Flush ends a block, Close
-// ends the stream and closes the file.
-type compressed struct {
-	w    compressor
-	file *os.File
-}
-
-func (c *compressed) Write(p []byte) (int, error) { return c.w.Write(p) }
-func (c *compressed) Flush() error                { return c.w.Flush() }
-func (c *compressed) Close() error {
-	return errors.Join(c.w.Close(), c.file.Close())
-}
 
 // compactStream is the state of one algorithm and scenario in the compact
 // encoding: the previous decision's figures the next one is written from.

@@ -2,18 +2,13 @@ package reports
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/ratelab/ratelab/measure"
-	"github.com/ratelab/ratelab/outdir"
 )
 
 // WriteReport writes report.md for r to w: a title, the run's configuration
@@ -91,111 +86,9 @@ ideal (below 1: legitimate traffic was refused); *memory* is MEMORY USAGE
 latencies; *errors* counts failed decisions.
 `
 
-// WriteDir writes a run directory: it creates dir (and parents), then
-// writes results.json (as Write's "json" format), trailing-<scenario>.png
-// and .svg for each scenario with a row that has a trailing-window series
-// (traffic replays), timeline-<scenario>.png
-// and .svg for each scenario with at least one row that has a timeline,
-// ratio.png and ratio.svg when there are rows, report.html (self-contained,
-// the SVGs inlined: see WriteHTML) and report.md referencing the PNGs.
-// The plots are drawn concurrently (drawAll). It stops at the first error
-// (of the plots, the first in the order above) and returns it wrapped with
-// the file's path.
-func WriteDir(dir string, r *measure.Results) error { return writeDir(dir, r, nil) }
-
-// writeDir is WriteDir, writing the plots early drew (Early.take) instead
-// of drawing them.
-func writeDir(dir string, r *measure.Results, early *Early) error {
-	if r == nil {
-		return fmt.Errorf("reports: no results to write")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	file := func(name string) string { return filepath.Join(dir, name) }
-
-	if err := writeFile(file("results.json"), func(w io.Writer) error { return writeJSON(w, r) }); err != nil {
-		return err
-	}
-
-	var plots []string
-	var draws []func() error // each plot's PNG and SVG, drawn concurrently
-	for _, sc := range scenariosWithTrailing(r) {
-		base := "trailing-" + fileSafe(sc)
-		for _, ext := range []string{".png", ".svg"} {
-			draws = append(draws, func() error {
-				return early.save(earlyKey{"trailing", sc, ext}, file(base+ext), func() error { return PlotTrailing(r, sc, file(base+ext)) })
-			})
-		}
-		plots = append(plots, base+".png")
-	}
-	for _, sc := range scenariosWithTimeline(r) {
-		base := "timeline-" + fileSafe(sc)
-		for _, ext := range []string{".png", ".svg"} {
-			draws = append(draws, func() error {
-				return early.save(earlyKey{"timeline", sc, ext}, file(base+ext), func() error { return PlotTimeline(r, sc, file(base+ext)) })
-			})
-		}
-		plots = append(plots, base+".png")
-	}
-	if len(r.Results) > 0 {
-		for _, ext := range []string{".png", ".svg"} {
-			draws = append(draws, func() error { return PlotRatio(r, file("ratio"+ext)) })
-		}
-		plots = append(plots, "ratio.png")
-	}
-	early.stop() // what it has not started is drawn here, on every core
-	if err := drawAll(draws); err != nil {
-		return err
-	}
-
-	if err := writeHTMLDir(dir, r, plots); err != nil {
-		return err
-	}
-	return writeFile(file("report.md"), func(w io.Writer) error { return WriteReport(w, r, plots) })
-}
-
-// writeFile writes path with write (outdir.Create: a temporary file renamed
-// over path); errors are wrapped with the path.
-func writeFile(path string, write func(io.Writer) error) (err error) {
-	f, err := outdir.Create(path, true) // atomic, never through a symlink
-	if err != nil {
-		return fmt.Errorf("reports: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Abort()
-		} else if cerr := f.Close(); cerr != nil {
-			err = fmt.Errorf("reports: %w", cerr)
-		}
-	}()
-	if err := write(f); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) { // already names the file
-			return fmt.Errorf("reports: %w", err)
-		}
-		return fmt.Errorf("reports: %s: %w", path, err)
-	}
-	return nil
-}
-
-// scenariosWithTimeline lists, in first-appearance order, the scenarios
-// with at least one row that has a timeline.
-func scenariosWithTimeline(r *measure.Results) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, row := range r.Results {
-		if len(row.Timeline) > 0 && !seen[row.Scenario] {
-			seen[row.Scenario] = true
-			out = append(out, row.Scenario)
-		}
-	}
-	return out
-}
-
-// fileSafe maps a scenario name to a file-name part: letters, digits,
+// FileSafe maps a scenario name to a file-name part: letters, digits,
 // '-', '_' and '.' are kept, anything else becomes '_'.
-func fileSafe(s string) string {
+func FileSafe(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		switch {
@@ -265,30 +158,4 @@ func formatWindowOrDefault(ms int64) string {
 func markdownURL(p string) string {
 	p = filepath.ToSlash(p)
 	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(p)
-}
-
-// drawAll runs draws (each writes one plot file), up to GOMAXPROCS at once:
-// a plot is drawn and encoded on one core, and the files do not depend on
-// one another, so they are the same as drawn one after another. The error
-// is the first in the order of draws; a draw after a failed one may still
-// have written its file.
-func drawAll(draws []func() error) error {
-	errs := make([]error, len(draws))
-	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
-	var wg sync.WaitGroup
-	for i, draw := range draws {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = draw()
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

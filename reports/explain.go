@@ -74,10 +74,10 @@ func Explain(r *measure.Results) []string {
 		}
 		verdict := "within the limit"
 		if row.Ratio > 1 {
-			verdict = fmt.Sprintf("%sx the limit: %d more than allowed", formatFixed(row.Ratio, 2), row.MaxInWindow-L)
+			verdict = fmt.Sprintf("%sx the limit: %d more than allowed", FormatFixed(row.Ratio, 2), row.MaxInWindow-L)
 		}
 		fmt.Fprintf(&s, "Most accepted within one %s window: %d of %d allowed — %s; an exact sliding log would have accepted %d (fidelity %s).",
-			formatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, formatFixed(row.Fidelity, 2))
+			formatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, FormatFixed(row.Fidelity, 2))
 		out = append(out, s.String())
 	}
 	return out

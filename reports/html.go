@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -99,7 +97,7 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 		t.Rows = append(t.Rows, HTMLRow{Over: row.Ratio > 1, Cells: []string{
 			row.Algorithm, row.Scenario, limitDesc(row),
 			strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10), strconv.FormatInt(row.MaxInWindow, 10),
-			formatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10), formatFixed(row.Fidelity, 2),
+			FormatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10), FormatFixed(row.Fidelity, 2),
 			formatBytes(row.MemoryBytes), strconv.FormatInt(row.Keys, 10),
 			strconv.FormatInt(row.P50US, 10), strconv.FormatInt(row.P99US, 10), strconv.FormatInt(row.Errors, 10),
 		}})
@@ -189,7 +187,7 @@ func WriteVerifyHTML(w io.Writer, r *measure.VerifyReport) error {
 }
 
 // WriteVerifyHTMLFigures is WriteVerifyHTML with figures (SVG documents,
-// as WriteVerifyDir draws them) shown after the verdict, before the tables.
+// as publish.WriteVerifyDir draws them) shown after the verdict, before the tables.
 func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figure) error {
 	if r == nil {
 		return fmt.Errorf("reports: no verification to write")
@@ -210,10 +208,10 @@ func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figu
 	for _, f := range r.Families {
 		ratio, fid := "", ""
 		if f.Trials > 0 && f.Family != "isolation" {
-			ratio = formatFixed(f.MaxRatio, 2)
+			ratio = FormatFixed(f.MaxRatio, 2)
 		}
 		if f.MinFidelity > 0 {
-			fid = formatFixed(f.MinFidelity, 2)
+			fid = FormatFixed(f.MinFidelity, 2)
 		}
 		t.Rows = append(t.Rows, HTMLRow{Over: f.Verdict != measure.Holds && f.Verdict != measure.Skipped,
 			Cells: []string{f.Family, strconv.Itoa(f.Trials), f.Mode, ratio, fid, string(f.Verdict), f.Note}})
@@ -238,42 +236,6 @@ func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figu
 	return WriteHTMLDoc(w, doc)
 }
 
-// writeHTMLDir writes dir/report.html for r, inlining the SVG twin of each
-// plot in plots (paths relative to dir, any extension: "ratio.png" inlines
-// ratio.svg).
-func writeHTMLDir(dir string, r *measure.Results, plots []string) error {
-	figs, err := readFigures(dir, plots)
-	if err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteHTML(w, r, figs) })
-}
-
-// writeCapacityHTMLDir is writeHTMLDir for capacity results (the hook for
-// WriteCapacityDir).
-func writeCapacityHTMLDir(dir string, r *measure.CapacityResults, plots []string) error {
-	figs, err := readFigures(dir, plots)
-	if err != nil {
-		return err
-	}
-	return writeFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteCapacityHTML(w, r, figs) })
-}
-
-// readFigures reads the SVG twin of each plot.
-func readFigures(dir string, plots []string) ([]Figure, error) {
-	var figs []Figure
-	for _, p := range plots {
-		base := strings.TrimSuffix(p, filepath.Ext(p))
-		svg, err := os.ReadFile(filepath.Join(dir, base+".svg"))
-		if err != nil {
-			return nil, fmt.Errorf("reports: %w", err)
-		}
-		name := filepath.Base(base)
-		figs = append(figs, Figure{Name: name, SVG: svg, Caption: FigureCaption(name)})
-	}
-	return figs, nil
-}
-
 type htmlPage struct {
 	HTMLDoc
 	Inline []htmlFigure
@@ -285,7 +247,7 @@ type htmlFigure struct {
 }
 
 // FigureCaption says in a sentence what the plot named name (a file name
-// without extension, as WriteDir and WriteVerifyDir write them) shows; ""
+// without extension, as publish.WriteDir and publish.WriteVerifyDir write them) shows; ""
 // for a name it does not know.
 func FigureCaption(name string) string {
 	switch {
@@ -354,10 +316,10 @@ func algorithmVerdicts(r *measure.Results) []HTMLVerdict {
 	for i := range out {
 		w := worst[out[i].Name]
 		if out[i].Held {
-			out[i].Text = fmt.Sprintf("held: never more than the limit in one window (worst %sx, on %s)", formatFixed(w.Ratio, 2), w.Scenario)
+			out[i].Text = fmt.Sprintf("held: never more than the limit in one window (worst %sx, on %s)", FormatFixed(w.Ratio, 2), w.Scenario)
 		} else {
 			out[i].Text = fmt.Sprintf("exceeded the limit: %d accepted within one %s window on %s — %sx the limit of %d",
-				w.MaxInWindow, formatWindow(w.WindowMS), w.Scenario, formatFixed(w.Ratio, 2), w.Limit)
+				w.MaxInWindow, formatWindow(w.WindowMS), w.Scenario, FormatFixed(w.Ratio, 2), w.Limit)
 		}
 	}
 	return out

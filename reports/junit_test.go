@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/reports/reportstest"
+
 	"github.com/jstemmer/go-junit-report/v2/junit"
 
 	"github.com/ratelab/ratelab/measure"
@@ -48,11 +50,11 @@ func junitOf(t *testing.T, vs ...Verified) []byte {
 }
 
 func TestJUnitValidatesAgainstSchema(t *testing.T) {
-	holds, violated := verifyFixture(false), verifyFixture(true)
+	holds, violated := reportstest.Verify(false), reportstest.Verify(true)
 	holds.StartedAt = time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
-	incomplete := verifyFixture(false)
+	incomplete := reportstest.Verify(false)
 	incomplete.Complete, incomplete.Verdict, incomplete.Error = false, measure.Inconclusive, "redis: connection refused"
-	nasty := verifyFixture(true)
+	nasty := reportstest.Verify(true)
 	// characters XML 1.0 cannot hold, a CDATA end and markup in a key and a note
 	nasty.Target = "a<b>&\"c\x01"
 	nasty.CounterExample.Explain = "]]> \x07bell <failure/>"
@@ -90,7 +92,7 @@ func TestJUnitValidatesAgainstSchema(t *testing.T) {
 // TestJUnitReadBack reads the report as a CI tool does: the counts, the
 // testcases, the failure's text.
 func TestJUnitReadBack(t *testing.T) {
-	holds, violated := verifyFixture(false), verifyFixture(true)
+	holds, violated := reportstest.Verify(false), reportstest.Verify(true)
 	violated.Target = "window-counter.lua"
 	doc := junitOf(t, Verified{Report: holds}, Verified{Report: violated})
 	var got junit.Testsuites
@@ -149,9 +151,9 @@ func TestAnnotationEscaping(t *testing.T) {
 }
 
 func TestAnnotations(t *testing.T) {
-	holds, violated := verifyFixture(false), verifyFixture(true)
+	holds, violated := reportstest.Verify(false), reportstest.Verify(true)
 	violated.Target = "limiter.lua"
-	incomplete := verifyFixture(false)
+	incomplete := reportstest.Verify(false)
 	incomplete.Complete, incomplete.Verdict, incomplete.Error = false, measure.Inconclusive, "redis: EOF"
 	var b bytes.Buffer
 	if err := WriteAnnotations(&b, []Verified{{Report: holds}, {Report: violated, File: "ci/ratelab.yaml"}, {Report: incomplete}}); err != nil {
@@ -172,7 +174,7 @@ func TestAnnotations(t *testing.T) {
 }
 
 func TestStepSummaryGolden(t *testing.T) {
-	holds, violated := verifyFixture(false), verifyFixture(true)
+	holds, violated := reportstest.Verify(false), reportstest.Verify(true)
 	violated.Target = "limiter|v2.lua"
 	var b bytes.Buffer
 	if err := WriteStepSummary(&b, []Verified{{Report: holds}, {Report: violated}}); err != nil {

@@ -63,7 +63,7 @@ func perKeyRows(rows []measure.Row, escape func(string) string) [][]string {
 		out = append(out, []string{
 			escape(row.Algorithm), escape(row.Scenario),
 			strconv.FormatInt(p.Keys, 10), strconv.FormatInt(p.KeysOver, 10),
-			escape(worst), strconv.FormatInt(p.WorstMaxInWindow, 10), formatFixed(p.WorstRatio, 2),
+			escape(worst), strconv.FormatInt(p.WorstMaxInWindow, 10), FormatFixed(p.WorstRatio, 2),
 			strconv.FormatInt(p.Starved, 10), strconv.FormatInt(p.StarvedKeys, 10),
 			escape(orDash(strings.Join(most, ", "))),
 			formatBytes(p.PeakMemoryBytes), formatBytes(row.MemoryBytes),

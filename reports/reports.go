@@ -90,9 +90,9 @@ func tableRows(rows []measure.Row, escape func(string) string) [][]string {
 			strconv.FormatInt(row.Offered, 10),
 			strconv.FormatInt(row.Accepted, 10),
 			strconv.FormatInt(row.MaxInWindow, 10),
-			formatFixed(row.Ratio, 2),
+			FormatFixed(row.Ratio, 2),
 			strconv.FormatInt(row.Ideal, 10),
-			formatFixed(row.Fidelity, 2),
+			FormatFixed(row.Fidelity, 2),
 			formatBytes(row.MemoryBytes),
 			strconv.FormatInt(row.P50US, 10),
 			strconv.FormatInt(row.P99US, 10),
@@ -155,8 +155,8 @@ func writeTable(w io.Writer, r *measure.Results) error {
 		var rows [][]string
 		for _, row := range sc {
 			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
-				strconv.FormatInt(row.MaxInWindow, 10), formatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10),
-				formatFixed(row.Fidelity, 2), formatBytes(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
+				strconv.FormatInt(row.MaxInWindow, 10), FormatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10),
+				FormatFixed(row.Fidelity, 2), formatBytes(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
 				strconv.FormatInt(row.P99US, 10)}
 			if errs {
 				cells = append(cells, strconv.FormatInt(row.Errors, 10))
@@ -338,7 +338,7 @@ func verdicts(r *measure.Results) []string {
 		}
 		out = append(out, fmt.Sprintf("%s on %s: %d accepted within one %s window — %sx the limit of %d",
 			row.Algorithm, row.Scenario, row.MaxInWindow, formatWindow(row.WindowMS),
-			formatFixed(row.Ratio, 2), row.Limit))
+			FormatFixed(row.Ratio, 2), row.Limit))
 	}
 	out = append(out, r.Notes...)
 	for _, row := range r.Results {
@@ -384,8 +384,8 @@ func limitDesc(row measure.Row) string {
 	return fmt.Sprintf("%d per %s", row.Limit, formatWindow(row.WindowMS))
 }
 
-// formatFixed formats f with prec decimals; NaN is "n/a" and ±Inf "inf"/"-inf".
-func formatFixed(f float64, prec int) string {
+// FormatFixed formats f with prec decimals; NaN is "n/a" and ±Inf "inf"/"-inf".
+func FormatFixed(f float64, prec int) string {
 	switch {
 	case math.IsNaN(f):
 		return "n/a"

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ratelab/ratelab/publish"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -12,7 +14,6 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
-	"github.com/ratelab/ratelab/reports"
 )
 
 // benchFlags are bench's flags: most go straight into the bench.Config.
@@ -98,5 +99,5 @@ func runBench(c *cobra.Command, f *benchFlags, stdout, stderr io.Writer) error {
 	if _, ok := field.Name(runErr); ok {
 		runErr = flagError(c.Flags(), runErr) // a deny path that never denies: --limit
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
+	return publish.Publish(c.Context(), stdout, stderr, "bench", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/publish"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/reports"
 )
 
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.
@@ -60,5 +61,5 @@ func runCapacity(c *cobra.Command, f *capacityFlags, stdout, stderr io.Writer) e
 	}
 	defer l.Close()
 	res, runErr := capacity.Run(c.Context(), l.Redis, cfg, stderr)
-	return reports.Publish(c.Context(), stdout, stderr, "capacity", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
+	return publish.Publish(c.Context(), stdout, stderr, "capacity", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

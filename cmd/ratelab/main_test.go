@@ -58,6 +58,8 @@ func TestBadInput(t *testing.T) {
 		{"empty paths", []string{"bench", "--paths="}, "--paths: empty; name at least one"},
 		{"L/0s", []string{"verify", "--algorithm", "sliding-log", "--limit", "10/0s"}, `--limit: "10/0s": window: must be >= 1ms, got 0s`},
 		{"bad format", []string{"run", "--format", "xml"}, `--format: unknown format "xml"`},
+		{"decisions in a missing directory, run", []string{"run", "--redis", "exec", "--scenarios", "steady", "--algorithms", "fixed-window", "--decisions", "/nonexistent/d.jsonl"}, "--decisions: open /nonexistent/d.jsonl"},
+		{"decisions in a missing directory, verify", []string{"verify", "--redis", "exec", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--decisions", "/nonexistent/d.jsonl"}, "--decisions: open /nonexistent/d.jsonl"},
 		{"unknown flag", []string{"run", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"unreachable redis", []string{"run", "--redis", "redis://127.0.0.1:1", "--connect-timeout", "300ms", "--out", out}, "--redis redis://127.0.0.1:1: cannot reach Redis at 127.0.0.1:1"},

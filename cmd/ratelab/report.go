@@ -3,10 +3,11 @@ package main
 import (
 	"io"
 
+	"github.com/ratelab/ratelab/publish"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/reports"
 )
 
 func newReportCmd(stdout, _ io.Writer) *cobra.Command {
@@ -18,7 +19,7 @@ func newReportCmd(stdout, _ io.Writer) *cobra.Command {
   ratelab report results/20261122T030000-ab12 --format markdown`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			err := reports.Rerender(stdout, args[0], format.Format)
+			err := publish.Rerender(stdout, args[0], format.Format)
 			if name, _ := field.Name(err); name == "format" {
 				return flagError(c.Flags(), err)
 			} else if err != nil {

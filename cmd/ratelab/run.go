@@ -5,6 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/publish"
+	"github.com/ratelab/ratelab/reports/plots"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -13,7 +16,6 @@ import (
 	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
-	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -81,7 +83,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	early := reports.NewEarly() // each scenario's plots drawn while the next one runs
+	early := plots.NewEarly() // each scenario's plots drawn while the next one runs
 	cfg.RunID, cfg.Ended = server.NewRunID(), early.Scenario
 	l, err := f.start(c, &f.target, cfg.RunID, true, stderr)
 	if err != nil {
@@ -96,7 +98,7 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.Renderer(res))
+	return publish.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.Renderer(res))
 }
 
 // trafficFlags are run's flags for replaying a traffic file.
@@ -151,5 +153,5 @@ func runTraffic(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 		l.Undo()
 		return flagError(c.Flags(), runErr)
 	}
-	return reports.Publish(c.Context(), stdout, stderr, "run", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
+	return publish.Publish(c.Context(), stdout, stderr, "run", l.Dir, res, res.DurationMS, runErr, f.format.Renderer(res))
 }

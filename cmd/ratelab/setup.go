@@ -7,12 +7,14 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish"
 	"github.com/ratelab/ratelab/reports"
 )
 
@@ -39,6 +41,7 @@ type outFlags struct {
 	force bool
 	// decisions is --decisions: the decision file, or "" for none.
 	decisions string
+	flags     *pflag.FlagSet // the command's, which its errors name (addDecisions)
 }
 
 // add declares --out (usage) and --force, which replaces the results of an
@@ -49,8 +52,9 @@ func (o *outFlags) add(c *cobra.Command, usage, what string) {
 }
 
 // addDecisions declares --decisions: where every decision is written, if
-// anywhere (reports.CreateDecisionFile).
+// anywhere (publish.CreateDecisionFile).
 func (o *outFlags) addDecisions(c *cobra.Command) {
+	o.flags = c.Flags()
 	c.Flags().StringVar(&o.decisions, "decisions", "", "also write every decision to this file (none by default): JSON lines if its name ends .jsonl, "+
 		"else ratelab's compact text; a name ending .gz or .zst compresses it (a replay's compact .zst: ~4 B per decision, against ~280 B as JSON lines)")
 }
@@ -64,11 +68,20 @@ func (f *commonFlags) start(c *cobra.Command, t *targetFlags, runID string, viaL
 }
 
 // logDecisions runs run with the decision log of --decisions
-// (reports.LogDecisions; nil when none).
+// (publish.CreateDecisionFile; nil when none) and closes the log: the
+// error is run's, else the one closing the log, or a file that cannot be
+// made (naming --decisions; run is then not called).
 func (o outFlags) logDecisions(run func(log *measure.DecisionLog) error) error {
-	runErr, err := reports.LogDecisions(o.decisions, run)
+	if o.decisions == "" {
+		return run(nil)
+	}
+	log, err := publish.CreateDecisionFile(o.decisions)
 	if err != nil {
-		return flagError(nil, err)
+		return flagError(o.flags, err)
+	}
+	runErr := run(log)
+	if err := log.Close(); err != nil && runErr == nil {
+		runErr = err
 	}
 	return runErr
 }

@@ -101,14 +101,14 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	rep, err := job.Run(c.Context(), rd, lim, stderr)
 	err, werr := outdir.Split(err)
 	if err != nil {
-		err = errors.Join(err, flagError(nil, werr))
+		err = errors.Join(err, flagError(c.Flags(), werr))
 		if spec := f.target.specs[0]; spec.Script != "" {
 			return scriptError(spec.Script, spec.Name, err)
 		}
 		return usagef("%w", err)
 	}
 	if f.current = rep; werr != nil {
-		return flagError(nil, werr)
+		return flagError(c.Flags(), werr)
 	}
 	if f.ci.Prints() {
 		if err := f.format.Renderer(rep)(stdout); err != nil {

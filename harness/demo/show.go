@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelab/ratelab/publish"
+
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/demo/live"
 	"github.com/ratelab/ratelab/harness/server"
@@ -38,7 +40,7 @@ type Show struct {
 	// Explain also tells, under the show, what happened per algorithm and
 	// why (reports.Explain).
 	Explain bool
-	// Out is the results directory (reports.WriteResults).
+	// Out is the results directory (publish.WriteResults).
 	Out string
 	// Decisions runs the demo with its decision log (nil for none), made
 	// and closed around it, and returns the demo's error or the log's.
@@ -63,7 +65,7 @@ func (s Show) Run(ctx context.Context, rd *server.Redis, cfg Config) error {
 		res, err = Run(ctx, rd, cfg, view, log)
 		return err
 	})
-	files, err := reports.WriteResults(ctx, s.Out, res)
+	files, err := publish.WriteResults(ctx, s.Out, res)
 	if err != nil {
 		return err
 	}

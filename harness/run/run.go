@@ -63,7 +63,7 @@ type Config struct {
 	RunID string
 	// Ended, when set, is called after each scenario that ran in full, with
 	// the results so far (their rows of that scenario final, those of the
-	// next ones not there yet): reports.Early draws its plots while the
+	// next ones not there yet): plots.Early draws its plots while the
 	// next one runs. It must not keep res past the call.
 	Ended func(res *measure.Results, scenario string)
 }

@@ -186,7 +186,7 @@ func TestRunPipelinedSameRowsAsOneAtATime(t *testing.T) {
 }
 
 // Ended is told of each scenario once it ran, in order, with its rows in
-// the results and the next scenario's not yet: what reports.Early draws from
+// the results and the next scenario's not yet: what plots.Early draws from
 // while the run goes on.
 func TestRunEnded(t *testing.T) {
 	var told []string

@@ -1,6 +1,6 @@
 // Package verifyjob runs one target's verification as `ratelab verify`
 // does, with the files it leaves: the results directory, the decision
-// file, verify.json and report.html (reports.FinishVerify), and the
+// file, verify.json and report.html (publish.FinishVerify), and the
 // counter-example's trace as a traffic file.
 package verifyjob
 
@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ratelab/ratelab/publish"
+
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
@@ -21,7 +23,6 @@ import (
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
-	"github.com/ratelab/ratelab/reports"
 )
 
 // TraceCSV is the traffic file of the counter-example's trace beside
@@ -38,7 +39,7 @@ type Job struct {
 	// Out is the results directory, created when missing; "" writes no
 	// files but the decision file.
 	Out string
-	// Decisions is the decision file (reports.CreateDecisionFile); ""
+	// Decisions is the decision file (publish.CreateDecisionFile); ""
 	// for none.
 	Decisions string
 }
@@ -66,7 +67,7 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 	}
 	if j.Decisions != "" {
 		var err error
-		if cfg.Log, err = reports.CreateDecisionFile(j.Decisions); err != nil {
+		if cfg.Log, err = publish.CreateDecisionFile(j.Decisions); err != nil {
 			return nil, outdir.WriteFailed(err)
 		}
 	}
@@ -79,7 +80,7 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 			return nil, outdir.WriteFailed(err)
 		}
 	}
-	runErr, werr := outdir.Split(reports.FinishVerify(j.Out, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
+	runErr, werr := outdir.Split(publish.FinishVerify(j.Out, cfg.Log, rep, err, func(err error) *measure.VerifyReport {
 		inc := verify.Incomplete(rd, lim, cfg, started, err)
 		inc.TargetSpec = j.Target
 		return inc

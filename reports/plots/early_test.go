@@ -1,4 +1,4 @@
-package reports
+package plots_test
 
 import (
 	"bytes"
@@ -8,14 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/publish"
+
+	"github.com/ratelab/ratelab/reports/plots"
+
+	"github.com/ratelab/ratelab/reports/reportstest"
+
 	"github.com/ratelab/ratelab/measure"
 )
 
-// toldEarly tells an Early of r's scenarios in order, as a run does: the
+// toldEarly tells a plots.Early of r's scenarios in order, as a run does: the
 // results growing one scenario at a time, each told once its rows are in.
 // wait lets the drawing go on for a while after each.
-func toldEarly(r *measure.Results, wait time.Duration) *Early {
-	e := NewEarly()
+func toldEarly(r *measure.Results, wait time.Duration) *plots.Early {
+	e := plots.NewEarly()
 	grown := *r
 	grown.Results = nil
 	var order []string
@@ -40,9 +46,9 @@ func toldEarly(r *measure.Results, wait time.Duration) *Early {
 // byte for byte, as WriteDir's after the run: whether the early drawing
 // finished, was under way or had not started when WriteDir began.
 func TestEarlySameFiles(t *testing.T) {
-	r := fixture()
+	r := reportstest.Run()
 	want := t.TempDir()
-	if err := WriteDir(want, r); err != nil {
+	if err := publish.WriteDir(want, r); err != nil {
 		t.Fatal(err)
 	}
 	names, err := os.ReadDir(want)
@@ -51,7 +57,7 @@ func TestEarlySameFiles(t *testing.T) {
 	}
 	for _, wait := range []time.Duration{0, time.Millisecond, 200 * time.Millisecond} {
 		got := t.TempDir()
-		if err := WriteResultsDir(got, toldEarly(r, wait).Of(r), false); err != nil {
+		if err := publish.WriteResultsDir(got, toldEarly(r, wait).Of(r), false); err != nil {
 			t.Fatal(err)
 		}
 		gotNames, _ := os.ReadDir(got)
@@ -69,19 +75,19 @@ func TestEarlySameFiles(t *testing.T) {
 }
 
 // Brief (a run stopped by Ctrl-C) writes results.json alone, whatever was
-// drawn early; a nil Early is WriteDir's.
+// drawn early; a nil plots.Early is WriteDir's.
 func TestEarlyBriefAndNil(t *testing.T) {
-	r := fixture()
+	r := reportstest.Run()
 	dir := t.TempDir()
-	if err := WriteResultsDir(dir, toldEarly(r, 0).Of(r), true); err != nil {
+	if err := publish.WriteResultsDir(dir, toldEarly(r, 0).Of(r), true); err != nil {
 		t.Fatal(err)
 	}
 	if files, _ := os.ReadDir(dir); len(files) != 1 || files[0].Name() != "results.json" {
 		t.Errorf("brief wrote %v, want results.json alone", files)
 	}
-	var e *Early
+	var e *plots.Early
 	e.Scenario(r, "steady")
 	if got := e.Of(r); got != any(r) {
-		t.Errorf("nil Early: Of = %T, want the results", got)
+		t.Errorf("nil plots.Early: Of = %T, want the results", got)
 	}
 }

@@ -1,10 +1,12 @@
-package reports
+package publish
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Rerender refuses what is not a directory, naming it, before it writes
@@ -20,7 +22,7 @@ func TestRerenderNotADirectory(t *testing.T) {
 		{"a file", file},
 	} {
 		var out bytes.Buffer
-		err := Rerender(&out, tc.path, Table)
+		err := Rerender(&out, tc.path, reports.Table)
 		if want := "report: " + tc.path + " is not a directory"; err == nil || err.Error() != want {
 			t.Errorf("%s: got %v, want %q", tc.name, err, want)
 		}

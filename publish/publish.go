@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"context"
@@ -9,51 +9,8 @@ import (
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/reports"
 )
-
-// WriteVerifyDir writes a verify's results to dir (which exists):
-// verify.json (r in JSON), counterexample.png and .svg when r has a
-// counter-example with decisions (PlotCounterExample), families.png and
-// .svg when a family has a ratio (PlotFamilies), and report.html
-// (WriteVerifyHTMLFigures, the SVGs inlined, the counter-example first).
-// Errors as WriteFile's, or the plots'.
-func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
-	if err := outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, r) }); err != nil {
-		return err
-	}
-	var plots []string
-	if r != nil && r.CounterExample != nil && len(r.CounterExample.Decisions) > 0 {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotCounterExample(r, filepath.Join(dir, "counterexample"+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, "counterexample.png")
-	}
-	if r != nil && hasFamilyRatio(r) {
-		for _, ext := range []string{".png", ".svg"} {
-			if err := PlotFamilies(r, filepath.Join(dir, "families"+ext)); err != nil {
-				return err
-			}
-		}
-		plots = append(plots, "families.png")
-	}
-	figs, err := readFigures(dir, plots)
-	if err != nil {
-		return err
-	}
-	return outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTMLFigures(w, r, figs) })
-}
-
-// hasFamilyRatio says whether PlotFamilies has a bar to draw.
-func hasFamilyRatio(r *measure.VerifyReport) bool {
-	for _, f := range r.Families {
-		if f.Trials > 0 && f.Family != "isolation" && finite(f.MaxRatio) {
-			return true
-		}
-	}
-	return false
-}
 
 // FinishVerify writes what a verification leaves in dir once it has
 // stopped with r and runErr (dir "" writes nothing). log, the verification's
@@ -75,7 +32,7 @@ func FinishVerify(dir string, log *measure.DecisionLog, r *measure.VerifyReport,
 	case dir == "":
 		return runErr
 	case runErr != nil:
-		return outdir.Join(runErr, outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return Render(w, JSON, incomplete(runErr)) }))
+		return outdir.Join(runErr, outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, incomplete(runErr)) }))
 	}
 	return outdir.WriteFailed(WriteVerifyDir(dir, r))
 }

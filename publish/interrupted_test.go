@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/reports/reportstest"
 
 	"github.com/ratelab/ratelab/measure"
 )
@@ -21,10 +24,10 @@ func TestWriteResultsDirBrief(t *testing.T) {
 		// more is a file the full directory has beside results.json
 		more string
 	}{
-		{"run", incompleteFixture(), "ratio.png"},
-		{"replay", replayFixture(), "report.html"},
-		{"capacity", capacityFixture(), "report.md"},
-		{"bench", benchFixture(), "report.md"},
+		{"run", reportstest.Incomplete(), "ratio.png"},
+		{"replay", reportstest.Replay(), "report.html"},
+		{"capacity", reportstest.Capacity(), "report.md"},
+		{"bench", reportstest.Bench(), "report.md"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			full, brief := t.TempDir(), filepath.Join(t.TempDir(), "new")
@@ -34,10 +37,10 @@ func TestWriteResultsDirBrief(t *testing.T) {
 			if err := WriteResultsDir(brief, c.r, true); err != nil {
 				t.Fatal(err)
 			}
-			if names := dirNames(t, brief); !slices.Equal(names, []string{"results.json"}) {
+			if names := reportstest.DirNames(t, brief); !slices.Equal(names, []string{"results.json"}) {
 				t.Errorf("brief: %v, want results.json alone", names)
 			}
-			if names := dirNames(t, full); !slices.Contains(names, c.more) {
+			if names := reportstest.DirNames(t, full); !slices.Contains(names, c.more) {
 				t.Errorf("full: %v, no %s", names, c.more)
 			}
 			a, _ := os.ReadFile(filepath.Join(full, "results.json"))
@@ -45,10 +48,10 @@ func TestWriteResultsDirBrief(t *testing.T) {
 			if !bytes.Equal(a, b) {
 				t.Errorf("results.json differs: brief %d B, full %d B", len(b), len(a))
 			}
-			if err := Rerender(io.Discard, brief, Table); err != nil {
+			if err := Rerender(io.Discard, brief, reports.Table); err != nil {
 				t.Fatal(err)
 			}
-			if names := dirNames(t, brief); !slices.Contains(names, c.more) {
+			if names := reportstest.DirNames(t, brief); !slices.Contains(names, c.more) {
 				t.Errorf("after Rerender: %v, no %s", names, c.more)
 			}
 		})
@@ -58,18 +61,4 @@ func TestWriteResultsDirBrief(t *testing.T) {
 			t.Errorf("%T: no error", r)
 		}
 	}
-}
-
-// dirNames lists dir's file names, sorted.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }

@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -123,9 +124,9 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
 
-	title := fmt.Sprintf("%s: accepted within the trailing window (t-W, t], W = %s, limit L = %d", scenario, formatWindow(windowMS), limit)
+	title := fmt.Sprintf("%s: accepted within the trailing window (t-W, t], W = %s, limit L = %d", scenario, windowText(windowMS), limit)
 	if rows[0].PerKey != nil {
-		title = fmt.Sprintf("%s: worst key's accepted within (t-W, t], W = %s, limit L = %d per key", scenario, formatWindow(windowMS), limit)
+		title = fmt.Sprintf("%s: worst key's accepted within (t-W, t], W = %s, limit L = %d per key", scenario, windowText(windowMS), limit)
 	}
 	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.New().Title.TextStyle.Handler}
 	fig.dc.FillText(ts, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: inner.Max.Y}, title)
@@ -143,10 +144,10 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 
 // trailingPanel is one algorithm's panel of PlotTrailing.
 func trailingPanel(row measure.Row, limit, windowMS int64, div, left, right, top float64, k int) (*plot.Plot, error) {
-	title := fmt.Sprintf("%s: at most %d in one window, %sx L", row.Algorithm, row.MaxInWindow, formatFixed(row.Ratio, 2))
+	title := fmt.Sprintf("%s: at most %d in one window, %sx L", row.Algorithm, row.MaxInWindow, reports.FormatFixed(row.Ratio, 2))
 	if row.PerKey != nil {
 		title = fmt.Sprintf("%s: %d of %d keys over the limit, worst %sx (%s)", row.Algorithm,
-			row.PerKey.KeysOver, row.PerKey.Keys, formatFixed(row.PerKey.WorstRatio, 2), row.PerKey.WorstKey)
+			row.PerKey.KeysOver, row.PerKey.Keys, reports.FormatFixed(row.PerKey.WorstRatio, 2), row.PerKey.WorstKey)
 	}
 	p := newPlot(title, "", "in (t-W, t]")
 	p.Title.TextStyle.Font = font.From(sans, 10)

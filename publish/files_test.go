@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"io"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/reports"
+	"github.com/ratelab/ratelab/reports/reportstest"
 
 	"github.com/ratelab/ratelab/internal/testenv"
 )
@@ -16,7 +19,7 @@ import (
 func TestRerenderNeverWritesThroughSymlinks(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	dir := t.TempDir()
-	if err := WriteDir(dir, fixture()); err != nil {
+	if err := WriteDir(dir, reportstest.Run()); err != nil {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(t.TempDir(), "precious.txt")
@@ -31,7 +34,7 @@ func TestRerenderNeverWritesThroughSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Rerender(io.Discard, dir, Table); err != nil {
+	if err := Rerender(io.Discard, dir, reports.Table); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "the user's" {
@@ -53,14 +56,14 @@ func TestRerenderNeverWritesThroughSymlinks(t *testing.T) {
 func TestRerenderCleansForgedResults(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	dir := t.TempDir()
-	r := fixture()
+	r := reportstest.Run()
 	r.Results[0].Algorithm = "\x1b]0;owned\x07\x1b[2Jfixed-window"
 	r.Results[0].Scenario = "steady\x1b[31m"
 	r.Config.Prefix = "\u009b2J"
 	if err := WriteDir(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []Format{Table, Markdown, CSV, JSON} {
+	for _, f := range []reports.Format{reports.Table, reports.Markdown, reports.CSV, reports.JSON} {
 		var b strings.Builder
 		if err := Rerender(&b, dir, f); err != nil {
 			t.Fatal(err)

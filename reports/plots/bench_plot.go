@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -141,8 +142,8 @@ func PlotThroughput(r *measure.BenchResults, file string) error {
 	if r == nil || len(r.Results) == 0 {
 		return fmt.Errorf("reports: %s: no bench results to plot", file)
 	}
-	compared := benchCompared(r)
-	paths := benchPaths(r)
+	compared := reports.BenchCompared(r)
+	paths := reports.BenchPaths(r)
 	var algs []string
 	rows := map[[2]string]measure.BenchRow{}
 	ymax := 0.0
@@ -159,7 +160,7 @@ func PlotThroughput(r *measure.BenchResults, file string) error {
 		groups[i] = a
 		for _, path := range paths {
 			if row, ok := rows[[2]string{a, path}]; ok && row.RedisBenchmarkPerS > 0 {
-				groups[i] += "\n" + path + " " + formatFixed(row.VsRedisBenchmark, 2) + "x"
+				groups[i] += "\n" + path + " " + reports.FormatFixed(row.VsRedisBenchmark, 2) + "x"
 			}
 		}
 	}
@@ -293,4 +294,13 @@ func (t siTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+func pathHasCDF(r *measure.BenchResults, path string) bool {
+	for _, row := range r.Results {
+		if row.Path == path && len(row.CDF) > 0 {
+			return true
+		}
+	}
+	return false
 }

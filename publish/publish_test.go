@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/reports/reportstest"
 
 	"github.com/ratelab/ratelab/measure"
 )
@@ -44,7 +46,7 @@ func TestPublish(t *testing.T) {
 	} {
 		var stdout, stderr bytes.Buffer
 		err := Publish(tc.ctx, &stdout, &stderr, "run", tc.out, &measure.Results{}, 1500, tc.runErr, print)
-		if got := errString(err); !strings.HasPrefix(got, tc.wantErr) || (tc.wantErr == "") != (got == "") || stdout.String() != tc.wantOut {
+		if got := reportstest.ErrString(err); !strings.HasPrefix(got, tc.wantErr) || (tc.wantErr == "") != (got == "") || stdout.String() != tc.wantOut {
 			t.Errorf("%s: got %q, stdout %q; want %q, %q", tc.name, got, stdout.String(), tc.wantErr, tc.wantOut)
 		}
 		if !strings.Contains(stderr.String(), tc.stderr) {
@@ -61,11 +63,4 @@ func TestPublish(t *testing.T) {
 			}
 		}
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

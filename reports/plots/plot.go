@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -19,7 +20,10 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Figure geometry: 8 x 4.5 inches; PNGs at 150 dpi (1200 x 675 pixels).
@@ -132,7 +136,7 @@ func timelineFigure(r *measure.Results, scenario string, path string) (*figure, 
 			break
 		}
 	}
-	title := fmt.Sprintf("%s: total accepted since the start (limit %d per %s)", scenario, limit, formatWindow(windowMS))
+	title := fmt.Sprintf("%s: total accepted since the start (limit %d per %s)", scenario, limit, windowText(windowMS))
 	if limit <= 0 {
 		title = fmt.Sprintf("%s: total accepted since the start", scenario)
 	}
@@ -275,7 +279,7 @@ func PlotRatio(r *measure.Results, path string) error {
 			if !present[k][s] {
 				continue
 			}
-			v, text := ratio[k][s], formatFixed(ratio[k][s], 2)
+			v, text := ratio[k][s], reports.FormatFixed(ratio[k][s], 2)
 			switch {
 			case math.IsNaN(v):
 				v = 0
@@ -503,4 +507,19 @@ func (f *figure) encode() ([]byte, error) {
 			[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 	}
 	return data, nil
+}
+
+// windowText formats a window in ms as limit.FormatWindow does: "10s",
+// "1m", "1d".
+func windowText(ms int64) string {
+	return limit.FormatWindow(time.Duration(ms) * time.Millisecond)
+}
+
+// writeFile writes path atomically with write (outdir.WriteFile); errors
+// name the path.
+func writeFile(path string, write func(io.Writer) error) error {
+	if err := outdir.WriteFile(path, write); err != nil {
+		return fmt.Errorf("plots: %s: %w", path, err)
+	}
+	return nil
 }

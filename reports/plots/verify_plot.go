@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -72,7 +73,7 @@ func PlotFamilies(r *measure.VerifyReport, path string) error {
 			}
 			vals[n-1-i] = f.MaxRatio
 			lab.XYs = append(lab.XYs, plotter.XY{X: f.MaxRatio, Y: float64(n - 1 - i)})
-			text := formatFixed(f.MaxRatio, 2) + "  " + string(f.Verdict)
+			text := reports.FormatFixed(f.MaxRatio, 2) + "  " + string(f.Verdict)
 			if f.MaxRatio > 1 && !b {
 				text += " (not part of the verdict)"
 			}

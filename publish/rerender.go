@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Rerender is `ratelab report DIR`: it reads the results directory dir of
@@ -20,24 +21,24 @@ import (
 // not take is a *field.Error naming "format", checked before anything is
 // written; unreadable results are the reader's error (measure.ReadResults
 // and the others).
-func Rerender(w io.Writer, dir string, f Format) error {
+func Rerender(w io.Writer, dir string, f reports.Format) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("report: %s is not a directory", dir)
 	}
 	_, errResults := os.Stat(filepath.Join(dir, "results.json"))
 	_, errVerify := os.Stat(filepath.Join(dir, "verify.json"))
 	if os.IsNotExist(errResults) && errVerify == nil {
-		if err := f.Validate(VerifyFormats...); err != nil {
+		if err := f.Validate(reports.VerifyFormats...); err != nil {
 			return err
 		}
 		rep, err := measure.ReadVerify(filepath.Join(dir, "verify.json"))
 		if err != nil {
 			return err
 		}
-		if err := outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return WriteVerifyHTML(w, rep) }); err != nil {
+		if err := outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
 			return err
 		}
-		return Render(w, f, rep)
+		return reports.Render(w, f, rep)
 	}
 	path := filepath.Join(dir, "results.json")
 	switch command, err := measure.ResultsCommand(path); {
@@ -53,7 +54,7 @@ func Rerender(w io.Writer, dir string, f Format) error {
 
 // rerender reads dir's results.json with read, writes dir again with
 // writeDir and the results to w in format f.
-func rerender[T any](w io.Writer, dir string, f Format, read func(path string) (T, error), writeDir func(dir string, r T) error) error {
+func rerender[T any](w io.Writer, dir string, f reports.Format, read func(path string) (T, error), writeDir func(dir string, r T) error) error {
 	res, err := read(filepath.Join(dir, "results.json"))
 	if err != nil {
 		return err
@@ -61,5 +62,5 @@ func rerender[T any](w io.Writer, dir string, f Format, read func(path string) (
 	if err := writeDir(dir, res); err != nil {
 		return err
 	}
-	return Render(w, f, res)
+	return reports.Render(w, f, res)
 }

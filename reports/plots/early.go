@@ -1,4 +1,4 @@
-package reports
+package plots
 
 import (
 	"io"
@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports"
 )
 
 // Early draws the plots of a run's scenarios while the run goes on: told
@@ -72,7 +73,7 @@ func (e *Early) Scenario(r *measure.Results, scenario string) {
 			continue
 		}
 		for _, ext := range []string{".png", ".svg"} {
-			name := k.name + "-" + fileSafe(scenario) + ext
+			name := k.name + "-" + reports.FileSafe(scenario) + ext
 			f := &earlyFile{done: make(chan struct{}), draw: func() ([]byte, error) {
 				fig, err := k.fig(snap, scenario, name)
 				if err != nil {
@@ -145,19 +146,20 @@ func (e *Early) take(key earlyKey) ([]byte, bool) {
 	return f.data, f.err == nil
 }
 
-// Of returns r for WriteResultsDir and Publish: its results directory is
-// WriteDir's, with the plots e drew.
+// Of returns r with the plots e drew, for publish.WriteResultsDir and
+// publish.Publish: its results directory is publish.WriteDir's, with those
+// plots. A nil e or r gives r.
 func (e *Early) Of(r *measure.Results) any {
 	if e == nil || r == nil {
 		return r
 	}
-	return &earlyResults{r, e}
+	return &Drawn{Results: r, Early: e}
 }
 
-// earlyResults is a run's results with the plots drawn early.
-type earlyResults struct {
-	r *measure.Results
-	e *Early
+// Drawn is a run's results with the plots Early drew while it ran (Of).
+type Drawn struct {
+	Results *measure.Results
+	Early   *Early
 }
 
 // save writes path with the file of key drawn early, or else with draw.

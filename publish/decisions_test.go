@@ -1,4 +1,4 @@
-package reports_test
+package publish_test
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/publish"
 
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
@@ -67,11 +69,11 @@ func TestDecisionFileRoundTrip(t *testing.T) {
 		{"d.ZST", false, "zstd"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if j, comp := reports.DecisionFileFormat(c.name); j != c.json || comp != c.compression {
+			if j, comp := publish.DecisionFileFormat(c.name); j != c.json || comp != c.compression {
 				t.Errorf("format %v %q, want %v %q", j, comp, c.json, c.compression)
 			}
 			path := filepath.Join(t.TempDir(), c.name)
-			log, err := reports.CreateDecisionFile(path)
+			log, err := publish.CreateDecisionFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +118,7 @@ func TestDecisionFileSize(t *testing.T) {
 	recs := decisionRecords(50_000)
 	size := func(name string) float64 {
 		path := filepath.Join(t.TempDir(), name)
-		log, err := reports.CreateDecisionFile(path)
+		log, err := publish.CreateDecisionFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +145,7 @@ func TestDecisionFileSize(t *testing.T) {
 // A file that cannot be created names the flag's field; a damaged compact
 // line names its line.
 func TestDecisionFileErrors(t *testing.T) {
-	_, err := reports.CreateDecisionFile(filepath.Join(t.TempDir(), "missing", "d.zst"))
+	_, err := publish.CreateDecisionFile(filepath.Join(t.TempDir(), "missing", "d.zst"))
 	if err == nil || !strings.Contains(err.Error(), "decisions") {
 		t.Errorf("create in a missing directory: %v, want an error naming decisions", err)
 	}
@@ -158,39 +160,5 @@ func TestDecisionFileErrors(t *testing.T) {
 	err = reports.ReadDecisions(strings.NewReader(good), func(measure.Record) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("fn's error: %v after %d records, want stop after 1", err, n)
-	}
-}
-
-// LogDecisions: no path gives run a nil log; a file that cannot be made is
-// createErr (naming decisions) and run is not called; run's error wins
-// over the log's, and the records reach the file.
-func TestLogDecisions(t *testing.T) {
-	runErr, createErr := reports.LogDecisions("", func(log *measure.DecisionLog) error {
-		if log != nil {
-			t.Error("no path: got a log")
-		}
-		return errors.New("ran")
-	})
-	if runErr == nil || runErr.Error() != "ran" || createErr != nil {
-		t.Errorf("no path: %v, %v; want run's error alone", runErr, createErr)
-	}
-	called := false
-	runErr, createErr = reports.LogDecisions(filepath.Join(t.TempDir(), "missing", "d.jsonl"), func(*measure.DecisionLog) error { called = true; return nil })
-	if called || runErr != nil || createErr == nil || !strings.Contains(createErr.Error(), "decisions") {
-		t.Errorf("missing directory: called %v, %v, %v; want createErr naming decisions, run not called", called, runErr, createErr)
-	}
-	path := filepath.Join(t.TempDir(), "d.jsonl")
-	stop := errors.New("stop")
-	runErr, createErr = reports.LogDecisions(path, func(log *measure.DecisionLog) error {
-		for _, r := range decisionRecords(3) {
-			if err := log.Write(&r); err != nil {
-				return err
-			}
-		}
-		return stop
-	})
-	b, err := os.ReadFile(path)
-	if !errors.Is(runErr, stop) || createErr != nil || err != nil || strings.Count(string(b), "\n") != 3 {
-		t.Errorf("got %v, %v, %d lines (%v); want stop and 3 records in the file", runErr, createErr, strings.Count(string(b), "\n"), err)
 	}
 }

@@ -1,4 +1,4 @@
-package reports
+package publish
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelab/ratelab/reports/reportstest"
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
@@ -37,7 +39,7 @@ func TestFinishVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		runErr, werr := outdir.Split(FinishVerify(out, log, verifyFixture(false), c.runErr, incomplete))
+		runErr, werr := outdir.Split(FinishVerify(out, log, reportstest.Verify(false), c.runErr, incomplete))
 		if runErr != c.runErr || werr != nil {
 			t.Errorf("%s: got %v, %v; want %v, nil", c.name, runErr, werr, c.runErr)
 		}
