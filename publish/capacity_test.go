@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // The capacity directory: results.json reads back as written, the plot is

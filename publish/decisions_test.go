@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish"
 	"github.com/ratelab/ratelab/reports"
 )
 

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/reportstest"
-
-	"github.com/ratelab/ratelab/internal/testenv"
 )
 
 // `report DIR` with a symlink planted in DIR replaces the

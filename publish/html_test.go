@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/reportstest"
-
-	"github.com/ratelab/ratelab/internal/testenv"
 )
 
 var screenshot = flag.String("screenshot", "", "also save report.html's Chromium screenshot here (default: only in the test's temp dir)")

@@ -8,10 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
 	"github.com/ratelab/ratelab/reports/reportstest"
-
-	"github.com/ratelab/ratelab/measure"
 )
 
 // a command stopped by Ctrl-C writes results.json alone

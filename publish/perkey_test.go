@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/internal/testenv"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // report.html of a replay, rendered by headless Chromium, shows the

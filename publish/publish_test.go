@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // Publish writes the directory and stdout, says where on stderr, and turns

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // FinishVerify leaves the whole record of a verdict, and verify.json marked

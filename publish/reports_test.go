@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/plots"
-
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/plots"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 var plotsDir = flag.String("plots", "", "also write the fixture's run directory (plots, report.md) here, to look at")

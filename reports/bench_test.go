@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 func TestBenchGolden(t *testing.T) {

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 func TestCapacityGolden(t *testing.T) {

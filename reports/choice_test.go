@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // A Choice takes only its allowed formats (every one when none; wide

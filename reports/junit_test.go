@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/jstemmer/go-junit-report/v2/junit"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // validateJUnit checks doc against testdata/junit.xsd with xmllint

@@ -4,8 +4,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -14,6 +12,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/publish"
 )
 
 // benchFlags are bench's flags: most go straight into the bench.Config.

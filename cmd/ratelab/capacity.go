@@ -5,13 +5,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/capacity"
 	"github.com/ratelab/ratelab/harness/server"
+	"github.com/ratelab/ratelab/publish"
 )
 
 // capacityFlags are capacity's flags: the study's own bind to capacity.Config.

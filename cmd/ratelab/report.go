@@ -3,11 +3,10 @@ package main
 import (
 	"io"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/field"
+	"github.com/ratelab/ratelab/publish"
 )
 
 func newReportCmd(stdout, _ io.Writer) *cobra.Command {

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/publish"
-	"github.com/ratelab/ratelab/reports/plots"
-
 	"github.com/spf13/cobra"
 
 	"github.com/ratelab/ratelab/algorithms"
@@ -16,6 +13,8 @@ import (
 	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish"
+	"github.com/ratelab/ratelab/reports/plots"
 	"github.com/ratelab/ratelab/scenarios"
 )
 

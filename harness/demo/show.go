@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/demo/live"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish"
 	"github.com/ratelab/ratelab/reports"
 )
 

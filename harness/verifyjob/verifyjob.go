@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ratelab/ratelab/publish"
-
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
@@ -23,6 +21,7 @@ import (
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/publish"
 )
 
 // TraceCSV is the traffic file of the counter-example's trace beside

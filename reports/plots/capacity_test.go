@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 func TestPlotCapacityErrors(t *testing.T) {

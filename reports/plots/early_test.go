@@ -8,13 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/publish"
-
-	"github.com/ratelab/ratelab/reports/plots"
-
-	"github.com/ratelab/ratelab/reports/reportstest"
-
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish"
+	"github.com/ratelab/ratelab/reports/plots"
+	"github.com/ratelab/ratelab/reports/reportstest"
 )
 
 // toldEarly tells a plots.Early of r's scenarios in order, as a run does: the
