@@ -29,7 +29,7 @@ func writeDir(dir string, r *measure.Results, early *plots.Early) error {
 	if r == nil {
 		return fmt.Errorf("publish: no results to write")
 	}
-	if err := mkdir(dir, r); err != nil {
+	if err := createWithResults(dir, r); err != nil {
 		return err
 	}
 	names, err := plots.DrawRun(dir, r, early)
@@ -54,7 +54,7 @@ func WriteBenchDir(dir string, r *measure.BenchResults) error {
 	if r == nil {
 		return fmt.Errorf("publish: no bench results to write")
 	}
-	if err := mkdir(dir, r); err != nil {
+	if err := createWithResults(dir, r); err != nil {
 		return err
 	}
 	names, err := plots.DrawBench(dir, r)
@@ -78,7 +78,7 @@ func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 	if r == nil {
 		return fmt.Errorf("publish: no capacity results to write")
 	}
-	if err := mkdir(dir, r); err != nil {
+	if err := createWithResults(dir, r); err != nil {
 		return err
 	}
 	names, err := plots.DrawCapacity(dir, r)
@@ -115,8 +115,9 @@ func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
 	return outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTMLFigures(w, r, figs) })
 }
 
-// mkdir creates dir (and its parents) and writes its results.json with r.
-func mkdir(dir string, r any) error {
+// createWithResults creates dir (and its parents) and writes its
+// results.json with r.
+func createWithResults(dir string, r any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}

@@ -166,7 +166,7 @@ func WriteBenchHTML(w io.Writer, r *measure.BenchResults, figures []Figure) erro
 	doc.Config = [][2]string{
 		{"algorithms", orNone(strings.Join(c.Algorithms, ", "))},
 		{"paths", orNone(strings.Join(c.Paths, ", "))},
-		{"limit", fmt.Sprintf("%d per %s", c.Limit, formatWindow(c.WindowMS))},
+		{"limit", fmt.Sprintf("%d per %s", c.Limit, FormatWindow(c.WindowMS))},
 		{"clients, pipeline", fmt.Sprintf("%d, %d", c.Clients, c.Pipeline)},
 		{"Redis", strings.ReplaceAll(redisDesc(r.Redis), "`", "")},
 		{"started at", r.StartedAt.UTC().Format(time.RFC3339)},
@@ -201,7 +201,7 @@ func benchNotes(r *measure.BenchResults, compared bool) []string {
 	}
 	notes := []string{
 		fmt.Sprintf("limit %d per %s; allow path: %d keys picked at random; deny path: one hot key at its limit; scripts read Redis TIME; %s",
-			c.Limit, formatWindow(c.WindowMS), c.Keys, load),
+			c.Limit, FormatWindow(c.WindowMS), c.Keys, load),
 		"latency: round trip of the decision's pipeline as the client saw it (HdrHistogram); server µs/call: redis-server's CPU (INFO cpu, user+sys) per EVALSHA (INFO commandstats calls); server CPU and client CPU: redis-server's and ratelab's user+sys over the runs' wall time, % of one core",
 	}
 	if compared {
@@ -249,9 +249,9 @@ func WriteBenchReport(w io.Writer, r *measure.BenchResults, plots []string) erro
 	items := []string{
 		"algorithms: " + orNone(codeList(c.Algorithms)),
 		"paths: " + orNone(codeList(c.Paths)),
-		fmt.Sprintf("limit: %d per %s", c.Limit, formatWindow(c.WindowMS)),
+		fmt.Sprintf("limit: %d per %s", c.Limit, FormatWindow(c.WindowMS)),
 		fmt.Sprintf("clients: %d, pipeline: %d, allow-path keys: %d", c.Clients, c.Pipeline, c.Keys),
-		fmt.Sprintf("first run: %s; rounds: %d; client GOMAXPROCS: %s", formatWindow(c.DurationMS), c.Rounds, procsDesc(c.Procs)),
+		fmt.Sprintf("first run: %s; rounds: %d; client GOMAXPROCS: %s", FormatWindow(c.DurationMS), c.Rounds, procsDesc(c.Procs)),
 	}
 	if c.RedisBenchmark != "" {
 		items = append(items, "redis-benchmark: "+code(c.RedisBenchmark))

@@ -145,7 +145,7 @@ func capacityNotes(r *measure.CapacityResults) []string {
 			"MU = MEMORY USAGE key SAMPLES 0; MU+TTL adds "+span+" per key: what a key with a TTL costs beyond its MU (expires entry, both dicts' slots, allocator rounding of the key's entry), measured on N calibration keys (at least 1000) with a TTL; agree = MU+TTL / used_memory Δ",
 			"what is left is MEMORY USAGE's own: it counts a skiplist member's dictEntry as 24 B (the allocator gives 32) and an embstr value unrounded (agree below 1), and a shared integer object (a counter below 10000) as 16 B (agree above 1)",
 			fmt.Sprintf("used_memory Δ: INFO used_memory after minus before filling N keys, less client buffers, / N; the projection is %s x used_memory Δ; window %s, key names %s",
-				formatCount(r.Config.ActiveKeys), formatWindow(r.Config.WindowMS), keyNameSpan(r)))
+				formatCount(r.Config.ActiveKeys), FormatWindow(r.Config.WindowMS), keyNameSpan(r)))
 	}
 	if p := projectionNote(r); p != "" {
 		notes = append(notes, p)
@@ -358,7 +358,7 @@ func WriteCapacityReport(w io.Writer, r *measure.CapacityResults, plots []string
 		"limits: " + joinInts(r.Config.Limits),
 		fmt.Sprintf("keys (N): %d wanted, scaled down to a budget of %d script calls per algorithm and limit", r.Config.Keys, r.Config.Budget),
 		"active keys (M): " + strconv.FormatInt(r.Config.ActiveKeys, 10),
-		"window: " + formatWindow(r.Config.WindowMS),
+		"window: " + FormatWindow(r.Config.WindowMS),
 		"key prefix: " + orNone(code(r.Config.Prefix)),
 	})
 	b.WriteString("\n## Memory per key\n\n")

@@ -151,7 +151,7 @@ func formatWindowOrDefault(ms int64) string {
 	if ms == 0 {
 		return "(scenario's window)"
 	}
-	return formatWindow(ms)
+	return FormatWindow(ms)
 }
 
 // markdownURL makes a relative path usable as a Markdown link target.

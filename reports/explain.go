@@ -63,7 +63,7 @@ func Explain(r *measure.Results) []string {
 			out = append(out, fmt.Sprintf("Each algorithm got %d requests %s before the window boundary (within %s) and %d more %s after it, "+
 				"%s apart — all inside one %s window, so at most %d should have been accepted.",
 				b.beforeAcc+b.beforeDen, ms(-b.beforeStart), ms(b.beforeEnd-b.beforeStart), b.afterAcc+b.afterDen,
-				ms(b.afterStart), ms(b.afterStart-b.beforeEnd), formatWindow(row.WindowMS), L))
+				ms(b.afterStart), ms(b.afterStart-b.beforeEnd), FormatWindow(row.WindowMS), L))
 		}
 		var s strings.Builder
 		fmt.Fprintf(&s, "%s accepted %d of %d before the boundary and %d of %d after it. ",
@@ -77,7 +77,7 @@ func Explain(r *measure.Results) []string {
 			verdict = fmt.Sprintf("%sx the limit: %d more than allowed", FormatFixed(row.Ratio, 2), row.MaxInWindow-L)
 		}
 		fmt.Fprintf(&s, "Most accepted within one %s window: %d of %d allowed — %s; an exact sliding log would have accepted %d (fidelity %s).",
-			formatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, FormatFixed(row.Fidelity, 2))
+			FormatWindow(row.WindowMS), row.MaxInWindow, L, verdict, row.Ideal, FormatFixed(row.Fidelity, 2))
 		out = append(out, s.String())
 	}
 	return out

@@ -160,7 +160,7 @@ func WriteCapacityHTML(w io.Writer, r *measure.CapacityResults, figures []Figure
 		{"limits", joinInts(r.Config.Limits)},
 		{"keys (N)", fmt.Sprintf("%d wanted, budget %d script calls per algorithm and limit", r.Config.Keys, r.Config.Budget)},
 		{"active keys (M)", strconv.FormatInt(r.Config.ActiveKeys, 10)},
-		{"window", formatWindow(r.Config.WindowMS)},
+		{"window", FormatWindow(r.Config.WindowMS)},
 		{"key prefix", orNone(r.Config.Prefix)},
 		{"Redis", strings.ReplaceAll(redisDesc(r.Redis), "`", "")},
 		{"started at", r.StartedAt.UTC().Format(time.RFC3339)},
@@ -319,7 +319,7 @@ func algorithmVerdicts(r *measure.Results) []HTMLVerdict {
 			out[i].Text = fmt.Sprintf("held: never more than the limit in one window (worst %sx, on %s)", FormatFixed(w.Ratio, 2), w.Scenario)
 		} else {
 			out[i].Text = fmt.Sprintf("exceeded the limit: %d accepted within one %s window on %s — %sx the limit of %d",
-				w.MaxInWindow, formatWindow(w.WindowMS), w.Scenario, FormatFixed(w.Ratio, 2), w.Limit)
+				w.MaxInWindow, FormatWindow(w.WindowMS), w.Scenario, FormatFixed(w.Ratio, 2), w.Limit)
 		}
 	}
 	return out

@@ -151,7 +151,7 @@ func writeTable(w io.Writer, r *measure.Results) error {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "%s\n", wrapText(fmt.Sprintf("%s: limit %d per %s, %d requests offered (%d cost units), %s clock",
-			first.Scenario, first.Limit, formatWindow(first.WindowMS), first.Requests, first.Offered, first.Clock), TableWidth, 2))
+			first.Scenario, first.Limit, FormatWindow(first.WindowMS), first.Requests, first.Offered, first.Clock), TableWidth, 2))
 		var rows [][]string
 		for _, row := range sc {
 			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
@@ -337,7 +337,7 @@ func verdicts(r *measure.Results) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s on %s: %d accepted within one %s window — %sx the limit of %d",
-			row.Algorithm, row.Scenario, row.MaxInWindow, formatWindow(row.WindowMS),
+			row.Algorithm, row.Scenario, row.MaxInWindow, FormatWindow(row.WindowMS),
 			FormatFixed(row.Ratio, 2), row.Limit))
 	}
 	out = append(out, r.Notes...)
@@ -381,7 +381,7 @@ func limitDesc(row measure.Row) string {
 	if row.LimitDesc != "" {
 		return row.LimitDesc
 	}
-	return fmt.Sprintf("%d per %s", row.Limit, formatWindow(row.WindowMS))
+	return fmt.Sprintf("%d per %s", row.Limit, FormatWindow(row.WindowMS))
 }
 
 // FormatFixed formats f with prec decimals; NaN is "n/a" and ±Inf "inf"/"-inf".
@@ -413,9 +413,9 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-// formatWindow formats a window in ms as limit.FormatWindow does: "10s",
+// FormatWindow formats a window in ms as limit.FormatWindow does: "10s",
 // "1m", "1h", "1m30s", "250ms", "1d".
-func formatWindow(ms int64) string {
+func FormatWindow(ms int64) string {
 	return limit.FormatWindow(time.Duration(ms) * time.Millisecond)
 }
 

@@ -283,7 +283,7 @@ func TestFormatWindow(t *testing.T) {
 		{86400000, "1d"},
 		{250, "250ms"},
 	} {
-		if got := formatWindow(tc.ms); got != tc.want {
+		if got := FormatWindow(tc.ms); got != tc.want {
 			t.Errorf("formatWindow(%d): got %q, want %q", tc.ms, got, tc.want)
 		}
 	}

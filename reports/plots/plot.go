@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -20,7 +19,6 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/reports"
@@ -136,7 +134,7 @@ func timelineFigure(r *measure.Results, scenario string, path string) (*figure, 
 			break
 		}
 	}
-	title := fmt.Sprintf("%s: total accepted since the start (limit %d per %s)", scenario, limit, windowText(windowMS))
+	title := fmt.Sprintf("%s: total accepted since the start (limit %d per %s)", scenario, limit, reports.FormatWindow(windowMS))
 	if limit <= 0 {
 		title = fmt.Sprintf("%s: total accepted since the start", scenario)
 	}
@@ -507,12 +505,6 @@ func (f *figure) encode() ([]byte, error) {
 			[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 	}
 	return data, nil
-}
-
-// windowText formats a window in ms as limit.FormatWindow does: "10s",
-// "1m", "1d".
-func windowText(ms int64) string {
-	return limit.FormatWindow(time.Duration(ms) * time.Millisecond)
 }
 
 // writeFile writes path atomically with write (outdir.WriteFile); errors

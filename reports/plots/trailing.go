@@ -124,9 +124,9 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
 
-	title := fmt.Sprintf("%s: accepted within the trailing window (t-W, t], W = %s, limit L = %d", scenario, windowText(windowMS), limit)
+	title := fmt.Sprintf("%s: accepted within the trailing window (t-W, t], W = %s, limit L = %d", scenario, reports.FormatWindow(windowMS), limit)
 	if rows[0].PerKey != nil {
-		title = fmt.Sprintf("%s: worst key's accepted within (t-W, t], W = %s, limit L = %d per key", scenario, windowText(windowMS), limit)
+		title = fmt.Sprintf("%s: worst key's accepted within (t-W, t], W = %s, limit L = %d per key", scenario, reports.FormatWindow(windowMS), limit)
 	}
 	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.New().Title.TextStyle.Handler}
 	fig.dc.FillText(ts, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: inner.Max.Y}, title)
