@@ -91,3 +91,7 @@ func (s *sinkFunc) Add(o Outcome) {
 		s.stop(err)
 	}
 }
+
+// Reloads is how many times the Runner's calls met NOSCRIPT and loaded
+// their scripts again (a SCRIPT FLUSH or a failover during its runs).
+func (r *Runner) Reloads() int64 { return r.guard().Reloads() }
