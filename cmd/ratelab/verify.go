@@ -17,8 +17,8 @@ import (
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/publish/ci"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 
