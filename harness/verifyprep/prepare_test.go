@@ -88,8 +88,9 @@ func TestPrepare(t *testing.T) {
 				t.Fatalf("got %v (field %q), want an error naming %q", err, name, tc.field)
 			case err != nil && p != nil:
 				t.Errorf("got a Prepared with the error %v", err)
-			case err != nil && tc.plan != nil && !errors.As(err, new(*targets.SpecError)):
-				t.Errorf("got %T, want a *targets.SpecError", err)
+			}
+			if se := (*targets.SpecError)(nil); tc.plan != nil && (!errors.As(err, &se) || se.Spec.Algorithm != tc.plan.Spec.Algorithm) {
+				t.Errorf("got %v, want a *targets.SpecError naming the spec", err)
 			}
 			if (len(modes) == 1) != tc.told || len(modes) > 1 {
 				t.Errorf("Told %v, want once: %v", modes, tc.told)
