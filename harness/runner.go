@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/guard"
@@ -368,7 +369,7 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		for seq := n; seq < end; seq++ {
 			byClient[arr[seq].Client] = append(byClient[arr[seq].Client], seq)
 		}
-		cs, clientSide := j.Limiter.(algorithms.ClientSider)
+		cs, clientSide := j.Limiter.(custom.ClientSider)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
 				out[seq-base] = r.decide(ctx, job, j, seq, arr[seq], anchor, at)
@@ -508,7 +509,7 @@ func (r *Runner) ended(ctx context.Context, trip *callguard.Trip, lim algorithms
 }
 
 // settle is what a call's error (nil: success) does to the run: a
-// *algorithms.ScriptError (a reply the target's predicate cannot judge, a
+// *custom.ScriptError (a reply the target's predicate cannot judge, a
 // key it cannot build: every call would fail alike), a command of the
 // user's the policy refuses (*usercmd.Refusal: it was not sent) or a
 // refusal by the guard stops it at once; a cost over the limit is the
@@ -516,7 +517,7 @@ func (r *Runner) ended(ctx context.Context, trip *callguard.Trip, lim algorithms
 // (another client's script: a script of ratelab's is stopped by the call
 // that sent it timing out, killBusy) and stops the run after MaxOutage.
 func (r *Runner) settle(err error) {
-	var se *algorithms.ScriptError
+	var se *custom.ScriptError
 	var ref *usercmd.Refusal
 	switch {
 	case errors.As(err, &se), errors.As(err, &ref):
