@@ -11,6 +11,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // Drive decides a stream of arrivals as Execute decides the same schedule:
@@ -27,10 +28,10 @@ func TestDriveSameAsExecute(t *testing.T) {
 	for i := range sched.Arrivals {
 		sched.Arrivals[i].Client = 0 // one client: Execute sends one call at a time too
 	}
-	for _, name := range algorithms.Known() {
+	for _, name := range targets.KnownAlgorithms() {
 		for _, depth := range []int{0, 16} {
 			t.Run(fmt.Sprintf("%s/pipeline %d", name, depth), func(t *testing.T) {
-				lim, err := algorithms.New(name, srv.Client(), l)
+				lim, err := targets.NewAlgorithm(name, srv.Client(), l)
 				if err != nil {
 					t.Fatal(err)
 				}
