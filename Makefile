@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 30m
 # live. In the -race run, tests marked testenv.SkipUnderRace (tables of verdicts, large strings:
 # CPU under the race detector, not more of the same code) skip; they run in the other run.
 # internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code.
-RACE_PKGS := ./algorithms/clientside ./harness ./harness/bench ./harness/busy ./harness/capacity ./harness/demo/live \
+RACE_PKGS := ./custom/clientside ./harness ./harness/bench ./harness/busy ./harness/capacity ./harness/demo/live \
   ./harness/evict ./harness/leftovers ./harness/localredis ./harness/replay ./harness/server ./harness/verify \
   ./internal/progress ./reports/plots
 test: redis nginx chromium tmux xmllint

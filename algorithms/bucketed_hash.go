@@ -16,7 +16,7 @@ import (
 //go:embed bucketed_hash.lua
 var bucketedHashSrc string
 
-var bucketedHashScript = newScript(bucketedHashSrc)
+var bucketedHashScript = NewLuaScript(bucketedHashSrc)
 
 // BucketedHash is Josiah Carlson's bucketed sliding window: one HASH per key
 // holding, for each of several limits, a counter per sub-window block of
@@ -92,7 +92,7 @@ func (b *BucketedHash) Describe() string {
 
 // Allow implements Limiter: the script call of Call, decoded.
 func (b *BucketedHash) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, b.rdb, b, key, cost, at)
+	return Decide(ctx, b.rdb, b, key, cost, at)
 }
 
 // Call implements Scripted.
@@ -102,10 +102,10 @@ func (b *BucketedHash) Call(key string, cost int64, at Clock) (ScriptCall, error
 
 // WriteCall implements CallWriter.
 func (b *BucketedHash) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
-	if err := checkCost(b.Name(), cost, b.min); err != nil {
+	if err := CheckCost(b.Name(), cost, b.min); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: bucketedHashScript.run, Expiry: bucketedHashScript.expiry, Keys: append(c.Keys[:0], key), Args: append(append(c.Args[:0], cost, at.arg()), b.args...), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: bucketedHashScript.Run, Expiry: bucketedHashScript.Expiry, Keys: append(c.Keys[:0], key), Args: append(append(c.Args[:0], cost, at.arg()), b.args...), DecidedAt: at.decidedAt()}
 	return nil
 }
 

@@ -40,13 +40,18 @@ type Capabilities struct {
 // clock, weighted cost, one state per key, no loops.
 var builtIn = Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Microsecond, UsesKeys: true, LoopFree: true}
 
+// BuiltInCapabilities returns the capabilities of ratelab's own scripts
+// (every built-in's): an injected clock of 1 µs resolution, weighted cost,
+// one state per key, loop-free.
+func BuiltInCapabilities() Capabilities { return builtIn }
+
 // ScriptCall is the one Lua script call a Scripted limiter makes for one
 // decision: EVALSHA Script.Hash() with Keys and Args (EVAL of the source
 // when the server lacks it). DecidedAt is the time the call hands the
 // script (truncated to 1 µs); zero when the script reads Redis TIME.
 // Cost is the request's cost, for Decode (zero when the limiter does not
-// set it: ScriptLimiter does). Expiry is Script's key-expiry form, for
-// ExpiryTag.Rewrite; nil for a script this package did not make.
+// set it: custom.ScriptLimiter does). Expiry is Script's key-expiry form,
+// for ExpiryTag.Rewrite; nil for a script not made as a LuaScript.
 type ScriptCall struct {
 	Script    *redis.Script
 	Keys      []string
@@ -60,8 +65,8 @@ type ScriptCall struct {
 // describes that call without making it, and Decode reads its reply, so a
 // caller can pipeline many decisions (bench, capacity's fills, virtual-time
 // runs) and still get each Decision exactly as Allow would. Every algorithm
-// of this package and ScriptLimiter are Scripted; HTTPLimiter is not.
-// Implementations are safe for concurrent use.
+// of this package and custom.ScriptLimiter are Scripted;
+// custom.HTTPLimiter is not. Implementations are safe for concurrent use.
 type Scripted interface {
 	Limiter
 	// Call returns the call Allow would make for key, cost and at. Errors:
@@ -76,7 +81,7 @@ type Scripted interface {
 // ScriptCall the caller keeps from one decision to the next: a pipelined
 // caller then allocates no slices per decision (only boxed arguments that
 // change: the time, a nonce). Every algorithm of this package but GCRA is
-// one; ScriptLimiter is not.
+// one; custom.ScriptLimiter is not.
 type CallWriter interface {
 	Scripted
 	// WriteCall writes the call Call would return over *c: c's Keys and
@@ -104,10 +109,12 @@ func newCall(w CallWriter, key string, cost int64, at Clock) (ScriptCall, error)
 	return c, nil
 }
 
-// allow makes the decision of a Scripted limiter on rdb: its call, run by
-// EVALSHA (EVAL on NOSCRIPT), decoded. A Lua false or nil reply reaches
-// Decode as nil; Redis errors are returned wrapped with the limiter's name.
-func allow(ctx context.Context, rdb redis.Scripter, s Scripted, key string, cost int64, at Clock) (Decision, error) {
+// Decide makes the decision of s on rdb, as the Allow of a Scripted
+// limiter does: its call (s.Call), run by EVALSHA (EVAL on NOSCRIPT),
+// decoded (s.Decode). A Lua false or nil reply reaches Decode as nil.
+// Errors: Call's as they come; Redis's and Decode's wrapped with s.Name().
+// Safe for concurrent use when s is.
+func Decide(ctx context.Context, rdb redis.Scripter, s Scripted, key string, cost int64, at Clock) (Decision, error) {
 	c, err := s.Call(key, cost, at)
 	if err != nil {
 		return Decision{}, err

@@ -43,20 +43,24 @@ func (f *ExpiryForm) get() (*redis.Script, error) {
 	return f.script, f.err
 }
 
-// luaScript is a script ratelab sends and its key-expiry form.
-type luaScript struct {
-	run    *redis.Script
-	expiry *ExpiryForm
+// LuaScript is a script ratelab sends (Run) and its key-expiry form
+// (Expiry): the Script and Expiry of the ScriptCalls that run it. Safe for
+// concurrent use.
+type LuaScript struct {
+	Run    *redis.Script
+	Expiry *ExpiryForm
 }
 
-// newScript is the luaScript of src as written.
-func newScript(src string) luaScript {
-	return luaScript{run: redis.NewScript(src), expiry: newExpiryForm(src, false)}
+// NewLuaScript is the LuaScript of src as written.
+func NewLuaScript(src string) LuaScript {
+	return LuaScript{Run: redis.NewScript(src), Expiry: newExpiryForm(src, false)}
 }
 
-// newTimeScript is the luaScript of vt, src rewritten for virtual TIME.
-func newTimeScript(vt vclock.Script, src string) luaScript {
-	return luaScript{run: redis.NewScript(vt.Source), expiry: newExpiryForm(src, true)}
+// NewTimeScript is the LuaScript of vt, which is src rewritten for virtual
+// TIME (vclock.Rewrite with Options.Time): Run runs vt.Source, and Expiry
+// rewrites src for both TIME and key expiry.
+func NewTimeScript(vt vclock.Script, src string) LuaScript {
+	return LuaScript{Run: redis.NewScript(vt.Source), Expiry: newExpiryForm(src, true)}
 }
 
 // ExpiryCall returns c rewritten to emulate key expiry at virtual time now
@@ -66,10 +70,10 @@ func newTimeScript(vt vclock.Script, src string) luaScript {
 // every tracked key and the companion keep after the call, rounded down to
 // the ms; at least 1 ms) appended to its arguments. c's own slices are not
 // changed. The companion must hash to the slot of c's keys (same hash tag).
-// Errors: c carries no ExpiryForm (its script was not made by this
-// package: only the algorithms' and ScriptLimiter's carry one), or its
-// source cannot be rewritten (a function library). Safe for concurrent
-// use; each script is rewritten once.
+// Errors: c carries no ExpiryForm (its script was not made as a LuaScript:
+// the built-ins' and a user's script's are), or its source cannot be
+// rewritten (a function library). Safe for concurrent use; each script is
+// rewritten once.
 func ExpiryCall(c ScriptCall, tracked, companion string, now time.Time, safety time.Duration) (ScriptCall, error) {
 	var out ScriptCall
 	if err := NewExpiryTag(tracked, companion).Rewrite(&out, c, now, safety); err != nil {

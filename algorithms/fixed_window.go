@@ -11,7 +11,7 @@ import (
 //go:embed fixed_window.lua
 var fixedWindowSrc string
 
-var fixedWindowScript = newScript(fixedWindowSrc)
+var fixedWindowScript = NewLuaScript(fixedWindowSrc)
 
 // FixedWindow counts accepted cost units in a counter per window number
 // floor(now/W), windows aligned to the Unix epoch. It is cheap (one small
@@ -49,7 +49,7 @@ func (f *FixedWindow) Describe() string { return f.limit.String() }
 
 // Allow implements Limiter: the script call of Call, decoded.
 func (f *FixedWindow) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, f.rdb, f, key, cost, at)
+	return Decide(ctx, f.rdb, f, key, cost, at)
 }
 
 // Call implements Scripted.
@@ -59,10 +59,10 @@ func (f *FixedWindow) Call(key string, cost int64, at Clock) (ScriptCall, error)
 
 // WriteCall implements CallWriter.
 func (f *FixedWindow) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
-	if err := checkCost(f.Name(), cost, f.limit.Count); err != nil {
+	if err := CheckCost(f.Name(), cost, f.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: fixedWindowScript.run, Expiry: fixedWindowScript.expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], f.args.count, f.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: fixedWindowScript.Run, Expiry: fixedWindowScript.Expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], f.args.count, f.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

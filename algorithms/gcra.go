@@ -99,15 +99,15 @@ func (g *GCRA) Capabilities() Capabilities { return builtIn }
 // and DecidedAt the injected time (truncated to the µs); on RedisTime the
 // script reads Redis TIME and DecidedAt is zero.
 func (g *GCRA) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(g.Name(), cost, g.limit.Count); err != nil {
+	if err := CheckCost(g.Name(), cost, g.limit.Count); err != nil {
 		return ScriptCall{}, err
 	}
 	args := []any{g.rl.Burst, g.rl.Rate, g.rl.Period.Seconds(), cost}
 	if now, ok := at.Injected(); ok {
 		now = now.Truncate(time.Microsecond)
-		return ScriptCall{Script: gcraVirtualScript.run, Expiry: gcraVirtualScript.expiry, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
+		return ScriptCall{Script: gcraVirtualScript.Run, Expiry: gcraVirtualScript.Expiry, Keys: []string{key}, Args: gcraVirtual.Args(now, args...), DecidedAt: now}, nil
 	}
-	return ScriptCall{Script: gcraScript.run, Expiry: gcraScript.expiry, Keys: []string{key}, Args: args}, nil
+	return ScriptCall{Script: gcraScript.Run, Expiry: gcraScript.Expiry, Keys: []string{key}, Args: args}, nil
 }
 
 // Decode implements Scripted: redis_rate's reply (ParseGCRAReply), at the
@@ -125,7 +125,7 @@ func (g *GCRA) Decode(c ScriptCall, reply any) (Decision, error) {
 // at GCRA.
 func (g *GCRA) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
 	sent := time.Now()
-	d, err := allow(ctx, g.rdb, g, key, cost, at)
+	d, err := Decide(ctx, g.rdb, g, key, cost, at)
 	recv := time.Now()
 	if err != nil {
 		return Decision{}, err
@@ -166,13 +166,13 @@ func ParseGCRAReply(v any) (Decision, error) {
 // before pipelines). Its source is taken from the library at init by one
 // AllowN on a Scripter that answers NOSCRIPT, so redis_rate falls back to
 // EVAL with the source: the same script and SHA the library runs.
-var gcraScript = newScript(redisRateSource())
+var gcraScript = NewLuaScript(redisRateSource())
 
 // gcraVirtual is redis_rate's script rewritten so that its TIME answers an
 // appended argument (vclock.Rewrite); gcraVirtualScript runs it.
 var (
 	gcraVirtual       = mustVirtualTime(redisRateSource())
-	gcraVirtualScript = newTimeScript(gcraVirtual, redisRateSource())
+	gcraVirtualScript = NewTimeScript(gcraVirtual, redisRateSource())
 )
 
 func mustVirtualTime(src string) vclock.Script {

@@ -7,6 +7,12 @@
 // is integer microseconds since the Unix epoch, injected by the caller or read
 // from Redis TIME when the caller passes none; only accepted requests are
 // recorded; every key gets a TTL so idle keys vanish.
+//
+// New and Names name the built-ins. The limiters a user brings (a Lua
+// script with its templates and reply predicate, a script run
+// client-side, an HTTP endpoint) are in package custom, built on this
+// package's Limiter, Scripted and ScriptCall; package targets names every
+// algorithm, the client-side ones included.
 package algorithms
 
 import (
@@ -123,7 +129,10 @@ type Decision struct {
 	DecidedAt time.Time
 }
 
-func checkCost(name string, cost, limit int64) error {
+// CheckCost returns an error wrapping ErrCostExceedsLimit, naming the
+// limiter name, when cost is outside 1..limit; nil otherwise. A Limiter's
+// Allow checks it before any Redis call.
+func CheckCost(name string, cost, limit int64) error {
 	if cost < 1 || cost > limit {
 		return fmt.Errorf("%s: cost %d with limit %d: %w", name, cost, limit, ErrCostExceedsLimit)
 	}

@@ -15,7 +15,7 @@ import (
 //go:embed reservoir.lua
 var reservoirSrc string
 
-var reservoirScript = newScript(reservoirSrc)
+var reservoirScript = NewLuaScript(reservoirSrc)
 
 // TokenBucket is the token bucket, registered as "reservoir" (seed 003's
 // "reservoir model"): a bucket of capacity Limit units refilled continuously
@@ -59,7 +59,7 @@ func (r *TokenBucket) Describe() string {
 
 // Allow implements Limiter: the script call of Call, decoded.
 func (r *TokenBucket) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, r.rdb, r, key, cost, at)
+	return Decide(ctx, r.rdb, r, key, cost, at)
 }
 
 // Call implements Scripted.
@@ -69,10 +69,10 @@ func (r *TokenBucket) Call(key string, cost int64, at Clock) (ScriptCall, error)
 
 // WriteCall implements CallWriter.
 func (r *TokenBucket) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
-	if err := checkCost(r.Name(), cost, r.limit.Count); err != nil {
+	if err := CheckCost(r.Name(), cost, r.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: reservoirScript.run, Expiry: reservoirScript.expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], r.args.count, r.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: reservoirScript.Run, Expiry: reservoirScript.Expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], r.args.count, r.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

@@ -38,9 +38,10 @@ func ParseReply(v any) (Decision, error) {
 	return d, nil
 }
 
-// newSalt returns a short random string that makes members written by this
-// process unique against other processes writing the same key.
-func newSalt() string {
+// NewSalt returns a short random string (6 hex digits) that makes members
+// or request ids written by this process unique against other processes
+// writing the same key.
+func NewSalt() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error (Go 1.24)
 	return hex.EncodeToString(b[:])

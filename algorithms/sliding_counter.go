@@ -11,7 +11,7 @@ import (
 //go:embed sliding_counter.lua
 var slidingCounterSrc string
 
-var slidingCounterScript = newScript(slidingCounterSrc)
+var slidingCounterScript = NewLuaScript(slidingCounterSrc)
 
 // SlidingCounter is Cloudflare's sliding-window counter: one counter per key
 // and fixed window (floor(now/W)); the count of the trailing window is
@@ -67,7 +67,7 @@ func (s *SlidingCounter) Describe() string { return s.limit.String() + " (weight
 
 // Allow implements Limiter: the script call of Call, decoded.
 func (s *SlidingCounter) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, s.rdb, s, key, cost, at)
+	return Decide(ctx, s.rdb, s, key, cost, at)
 }
 
 // Call implements Scripted.
@@ -77,10 +77,10 @@ func (s *SlidingCounter) Call(key string, cost int64, at Clock) (ScriptCall, err
 
 // WriteCall implements CallWriter.
 func (s *SlidingCounter) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
-	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
+	if err := CheckCost(s.Name(), cost, s.limit.Count); err != nil {
 		return err
 	}
-	*c = ScriptCall{Script: slidingCounterScript.run, Expiry: slidingCounterScript.expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: slidingCounterScript.Run, Expiry: slidingCounterScript.Expiry, Keys: append(c.Keys[:0], HashTagged(key)), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg()), DecidedAt: at.decidedAt()}
 	return nil
 }
 

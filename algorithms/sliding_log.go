@@ -13,7 +13,7 @@ import (
 //go:embed sliding_log.lua
 var slidingLogSrc string
 
-var slidingLogScript = newScript(slidingLogSrc)
+var slidingLogScript = NewLuaScript(slidingLogSrc)
 
 // SlidingLog is the sliding-window log: a sorted set per key holding one
 // member per accepted cost unit, scored by its acceptance time in µs. A
@@ -42,7 +42,7 @@ func NewSlidingLog(rdb redis.Scripter, l limit.Limit) (*SlidingLog, error) {
 		return nil, err
 	}
 	l.Precision = 0
-	return &SlidingLog{rdb: rdb, limit: l, salt: newSalt(), args: newLimitArgs(l)}, nil
+	return &SlidingLog{rdb: rdb, limit: l, salt: NewSalt(), args: newLimitArgs(l)}, nil
 }
 
 // Name returns "sliding-log".
@@ -53,7 +53,7 @@ func (s *SlidingLog) Describe() string { return s.limit.String() }
 
 // Allow implements Limiter: the script call of Call, decoded.
 func (s *SlidingLog) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, s.rdb, s, key, cost, at)
+	return Decide(ctx, s.rdb, s, key, cost, at)
 }
 
 // Call implements Scripted.
@@ -63,12 +63,12 @@ func (s *SlidingLog) Call(key string, cost int64, at Clock) (ScriptCall, error) 
 
 // WriteCall implements CallWriter.
 func (s *SlidingLog) WriteCall(c *ScriptCall, key string, cost int64, at Clock) error {
-	if err := checkCost(s.Name(), cost, s.limit.Count); err != nil {
+	if err := CheckCost(s.Name(), cost, s.limit.Count); err != nil {
 		return err
 	}
 	var buf [48]byte // salt and counter built on the stack: one allocation, the string
 	nonce := string(strconv.AppendUint(append(buf[:0], s.salt...), s.nonce.Add(1), 36))
-	*c = ScriptCall{Script: slidingLogScript.run, Expiry: slidingLogScript.expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg(), nonce), DecidedAt: at.decidedAt()}
+	*c = ScriptCall{Script: slidingLogScript.Run, Expiry: slidingLogScript.Expiry, Keys: append(c.Keys[:0], key), Args: append(c.Args[:0], s.args.count, s.args.window, cost, at.arg(), nonce), DecidedAt: at.decidedAt()}
 	return nil
 }
 
@@ -81,5 +81,5 @@ func (s *SlidingLog) Capabilities() Capabilities { return builtIn }
 // Scripts returns the scripts this package runs, so callers can SCRIPT LOAD
 // them ahead of pipelines.
 func Scripts() []*redis.Script {
-	return []*redis.Script{slidingLogScript.run, fixedWindowScript.run, bucketedHashScript.run, reservoirScript.run, gcraScript.run, gcraVirtualScript.run, slidingCounterScript.run}
+	return []*redis.Script{slidingLogScript.Run, fixedWindowScript.Run, bucketedHashScript.Run, reservoirScript.Run, gcraScript.Run, gcraVirtualScript.Run, slidingCounterScript.Run}
 }

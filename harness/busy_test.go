@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
@@ -30,7 +31,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := limit.Limit{Count: 5, Window: time.Second}
-	lim, err := algorithms.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
+	lim, err := custom.NewScriptLimiter(rd.Client, "loop.lua", "while true do end", nil, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestUnkillableScriptIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := limit.Limit{Count: 5, Window: time.Second}
-	lim, err := algorithms.NewScriptLimiter(rd.Client, "wrote.lua", "redis.call('SET', KEYS[1], 1) while true do end", nil, 1, l)
+	lim, err := custom.NewScriptLimiter(rd.Client, "wrote.lua", "redis.call('SET', KEYS[1], 1) while true do end", nil, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/custom"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/scenarios"
 	"github.com/ratelab/ratelab/usercmd"
 )
@@ -33,7 +34,7 @@ type RaceCall struct {
 // the error returned is a connection that could not be opened, a command
 // of the script the policy refused (wrapping its *usercmd.Refusal), or
 // ctx's.
-func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
+func Race(ctx context.Context, lim custom.ClientSider, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
 	out := make([][]Outcome, len(calls))
 	conns := make([]clientside.Conn, len(calls))
 	for c, cs := range calls {
@@ -73,7 +74,7 @@ func Race(ctx context.Context, lim algorithms.ClientSider, policy clientside.Pol
 // of a virtual run on a client-side limiter: through Race, clients in
 // turn (clientside.RoundRobin), so that a run's count is the same on every
 // run and every machine. The outcomes go to out[seq], and are recorded.
-func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim algorithms.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
+func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim custom.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
 	clients := make([]int, 0, len(byClient))
 	for c := range byClient {
 		clients = append(clients, c)

@@ -3,7 +3,9 @@
 // A Runner sends each Job's arrivals in virtual time (exact injected
 // timestamps, pipelined where the limiter is a script, with the virtual
 // key expiry of expiry.go) or in real time (on Redis TIME or the harness's
-// wall clock; the words are algorithms.Clock's), and summarizes the outcomes into measure.Rows; a Session
+// wall clock; the words are algorithms.Clock's), and summarizes the outcomes into measure.Rows;
+// Runner.Drive decides one stream of arrivals into a sink (a replay, a
+// fill), on the same calls and call guard; a Session
 // is one command's run id, key prefix, registration, cleanup and results
 // header, and its Guard keeps the command from making the user's Redis
 // evict keys that are not ratelab's.

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/vclock"
 )
@@ -67,10 +68,10 @@ func (r *Runner) safetyTTL(j Job) time.Duration {
 // expiryCall writes c, job j's call at virtual time vnow, rewritten to
 // emulate key expiry on the keys of its tag (tag.Rewrite: tag from the
 // arrival's runKey) over *dst. An error (a script whose source ratelab does
-// not know) is a *algorithms.ScriptError: every call would fail alike.
+// not know) is a *custom.ScriptError: every call would fail alike.
 func expiryCall(dst *algorithms.ScriptCall, c algorithms.ScriptCall, tag algorithms.ExpiryTag, vnow time.Time, safety time.Duration) error {
 	if err := tag.Rewrite(dst, c, vnow, safety); err != nil {
-		return &algorithms.ScriptError{Err: err}
+		return &custom.ScriptError{Err: err}
 	}
 	return nil
 }

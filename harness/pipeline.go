@@ -30,7 +30,8 @@ import (
 // (an HTTP endpoint) is sent one call at a time as without Pipeline.
 
 // pipelineTimeoutCalls is how many calls of a round trip one Runner.Timeout
-// covers: a round trip of n calls may take Timeout * ceil(n/16).
+// covers when CallsPerTimeout is zero: a round trip of n calls may take
+// Timeout * ceil(n/16).
 const pipelineTimeoutCalls = 16
 
 // pipelined reports whether job j's virtual run goes through runPipelined.
@@ -225,9 +226,8 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 		return JobResult{}, fmt.Errorf("adaptive runs need the virtual clock, not %q", r.Clock)
 	}
 	outer := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := r.begin(ctx)
 	defer cancel(nil)
-	r.cancel = cancel
 	jr := JobResult{Job: j, Latency: NewHist(), Anchor: virtualAnchor(j.Schedule)}
 	jr.Job.Schedule.Arrivals = nil
 	start := time.Now()
@@ -252,26 +252,14 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 			r.sendBatch(ctx, 0, jr.Job, st, one, jr.Latency)
 			o = one[0]
 		} else {
-			o = r.decide(ctx, 0, jr.Job, seq, jr.Anchor, algorithms.At(jr.Anchor.Add(a.At)))
+			o = r.decide(ctx, 0, jr.Job, seq, a, jr.Anchor, algorithms.At(jr.Anchor.Add(a.At)))
 			_ = jr.Latency.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
 		}
 		jr.Outcomes = append(jr.Outcomes, o)
 		last = &jr.Outcomes[len(jr.Outcomes)-1]
 	}
 	jr.Duration = time.Since(start)
-	var err error
-	if ctx.Err() != nil {
-		err = context.Cause(ctx)
-		if outer.Err() != nil {
-			err = context.Cause(outer)
-		}
-	}
-	if r.Log != nil {
-		if lerr := r.Log.Flush(); lerr != nil && err == nil {
-			err = fmt.Errorf("decisions log: %w", lerr)
-		}
-	}
-	return jr, err
+	return jr, r.finish(ctx, outer)
 }
 
 // pendingCall is one call of a round trip: where it stands in the batch
@@ -378,7 +366,7 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 }
 
 // roundTrip sends calls (those of n arrivals) through the job's pipe, as
-// one round trip of the call guard (Timeout per pipelineTimeoutCalls
+// one round trip of the call guard (Timeout per CallsPerTimeout
 // arrivals), and stops a script still busy when that time ran out. Per-call
 // errors are read from each command; the error is a failed round trip
 // (network, timeout) or scripts that could not be loaded again.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
@@ -130,7 +131,7 @@ return {1, 0, 0, tonumber(ARGV[1])}`
 		{"3600000", w - time.Millisecond, 2},
 		{"0", 100 * w, 2}, // no TTL: never expires
 	} {
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), "ttl.lua", src, []string{"{now_us}", c.ttl}, 1, limit.Limit{Count: 10, Window: w})
+		lim, err := custom.NewScriptLimiter(srv.Client(), "ttl.lua", src, []string{"{now_us}", c.ttl}, 1, limit.Limit{Count: 10, Window: w})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/busy"
 	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/guard"
@@ -102,7 +103,7 @@ type Runner struct {
 	// next window boundary (for schedules whose phase does not matter).
 	Unaligned bool
 	// Timeout bounds each decision call (a pipelined round trip of n
-	// calls: Timeout x ceil(n/16)); zero means no bound beyond the
+	// calls: Timeout x ceil(n/CallsPerTimeout)); zero means no bound beyond the
 	// client's own timeouts. In real time a call past it fails and counts
 	// as OnError says. In virtual time it only detects a Redis that hangs
 	// (a decision's time does not depend on how long its call took): a
@@ -111,6 +112,11 @@ type Runner struct {
 	// round trips seen. The Runner's call guard (harness/callguard)
 	// applies it.
 	Timeout time.Duration
+	// CallsPerTimeout is how many calls of a pipelined round trip one
+	// Timeout covers; zero means 16. A deeper share suits jobs whose round
+	// trips wait behind other jobs' on a busy server (a replay of every
+	// algorithm at once).
+	CallsPerTimeout int
 	// AdaptTimeout makes a virtual-time run's Timeout a floor: the bound
 	// is at least callguard.DefaultFloor and callguard.DefaultFactor times
 	// the typical round trip seen so far, so a slow machine (a loaded CI
@@ -206,15 +212,8 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		return nil, nil
 	}
 	outer := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := r.begin(ctx)
 	defer cancel(nil)
-	r.cancel = cancel
-	if r.Timeout > 0 && r.Redis != nil {
-		// read while the server answers: a busy one serves no CONFIG GET
-		tctx, tcancel := context.WithTimeout(ctx, max(r.Timeout, time.Second))
-		r.kill.ReadThreshold(tctx, r.Redis)
-		tcancel()
-	}
 	res := make([]JobResult, len(jobs))
 	var total int64
 	for i := range jobs {
@@ -302,6 +301,28 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	default:
 		return nil, fmt.Errorf("unknown clock %q", r.Clock)
 	}
+	return res, r.finish(ctx, outer)
+}
+
+// begin starts an Execute, Adaptive or Drive: the context it runs in,
+// cancelled with the cause that stops the run (stop, a stall), and with
+// Timeout the threshold of a busy script read (busy.Killer).
+func (r *Runner) begin(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.cancel = cancel
+	if r.Timeout > 0 && r.Redis != nil {
+		// read while the server answers: a busy one serves no CONFIG GET
+		tctx, tcancel := context.WithTimeout(ctx, max(r.Timeout, time.Second))
+		r.kill.ReadThreshold(tctx, r.Redis)
+		tcancel()
+	}
+	return ctx, cancel
+}
+
+// finish is the error a run begun with begin(outer) ends with: the cause
+// that stopped it (outer's when the caller cancelled), else the decision
+// log's.
+func (r *Runner) finish(ctx, outer context.Context) error {
 	var err error
 	if ctx.Err() != nil {
 		err = context.Cause(ctx)
@@ -314,7 +335,7 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 			err = fmt.Errorf("decisions log: %w", lerr)
 		}
 	}
-	return res, err
+	return err
 }
 
 // NewHist returns an empty latency histogram in µs (1 µs..60 s, 3
@@ -348,10 +369,10 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		for seq := n; seq < end; seq++ {
 			byClient[arr[seq].Client] = append(byClient[arr[seq].Client], seq)
 		}
-		cs, clientSide := j.Limiter.(algorithms.ClientSider)
+		cs, clientSide := j.Limiter.(custom.ClientSider)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
-				out[seq-base] = r.decide(ctx, job, j, seq, anchor, at)
+				out[seq-base] = r.decide(ctx, job, j, seq, arr[seq], anchor, at)
 			}
 		} else if clientSide && r.Redis != nil { // clients in turn, round trip by round trip: deterministic
 			r.raceInstant(ctx, job, j, cs, byClient, anchor, at, out, base)
@@ -362,7 +383,7 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 				go func(seqs []int) {
 					defer wg.Done()
 					for _, seq := range seqs {
-						out[seq-base] = r.decide(ctx, job, j, seq, anchor, at)
+						out[seq-base] = r.decide(ctx, job, j, seq, arr[seq], anchor, at)
 					}
 				}(seqs)
 			}
@@ -422,7 +443,7 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 				if r.Clock == ClientClock {
 					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 				}
-				o := r.decide(ctx, job, j, seq, anchor, at)
+				o := r.decide(ctx, job, j, seq, a, anchor, at)
 				_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
 				if !r.Discard {
 					out[seq] = o
@@ -445,20 +466,20 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 }
 
 // guard is the Runner's call guard, built from its fields at the first
-// call: Timeout per pipelineTimeoutCalls calls; in virtual time a call
+// call: Timeout per CallsPerTimeout calls; in virtual time a call
 // past its bound is a stall, and AdaptTimeout raises the bound; MaxOutage.
 func (r *Runner) guard() *callguard.Guard {
 	r.guardOnce.Do(func() {
 		virtual := r.Clock == VirtualClock || r.Clock == ""
-		r.calls = callguard.New(callguard.Config{Timeout: r.Timeout, PerTimeout: pipelineTimeoutCalls,
+		r.calls = callguard.New(callguard.Config{Timeout: r.Timeout, PerTimeout: cmp.Or(r.CallsPerTimeout, pipelineTimeoutCalls),
 			Stall: virtual, Adapt: r.AdaptTimeout && virtual, MaxOutage: r.MaxOutage})
 	})
 	return r.calls
 }
 
-// decide makes one call and streams its record.
-func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, anchor time.Time, at algorithms.Clock) Outcome {
-	a := j.Schedule.Arrivals[seq]
+// decide makes the call of arrival a (index seq of job j) and streams its
+// record.
+func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, a scenarios.Arrival, anchor time.Time, at algorithms.Clock) Outcome {
 	key := j.Prefix + "{" + a.Key + "}"
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
@@ -488,7 +509,7 @@ func (r *Runner) ended(ctx context.Context, trip *callguard.Trip, lim algorithms
 }
 
 // settle is what a call's error (nil: success) does to the run: a
-// *algorithms.ScriptError (a reply the target's predicate cannot judge, a
+// *custom.ScriptError (a reply the target's predicate cannot judge, a
 // key it cannot build: every call would fail alike), a command of the
 // user's the policy refuses (*usercmd.Refusal: it was not sent) or a
 // refusal by the guard stops it at once; a cost over the limit is the
@@ -496,7 +517,7 @@ func (r *Runner) ended(ctx context.Context, trip *callguard.Trip, lim algorithms
 // (another client's script: a script of ratelab's is stopped by the call
 // that sent it timing out, killBusy) and stops the run after MaxOutage.
 func (r *Runner) settle(err error) {
-	var se *algorithms.ScriptError
+	var se *custom.ScriptError
 	var ref *usercmd.Refusal
 	switch {
 	case errors.As(err, &se), errors.As(err, &ref):

@@ -26,11 +26,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/harness/verifyprep"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -151,42 +153,32 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 		t.Fatalf("ratelabtest: target: %v", err)
 		return nil
 	}
-	spec := specs[0]
-	ls, _ = spec.LimitsOr(ls, len(ls) > 0)
 	// progress to the test log: shown with -v or on failure, the real-time
 	// estimate of a target that reads its own clock included
-	cfg := verify.Config{Limits: ls, RunID: server.NewRunID(), TargetSHA256: spec.Digest(), Progress: logWriter{t},
-		Timeout: CallTimeout, MaxOutage: 5 * CallTimeout}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("ratelabtest: %v (give limits such as \"10/1s\")", err)
-		return nil
-	}
-	if err := spec.CheckLimits(ls); err != nil {
-		t.Fatalf("ratelabtest: %v", err)
-		return nil
-	}
+	cfg := verify.Config{Progress: logWriter{t}, Timeout: CallTimeout, MaxOutage: 5 * CallTimeout}
 	ctx := context.Background()
-	// the preparation `ratelab verify` makes: the script compiled before
-	// its first call, tried on a throwaway server and guarded on a Redis
-	// ratelab did not start (its temporary ACL user also expires with the run)
-	on, scripts, _, err := guard.Open(ctx, rd, specs[:1], cfg.RunID, target.TrustScript, true, logWriter{t})
+	// the preparation `ratelab verify` makes: the limits checked, the
+	// script compiled before its first call, tried on a throwaway server
+	// and guarded on a Redis ratelab did not start (its temporary ACL user
+	// also expires with the run), the limiter built
+	p, err := verifyprep.Prepare(ctx, rd, cfg, specs[0], verifyprep.Limits{Given: ls, Gave: len(ls) > 0},
+		verifyprep.Guard{Trust: target.TrustScript, Progress: logWriter{t}})
 	if refused := (*guard.RefusedError)(nil); errors.As(err, &refused) {
 		t.Fatalf("ratelabtest: script %s: %v", refused.Name, errors.Unwrap(refused.Err))
 		return nil
 	}
+	if name, _ := field.Name(err); name == "limit" {
+		t.Fatalf("ratelabtest: %v (give limits such as \"10/1s\")", err)
+		return nil
+	}
 	if err != nil {
 		t.Fatalf("ratelabtest: %v", err)
 		return nil
 	}
-	defer scripts.Close()
-	lim, err := scripts.Build(on, spec, ls...)
+	defer p.Close()
+	rep, err := verify.Run(ctx, p.Redis, p.Limiter, p.Config)
 	if err != nil {
-		t.Fatalf("ratelabtest: %v", err)
-		return nil
-	}
-	rep, err := verify.Run(ctx, on, lim, cfg)
-	if err != nil {
-		t.Fatalf("ratelabtest: verify %s: %v", lim.Name(), err)
+		t.Fatalf("ratelabtest: verify %s: %v", p.Limiter.Name(), err)
 		return nil
 	}
 	switch rep.Verdict {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
@@ -41,8 +41,8 @@ func TestClientSideSpec(t *testing.T) {
 				t.Fatalf("got %+v, %v; want ClientSide", s, err)
 			}
 			lim, err := s.Build(nil, limit.Limit{Count: 1, Window: limit.MinWindow})
-			if _, ok := lim.(*algorithms.ClientSide); err != nil || !ok {
-				t.Fatalf("built %T, %v; want *algorithms.ClientSide", lim, err)
+			if _, ok := lim.(*custom.ClientSide); err != nil || !ok {
+				t.Fatalf("built %T, %v; want *custom.ClientSide", lim, err)
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestAtomicOnly(t *testing.T) {
 		{"atomic", []targets.Spec{{Script: "l.lua"}}, false, []string{"fixed-window"}, "", false},
 		{"the switch", nil, true, nil, "client_side", false},
 		{"a target file", []targets.Spec{file}, false, nil, "client_side", true},
-		{"a built-in", nil, false, append([]string{"fixed-window"}, algorithms.ClientSideNames()...), "algorithms", false},
+		{"a built-in", nil, false, append([]string{"fixed-window"}, targets.ClientSideAlgorithms()...), "algorithms", false},
 	} {
 		err := targets.AtomicOnly("bench", tc.specs, tc.clientSide, tc.algs)
 		name, _ := field.Name(err)

@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -47,7 +47,7 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 	bad := func(name string, line int, format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %s (line %d)", label, name, fmt.Sprintf(format, args...), line)
 	}
-	spec := Spec{From: path, Allowed: algorithms.ReplyIs(1)}
+	spec := Spec{From: path, Allowed: custom.ReplyIs(1)}
 	got := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
@@ -145,17 +145,17 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 			spec.Setup, spec.SetupSource = setup, string(src)
 		}
 	}
-	if spec.Keys, err = list("keys", func(s string) error { _, err := algorithms.ParseKeyTemplate(s); return err }); err != nil {
+	if spec.Keys, err = list("keys", func(s string) error { _, err := custom.ParseKeyTemplate(s); return err }); err != nil {
 		return spec, err
 	}
-	if spec.Args, err = list("args", func(s string) error { _, err := algorithms.ParseTemplate(s); return err }); err != nil {
+	if spec.Args, err = list("args", func(s string) error { _, err := custom.ParseTemplate(s); return err }); err != nil {
 		return spec, err
 	}
 	if n := got["allowed"]; n != nil {
 		if got["allowed_when"] != nil {
 			return spec, bad("allowed_when", got["allowed_when"].Line, "give allowed or allowed_when, not both")
 		}
-		if spec.Allowed, err = algorithms.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
+		if spec.Allowed, err = custom.ParseReplyPredicate(n.Value); err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed", n.Line, "%v", err)
 		}
 		spec.AllowedExpr = n.Value
@@ -165,7 +165,7 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		if err != nil || n.Kind != yaml.ScalarNode {
 			return spec, bad("allowed_when", n.Line, "must be an integer, got %q", n.Value)
 		}
-		spec.Allowed, spec.AllowedWhen = algorithms.ReplyIs(v), &v
+		spec.Allowed, spec.AllowedWhen = custom.ReplyIs(v), &v
 	}
 	if n := got["client_side"]; n != nil {
 		if n.Kind != yaml.ScalarNode || (n.Value != "true" && n.Value != "false") {

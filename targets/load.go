@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
@@ -27,11 +28,11 @@ type Given struct {
 	Algorithm string
 	// Scripts are paths of Lua files, each a target named by its file
 	// name; Keys and Args are their KEYS and ARGV templates
-	// (algorithms.ScriptConfig; no Keys means the one key {key}).
+	// (custom.ScriptConfig; no Keys means the one key {key}).
 	Scripts    []string
 	Keys, Args []string
 	// Allowed, when not "", is the Scripts' reply predicate
-	// (algorithms.ParseReplyPredicate); when "", the reply integer (or
+	// (custom.ParseReplyPredicate); when "", the reply integer (or
 	// first element) *AllowedWhen means allowed, and nil means 1 (the
 	// usual script's answer).
 	Allowed     string
@@ -85,7 +86,7 @@ func (g Given) Validate() error {
 		}
 	}
 	if g.Algorithm != "" {
-		if err := algorithms.CheckNames([]string{g.Algorithm}); err != nil {
+		if err := CheckAlgorithms([]string{g.Algorithm}); err != nil {
 			return &field.Error{Name: "algorithm", Err: err}
 		}
 	}
@@ -103,7 +104,7 @@ func (g Given) Validate() error {
 		return field.Errorf("allowed", "give allowed or allowed_when, not both")
 	}
 	if g.ClientSide && len(g.Scripts) == 0 && len(g.Files) == 0 {
-		return field.Errorf("client_side", "goes only with a script (the built-in client-side algorithm is %s)", strings.Join(algorithms.ClientSideNames(), ", "))
+		return field.Errorf("client_side", "goes only with a script (the built-in client-side algorithm is %s)", strings.Join(ClientSideAlgorithms(), ", "))
 	}
 	return nil
 }
@@ -122,12 +123,12 @@ func Load(g Given) ([]Spec, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	allowed := algorithms.ReplyIs(1)
+	allowed := custom.ReplyIs(1)
 	if g.AllowedWhen != nil {
-		allowed = algorithms.ReplyIs(*g.AllowedWhen)
+		allowed = custom.ReplyIs(*g.AllowedWhen)
 	}
 	if g.Allowed != "" {
-		p, err := algorithms.ParseReplyPredicate(g.Allowed)
+		p, err := custom.ParseReplyPredicate(g.Allowed)
 		if err != nil {
 			return nil, &field.Error{Name: "allowed", Err: err}
 		}

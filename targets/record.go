@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"path/filepath"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/internal/redact"
@@ -44,7 +44,7 @@ func FromRecord(r *measure.TargetSpec, dir string) (Spec, error) {
 		return Spec{}, field.Errorf("target", "none recorded (a verify.json of an older ratelab?)")
 	}
 	s := Spec{From: "", Name: r.Name, Algorithm: r.Algorithm, HTTP: r.HTTP, Keys: r.Keys, Args: r.Args,
-		Allowed: algorithms.ReplyIs(1), AllowedExpr: r.Allowed, AllowedWhen: r.AllowedWhen}
+		Allowed: custom.ReplyIs(1), AllowedExpr: r.Allowed, AllowedWhen: r.AllowedWhen}
 	if r.Script == "" {
 		return s, nil
 	}
@@ -59,11 +59,11 @@ func FromRecord(r *measure.TargetSpec, dir string) (Spec, error) {
 	}
 	switch {
 	case r.Allowed != "":
-		if s.Allowed, err = algorithms.ParseReplyPredicate(r.Allowed); err != nil {
+		if s.Allowed, err = custom.ParseReplyPredicate(r.Allowed); err != nil {
 			return s, &field.Error{Name: "allowed", Err: err}
 		}
 	case r.AllowedWhen != nil:
-		s.Allowed = algorithms.ReplyIs(*r.AllowedWhen)
+		s.Allowed = custom.ReplyIs(*r.AllowedWhen)
 	}
 	if s.Name == "" {
 		s.Name = filepath.Base(s.Script)

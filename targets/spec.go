@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
@@ -26,21 +27,21 @@ type Spec struct {
 	HTTP      string
 	// Script is the Lua file's path, Source its text.
 	Script, Source string
-	// Keys and Args are KEYS and ARGV templates (algorithms.ScriptConfig).
+	// Keys and Args are KEYS and ARGV templates (custom.ScriptConfig).
 	Keys, Args []string
 	// Allowed judges the script's reply (ReplyIs(1) unless told);
 	// AllowedExpr is its expression as written, or AllowedWhen the
 	// shorthand's integer ("" and nil: the default, the reply is 1).
-	Allowed     algorithms.ReplyPredicate
+	Allowed     custom.ReplyPredicate
 	AllowedExpr string
 	AllowedWhen *int64
 	// Setup is a set-up script's path, SetupSource its text: run once per
 	// key before its first call, with the same Keys and Args
-	// (algorithms.ScriptConfig.Setup); "" when none. Scripts only.
+	// (custom.ScriptConfig.Setup); "" when none. Scripts only.
 	Setup, SetupSource string
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
-	// ClientSide runs the Script client-side (algorithms.ClientSide: every
+	// ClientSide runs the Script client-side (custom.ClientSide: every
 	// redis.call its own round trip from ratelab) instead of as one atomic
 	// script in Redis. Only with Script.
 	ClientSide bool
@@ -92,21 +93,21 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 	}
 	switch {
 	case s.HTTP != "":
-		h, err := algorithms.NewHTTPLimiter(s.HTTP, l, 5*time.Second)
+		h, err := custom.NewHTTPLimiter(s.HTTP, l, 5*time.Second)
 		if err != nil {
 			return nil, &field.Error{Name: "http", Err: err}
 		}
 		return h, nil
 	case s.Script != "" && s.ClientSide:
-		return algorithms.NewClientSide(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
+		return custom.NewClientSide(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
 	case s.Script != "":
-		return algorithms.NewScript(rdb, algorithms.ScriptConfig{Name: s.Name, Source: s.Source,
+		return custom.NewScript(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l, Setup: s.SetupSource})
 	case len(ls) > 1: // bucketed-hash
 		return algorithms.NewBucketedHash(rdb, ls...)
 	}
-	return algorithms.New(s.Algorithm, rdb, l)
+	return NewAlgorithm(s.Algorithm, rdb, l)
 }
 
 // describe joins the limits' String forms: "10 per 1s, 120 per 1m".

@@ -11,8 +11,8 @@ import (
 	"github.com/ratelab/ratelab/limit"
 )
 
-// Target is a limiter that is not in the algorithms registry, such as a
-// user's script (algorithms.NewScript): Name labels its rows (e.g. the
+// Target is a limiter that is not a registered algorithm (KnownAlgorithms), such as a
+// user's script (custom.NewScript): Name labels its rows (e.g. the
 // script's file name); New builds it on a Redis for one limit (each
 // scenario's). Used by run, capacity and bench alike; Spec.Target makes one.
 type Target struct {
@@ -44,7 +44,7 @@ func Check(ts []Target) error {
 		switch {
 		case t.Name == "" || t.New == nil:
 			return field.Errorf("targets", "a target needs a name and a constructor")
-		case slices.Contains(algorithms.Known(), t.Name):
+		case slices.Contains(KnownAlgorithms(), t.Name):
 			return field.Errorf("targets", "%q is a built-in algorithm's name", t.Name)
 		case seen[t.Name]:
 			return field.Errorf("targets", "two targets are named %q (name them apart)", t.Name)
@@ -55,14 +55,14 @@ func Check(ts []Target) error {
 }
 
 // NewLimiter builds the limiter named name for l on rdb: the target of that
-// name among ts, else the registered algorithm (algorithms.New).
+// name among ts, else the registered algorithm (NewAlgorithm).
 func NewLimiter(name string, ts []Target, rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
 	for _, t := range ts {
 		if t.Name == name {
 			return t.New(rdb, l)
 		}
 	}
-	return algorithms.New(name, rdb, l)
+	return NewAlgorithm(name, rdb, l)
 }
 
 // Names returns the targets' names, in order.
@@ -91,7 +91,7 @@ func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) er
 		}
 	}
 	for _, a := range algs {
-		if slices.Contains(algorithms.ClientSideNames(), a) {
+		if slices.Contains(ClientSideAlgorithms(), a) {
 			return field.Errorf("algorithms", "%s runs client-side: %s", a, reason)
 		}
 	}

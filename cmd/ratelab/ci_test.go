@@ -14,7 +14,7 @@ import (
 
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/measure"
-	"github.com/ratelab/ratelab/reports/ci"
+	"github.com/ratelab/ratelab/publish/ci"
 )
 
 // writeSuite writes a suite of three targets, one of them violated

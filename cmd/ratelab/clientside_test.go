@@ -20,7 +20,7 @@ func TestClientSide(t *testing.T) {
 	srv := enginetest.Start()
 	t.Cleanup(func() { srv.Close() })
 	url := "redis://" + srv.Info.Addr
-	twins := filepath.Join("..", "..", "algorithms", "clientside", "testdata")
+	twins := filepath.Join("..", "..", "custom", "clientside", "testdata")
 	logArgs := []string{"--arg", "{limit}", "--arg", "{window_us}", "--arg", "{now_us}", "--arg", "{request_id}"}
 	verify := func(args ...string) (int, string, string) {
 		t.Helper()

@@ -22,8 +22,8 @@ import (
 	"github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/internal/version"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/publish/ci"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/ratelab/ratelab/reports/ci"
 )
 
 // Exit codes (contract).

@@ -9,8 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/launch"
@@ -38,7 +37,7 @@ const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {wi
 func (t *targetFlags) add(c *cobra.Command) {
 	fl := c.Flags()
 	t.g.Several = true
-	fl.StringVar(&t.g.Algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(algorithms.Known(), ", "))
+	fl.StringVar(&t.g.Algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(targets.KnownAlgorithms(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.g.HTTP, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
@@ -157,12 +156,26 @@ func (t *targetFlags) atomicOnly(c *cobra.Command, command string, algs []string
 
 // launch is launch.Start of cfg with t's scripts (t nil: none) unless
 // --trust-script, saying on stderr how they run. Errors are usage errors
-// naming the flag.
+// naming the flag (openError).
 func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writer) (*launch.Launch, error) {
 	if t != nil {
 		cfg.Specs, cfg.Trust = t.specs, t.trust
 	}
-	cfg.Guarded = func(m guard.Mode) {
+	cfg.Guarded = tellGuard(stderr)
+	l, err := launch.Start(c.Context(), cfg, stderr)
+	if err != nil {
+		return nil, openError(err)
+	}
+	if t != nil && l.Scripts != nil {
+		t.guarded = *l.Scripts
+	}
+	return l, nil
+}
+
+// tellGuard says on stderr how the user's scripts run (guard.Mode), once
+// the guard is in place.
+func tellGuard(stderr io.Writer) func(guard.Mode) {
+	return func(m guard.Mode) {
 		switch m {
 		case guard.Trusted:
 			fmt.Fprintln(stderr, "ratelab: --trust-script: your script runs with your connection's rights on your Redis")
@@ -170,22 +183,25 @@ func (t *targetFlags) launch(c *cobra.Command, cfg launch.Config, stderr io.Writ
 			fmt.Fprintln(stderr, "ratelab: your script runs as a temporary ACL user that may touch only this run's keys (--trust-script to lift it)")
 		}
 	}
-	l, err := launch.Start(c.Context(), cfg, stderr)
+}
+
+// openError names the flag of an error opening what a command works with
+// (launch.Start, verifyprep.Plan.Open): the Redis (--redis, as
+// redisFlags.open named it), a script the guard refused or that cannot
+// be built (--script, --config) or guarded, else the field's flag.
+func openError(err error) error {
 	var refused *guard.RefusedError
 	switch name, _ := field.Name(err); {
 	case errors.As(err, new(usageError)): // --redis, as redisFlags.open named it
-		return nil, err
+		return err
 	case errors.As(err, &refused):
-		return nil, usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
+		return usagef("--script %s: %w", refused.Name, errors.Unwrap(refused.Err))
 	case errors.As(err, new(*targets.SpecError)): // a script that cannot be built, or does not compile
-		return nil, targetErr(err)
+		return targetErr(err)
 	case name == "script":
-		return nil, usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
+		return usagef("%w; run it against a throwaway Redis (--redis exec) or pass --trust-script", flagError(nil, err))
 	case err != nil:
-		return nil, flagError(nil, err)
+		return flagError(nil, err)
 	}
-	if t != nil && l.Scripts != nil {
-		t.guarded = *l.Scripts
-	}
-	return l, nil
+	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,16 +8,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/launch"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/harness/verifyjob"
+	"github.com/ratelab/ratelab/harness/verifyprep"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/outdir"
+	"github.com/ratelab/ratelab/publish/ci"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -28,14 +26,19 @@ type verifyFlags struct {
 	target  targetFlags
 	cfg     verify.Config
 	limits  []string              // --limit, into lim.Given
-	lim     verifyjob.Limits      // --window, --precision
+	window  time.Duration         // --window
+	lim     verifyprep.Limits     // --precision
 	replay  string                // --replay: a verify.json whose counter-example to send again
 	ci      ci.Collect            // --junit and the suite's reports (verifyTargets)
 	current *measure.VerifyReport // the running target's report, once it has one
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
-	f := &verifyFlags{}
+	return (&verifyFlags{}).command(stdout, stderr)
+}
+
+// command is verify's command, its flags bound to f.
+func (f *verifyFlags) command(stdout, stderr io.Writer) *cobra.Command {
 	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		func(c *cobra.Command) error { return verifyTargets(c, f, stdout, stderr) })
 	fl := c.Flags()
@@ -45,7 +48,7 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	fl.StringVar(&f.ci.JUnit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
-	windowVar(fl, &f.lim.Window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
+	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
 	fl.DurationVar(&f.lim.Precision, "precision", 0, "bucketed-hash block length (default window/10)")
 	fl.DurationVar(&cfg.Skew, "skew", 0, "make the skewed-client-clock family part of the verdict, with clocks this far off each way (e.g. 100ms)")
 	fl.IntVar(&cfg.Clients, "clients", 8, "concurrent clients of the concurrency families")
@@ -62,28 +65,35 @@ func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-// config checks the flags and turns them into a verify.Config for the
+// config checks the flags and turns them into the Plan of verifying the
 // one target of f.target.specs (verifyTargets loads them and sets each in
-// turn): verifyjob.TargetConfig, its errors naming the flag or the file.
-func (f *verifyFlags) config(c *cobra.Command) (verify.Config, error) {
+// turn): verifyprep.Check, its errors naming the flag or the file.
+func (f *verifyFlags) config(c *cobra.Command) (verifyprep.Plan, error) {
 	cfg := f.cfg
 	cfg.AdaptTimeout = !c.Flags().Changed("timeout") // virtual time: a slow machine is waited for
+	cfg.NoDefaults = true                            // a zero --timeout, --max-outage or --clients is refused
+	if cfg.Budget == 0 {
+		cfg.Budget = -1 // --budget 0: no search
+	}
 	ls := f.lim
 	var err error
-	if ls.Given, err = limit.ParseFlags(f.limits, ls.Window, c.Flags().Changed("window")); err != nil {
-		return cfg, flagError(c.Flags(), err)
+	if ls.Given, err = limit.ParseFlags(f.limits, f.window, c.Flags().Changed("window")); err != nil {
+		return verifyprep.Plan{Config: cfg}, flagError(c.Flags(), err)
+	}
+	if len(ls.Given) == 0 {
+		ls.Given = []limit.Limit{{Window: f.window}} // no count: --limit is required
 	}
 	ls.Gave = c.Flags().Changed("limit") || c.Flags().Changed("window") // else the --config file's
-	cfg, err = verifyjob.TargetConfig(cfg, f.target.specs[0], ls)
-	var fe *verifyjob.FileError
+	p, err := verifyprep.Check(cfg, f.target.specs[0], ls)
+	var fe *verifyprep.FileError
 	if errors.As(err, &fe) { // the file's limits, not --limit or --window
-		return cfg, usagef("--config %s: %w", fe.File, fe.Err)
+		return p, usagef("--config %s: %w", fe.File, fe.Err)
 	}
-	return cfg, requiredError(c.Flags(), err)
+	return p, requiredError(c.Flags(), err)
 }
 
 func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
-	cfg, err := f.config(c)
+	plan, err := f.config(c)
 	if err != nil {
 		return err
 	}
@@ -92,17 +102,17 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return flagError(nil, err)
 		}
 	}
-	rd, lim, done, err := f.open(c, &cfg, stderr)
+	p, done, err := f.open(c, plan, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	job := verifyjob.Job{Config: cfg, Target: f.target.specs[0].Record(), Out: f.out.dir, Decisions: f.out.decisions}
-	rep, err := job.Run(c.Context(), rd, lim, stderr)
+	job := verifyjob.Job{Config: p.Config, Target: p.Spec.Record(), Out: f.out.dir, Decisions: f.out.decisions}
+	rep, err := job.Run(c.Context(), p.Redis, p.Limiter, stderr)
 	err, werr := outdir.Split(err)
 	if err != nil {
 		err = errors.Join(err, flagError(c.Flags(), werr))
-		if spec := f.target.specs[0]; spec.Script != "" {
+		if spec := p.Spec; spec.Script != "" {
 			return scriptError(spec.Script, spec.Name, err)
 		}
 		return usagef("%w", err)
@@ -119,20 +129,32 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	return outcome(prefix("verify: ", msg), failed)
 }
 
-// open opens the Redis of verify's one target (none for --http), guards
-// its script and builds its limiter for cfg's limits, with a new run id
-// in cfg; done undoes it all.
-func (f *verifyFlags) open(c *cobra.Command, cfg *verify.Config, stderr io.Writer) (*server.Redis, algorithms.Limiter, func(), error) {
-	cfg.RunID = server.NewRunID()
-	lc := launch.Config{RunID: cfg.RunID, ViaLimiter: true, Limits: cfg.Limits}
-	if f.target.specs[0].HTTP == "" {
-		lc.Open = func(context.Context) (*server.Redis, error) { return f.redis.open(c) }
+// open opens the Redis of plan's target (none for --http) and prepares
+// the plan on it (verifyprep.Plan.Open: its script compiled, tried and
+// guarded unless --trust-script, its limiter built), saying on stderr how
+// the script runs; done undoes it all. Errors are usage errors naming the
+// flag.
+func (f *verifyFlags) open(c *cobra.Command, plan verifyprep.Plan, stderr io.Writer) (*verifyprep.Prepared, func(), error) {
+	var rd *server.Redis
+	if plan.Spec.HTTP == "" {
+		var err error
+		if rd, err = f.redis.open(c); err != nil {
+			return nil, nil, openError(err)
+		}
 	}
-	l, err := f.target.launch(c, lc, stderr)
+	p, err := plan.Open(c.Context(), rd, verifyprep.Guard{Trust: f.target.trust, Told: tellGuard(stderr), Progress: stderr})
 	if err != nil {
-		return nil, nil, nil, err
+		if rd != nil {
+			rd.CloseOrSay(stderr)
+		}
+		return nil, nil, openError(err)
 	}
-	return l.Redis, l.Limiter, l.Close, nil
+	return p, func() {
+		p.Close()
+		if rd != nil {
+			rd.CloseOrSay(stderr)
+		}
+	}, nil
 }
 
 // runReplay is verify --replay: the counter-example of a verify.json sent
@@ -166,12 +188,12 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 		return usagef("--replay %s: %w", f.replay, err)
 	}
 	f.target.specs = []targets.Spec{r.Spec}
-	rd, lim, done, err := f.open(c, &r.Config, stderr)
+	p, done, err := f.open(c, r.Plan, stderr)
 	if err != nil {
 		return err
 	}
 	defer done()
-	rep, err := r.Run(c.Context(), rd, lim, stderr)
+	rep, err := r.Run(c.Context(), p, stderr)
 	if err != nil {
 		return usagef("--replay %s: %w", f.replay, flagError(nil, err))
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -74,5 +78,48 @@ func TestVerifyCommand(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, c.want)
 			}
 		})
+	}
+}
+
+// verify's flags make its Plan without touching Redis: a zero --timeout,
+// --max-outage or --clients refused rather than defaulted, --budget 0 no
+// search, the timeout adapted unless given, and --window alone a limit
+// without a count, which --limit is required for.
+func TestVerifyConfig(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		args  []string
+		want  string // the error; "" for none
+		check func(verify.Config) bool
+	}{
+		{"defaults", []string{"--limit", "10", "--window", "2s"}, "", func(cfg verify.Config) bool {
+			return cfg.NoDefaults && cfg.AdaptTimeout && cfg.Budget == verify.DefaultBudget &&
+				len(cfg.Limits) == 1 && cfg.Limits[0] == limit.Limit{Count: 10, Window: 2 * time.Second}
+		}},
+		{"no search", []string{"--limit", "10/1s", "--budget", "0"}, "", func(cfg verify.Config) bool { return cfg.Budget == -1 }},
+		{"timeout given", []string{"--limit", "10/1s", "--timeout", "1s"}, "", func(cfg verify.Config) bool {
+			return !cfg.AdaptTimeout && cfg.Timeout == time.Second
+		}},
+		{"no count", []string{"--window", "1s"}, "--limit: must be >= 1, got 0 (it is required)", nil},
+		{"no clients", []string{"--limit", "10/1s", "--clients", "0"}, "--clients: must be in 1..", nil},
+	} {
+		f := &verifyFlags{}
+		cmd := f.command(io.Discard, io.Discard)
+		if err := cmd.ParseFlags(append([]string{"--algorithm", "sliding-log"}, c.args...)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := f.target.load(cmd, nil); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p, err := f.config(cmd)
+		switch {
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want == "" && !c.check(p.Config):
+			t.Errorf("%s: got %+v", c.name, p.Config)
+		}
 	}
 }

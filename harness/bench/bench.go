@@ -152,7 +152,7 @@ type Config struct {
 // "procs" (>= 0), and "compare-redis-benchmark" (the binary must be found).
 // The bounds are in the fields' comments.
 func (cfg Config) Validate() error {
-	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+	if err := targets.CheckAlgorithms(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := targets.Check(cfg.Targets); err != nil {
@@ -203,7 +203,7 @@ func (cfg Config) Validate() error {
 		return field.Errorf("rate", "redis-benchmark cannot pace its requests; compare without a rate")
 	}
 	for _, a := range cfg.Algorithms {
-		lim, err := algorithms.New(a, nil, l)
+		lim, err := targets.NewAlgorithm(a, nil, l)
 		if err != nil {
 			return &field.Error{Name: "limit", Err: err}
 		}

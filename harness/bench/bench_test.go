@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/bench"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
@@ -88,7 +89,7 @@ func TestCallOfReplaysAllow(t *testing.T) {
 // A limiter that is not Scripted (an HTTP endpoint) has no script call to
 // replay: refused with an error naming the algorithms field.
 func TestCallOfRefusesUnscripted(t *testing.T) {
-	lim, err := algorithms.NewHTTPLimiter("http://127.0.0.1:1/allow?key={key}", limit.Limit{Count: 3, Window: time.Minute}, time.Second)
+	lim, err := custom.NewHTTPLimiter("http://127.0.0.1:1/allow?key={key}", limit.Limit{Count: 3, Window: time.Minute}, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

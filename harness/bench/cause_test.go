@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/bench"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -24,7 +25,7 @@ func TestRunWarmUpFailureNamed(t *testing.T) {
 	cfg.Algorithms, cfg.Paths, cfg.Clients = nil, []string{measure.PathAllow}, 2
 	cfg.Duration = 200 * time.Millisecond
 	cfg.Targets = []targets.Target{{Name: "broken.lua", New: func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-		return algorithms.NewScriptLimiter(rdb, "broken.lua", src, []string{"{limit}"}, 1, l)
+		return custom.NewScriptLimiter(rdb, "broken.lua", src, []string{"{limit}"}, 1, l)
 	}}}
 	_, err := bench.Run(ctx, srv.Redis, cfg, nil)
 	if err == nil || !strings.Contains(err.Error(), "warm-up") || !strings.Contains(err.Error(), "the limiter is broken") ||

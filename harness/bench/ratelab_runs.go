@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness/callguard"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -66,6 +67,10 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 		interval = time.Duration(float64(time.Second) * float64(cfg.Clients*cfg.Pipeline) / cfg.Rate)
 	}
 
+	// the run's call guard: the outage of a server that keeps closing
+	// the connections (no bound on a round trip but the client's: a slow
+	// call is a measurement, not a failure)
+	guard := callguard.New(callguard.Config{MaxOutage: reconnectFor})
 	results := make([]workerResult, cfg.Clients)
 	var ready, done sync.WaitGroup
 	startGate := make(chan struct{})
@@ -106,7 +111,7 @@ func (b *bencher) runRatelab(ctx context.Context, call Call, path, prefix string
 				return
 			}
 			<-startGate
-			wk := worker{conn: conn, reopen: reopen, call: call, keys: keys, id: w, cfg: cfg, counted: n > 0, remaining: &remaining,
+			wk := worker{conn: conn, reopen: reopen, guard: guard, call: call, keys: keys, id: w, cfg: cfg, counted: n > 0, remaining: &remaining,
 				start: start, interval: interval, out: r}
 			r.err = wk.loop(ctx)
 		}(w)
@@ -176,6 +181,7 @@ func (r *workerResult) failed(err error) {
 type worker struct {
 	conn      benchConn
 	reopen    func() benchConn // a new connection, after the server closed conn
+	guard     *callguard.Guard // the run's, shared by its workers
 	call      Call
 	keys      []string
 	id        int
@@ -196,8 +202,9 @@ type worker struct {
 // connection the server closed (CLIENT KILL, its timeout setting) is
 // opened again and the loop goes on, the calls that got no reply not
 // counted (returned to the count left to send), unless the server closed
-// connections for reconnectFor: that error is returned, as is any other
-// broken connection.
+// connections for reconnectFor (the run's call guard tells, every worker's
+// round trips counting): that error is returned, as is any other broken
+// connection.
 func (wk *worker) loop(ctx context.Context) error {
 	call, keys, cfg := wk.call, wk.keys, wk.cfg
 	p := cfg.Pipeline
@@ -223,7 +230,6 @@ func (wk *worker) loop(ctx context.Context) error {
 	intervalUS := wk.interval.Microseconds()
 	next := wk.start
 	h := wk.out.hist
-	var closedSince time.Time // when the server began closing the connections, zero while it does not
 	for {
 		size := p
 		if wk.counted {
@@ -259,15 +265,14 @@ func (wk *worker) loop(ctx context.Context) error {
 				putDigits(buf[3:], counter)
 			}
 		}
-		sent := time.Now()
-		cmds, err := pipe.Exec(ctx, calls[:size])
+		trip := wk.guard.Begin(ctx, size)
+		cmds, err := trip.Exec(pipe, calls[:size])
+		_ = trip.End(err) // no bound: no stall
 		if err != nil && !server.IsClosed(err) {
 			return err
 		}
 		if err != nil {
-			if closedSince.IsZero() {
-				closedSince = time.Now()
-			} else if time.Since(closedSince) > reconnectFor || ctx.Err() != nil {
+			if wk.guard.Note(err) != nil || ctx.Err() != nil {
 				return fmt.Errorf("%w (the server closed every new connection for %s)", err, reconnectFor)
 			}
 			lost := int64(0)
@@ -292,8 +297,8 @@ func (wk *worker) loop(ctx context.Context) error {
 			time.Sleep(10 * time.Millisecond) // not a busy loop on a server that closes every connection
 			continue
 		}
-		closedSince = time.Time{}
-		rtt := max(time.Since(sent).Microseconds(), 1)
+		_ = wk.guard.Note(nil)
+		rtt := max(trip.Recv.Sub(trip.Sent).Microseconds(), 1)
 		for _, cmd := range cmds {
 			d, err := decode(call, cmd)
 			switch {

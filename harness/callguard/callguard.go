@@ -82,6 +82,9 @@ type Guard struct {
 	outage  struct {
 		mu    sync.Mutex
 		since time.Time // first failure of the failures under way; zero: none
+		// failing says since is set: a success reads it alone, so round
+		// trips that succeed (of many workers at once) take no lock
+		failing atomic.Bool
 	}
 }
 
@@ -199,18 +202,20 @@ func (g *Guard) Note(err error) error {
 	if busy.IsReply(err) {
 		g.busy.Store(true)
 	}
-	if g.cfg.MaxOutage <= 0 {
+	if g.cfg.MaxOutage <= 0 || err == nil && !g.outage.failing.Load() {
 		return nil
 	}
 	g.outage.mu.Lock()
 	defer g.outage.mu.Unlock()
 	if err == nil {
 		g.outage.since = time.Time{}
+		g.outage.failing.Store(false)
 		return nil
 	}
 	now := g.cfg.Now()
 	if g.outage.since.IsZero() {
 		g.outage.since = now
+		g.outage.failing.Store(true)
 		return nil
 	}
 	if d := now.Sub(g.outage.since); d >= g.cfg.MaxOutage {

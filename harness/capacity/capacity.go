@@ -182,7 +182,6 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		return measure.CapacityRow{}, fmt.Errorf("no fill plan for %s (validate the configuration first)", l)
 	}
 	n := KeysFor(cfg.Keys, fillSteps(alg, l), cfg.Budget)
-	at0 := alignUp(harness.VirtualEpoch, l.Window)
 	row := measure.CapacityRow{
 		Algorithm: alg, Limit: l.Count, WindowMS: l.Window.Milliseconds(), LimitDesc: probe.Describe(),
 		Keys: n, KeysWanted: cfg.Keys, Calls: int64(n) * int64(len(plan)), ActiveKeys: cfg.ActiveKeys,
@@ -199,7 +198,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 
 	// warm: a couple of keys first, so first-use allocations (Lua argument
 	// arrays, reply buffers) are not counted; they stay until the cell is dropped
-	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2), at0); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2)); err != nil {
 		return row, err
 	}
 	if err := m.settle(ctx); err != nil {
@@ -212,7 +211,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		return row, err
 	}
 	start := time.Now()
-	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n, at0); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n); err != nil {
 		return row, err
 	}
 	row.FillMS = time.Since(start).Milliseconds()
@@ -363,14 +362,6 @@ func serverConfig(ctx context.Context, c redis.UniversalClient) measure.Capacity
 	s.ZsetMaxListpackEntries = get("zset-max-listpack-entries")
 	s.HashMaxListpackEntries = get("hash-max-listpack-entries")
 	return s
-}
-
-// alignUp returns the first multiple of w (from the Unix epoch, in µs) at
-// or after t.
-func alignUp(t time.Time, w time.Duration) time.Time {
-	us, wus := t.UnixMicro(), w.Microseconds()
-	n := (us + wus - 1) / wus
-	return time.UnixMicro(n * wus).UTC()
 }
 
 // loadScript loads the script of a user's limiter (the built-ins' are

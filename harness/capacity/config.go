@@ -147,7 +147,7 @@ func (cfg Config) WithDefaults() Config {
 // Nothing that passes makes Run hold more than Budget fill calls at once
 // or keep the server busy for long.
 func (cfg Config) Validate() error {
-	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+	if err := targets.CheckAlgorithms(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := targets.Check(cfg.Targets); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // Scenario is the schedule `ratelab demo` shows: seed 001's harness, a
@@ -111,7 +112,7 @@ func Paced(arrivals []scenarios.Arrival, pace float64) []scenarios.Arrival {
 // Window in 100ms..10m (a live show); Lead >= 0; Pace zero or in
 // 1..MaxPace(Limit).
 func (cfg Config) Validate() error {
-	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+	if err := targets.CheckAlgorithms(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	l := cfg.WithDefaults().Limit
@@ -207,7 +208,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 		}
 		jobs := make([]harness.Job, len(cfg.Algorithms))
 		for i, name := range cfg.Algorithms {
-			l, err := algorithms.New(name, rd.Client, lim)
+			l, err := targets.NewAlgorithm(name, rd.Client, lim)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
@@ -19,15 +20,15 @@ import (
 // add-then-check twin holds, and no key is left behind.
 func TestClusterClientSide(t *testing.T) {
 	l := limit.Limit{Count: 20, Window: time.Minute}
-	src, err := os.ReadFile(filepath.Join("..", "..", "algorithms", "clientside", "testdata", "add_then_check.lua"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "custom", "clientside", "testdata", "add_then_check.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	naive, err := algorithms.New("sliding-log-naive", cluster.Client(), l)
+	naive, err := custom.NewSlidingLogNaive(cluster.Client(), l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	safe, err := algorithms.NewClientSide(cluster.Client(), algorithms.ScriptConfig{Name: "add_then_check.lua", Source: string(src),
+	safe, err := custom.NewClientSide(cluster.Client(), custom.ScriptConfig{Name: "add_then_check.lua", Source: string(src),
 		Args: []string{"{limit}", "{window_us}", "{now_us}", "{request_id}"}, Limit: l})
 	if err != nil {
 		t.Fatal(err)

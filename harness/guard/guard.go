@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
@@ -111,21 +111,6 @@ func (s *Scripts) Targets(specs []targets.Spec, wrap func(error) error) []target
 		}
 	}
 	return out
-}
-
-// Build builds spec's limiter for the limits ls on rd (nil for an HTTP
-// endpoint), its script on its connection (On), through
-// targets.Spec.Build. Errors are a *targets.SpecError naming spec.
-func (s *Scripts) Build(rd *server.Redis, spec targets.Spec, ls ...limit.Limit) (algorithms.Limiter, error) {
-	var rdb redis.Scripter
-	if rd != nil {
-		rdb = rd.Client
-	}
-	lim, err := spec.Build(s.On(rdb, spec), ls...)
-	if err != nil {
-		return nil, &targets.SpecError{Spec: spec, Err: err}
-	}
-	return lim, nil
 }
 
 // Close removes the temporary ACL user, within Open's ctx; when that

@@ -76,8 +76,7 @@ func TestNoGuard(t *testing.T) {
 }
 
 // The zero Scripts, as the nil one, is no guard: On gives the caller's
-// connection, Close does nothing; Build names the spec of a limiter it
-// cannot build.
+// connection, Close does nothing.
 func TestZeroScripts(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer func() { _ = rdb.Close() }()
@@ -90,11 +89,6 @@ func TestZeroScripts(t *testing.T) {
 	var none *Scripts
 	if got := none.On(rdb, spec); got != rdb {
 		t.Errorf("nil Scripts: On gave %v, want the caller's connection", got)
-	}
-	_, err := zero.Build(nil, targets.Spec{Name: "nope", Algorithm: "no-such-algorithm"})
-	var se *targets.SpecError
-	if !errors.As(err, &se) || se.Spec.Name != "nope" {
-		t.Errorf("Build of an unknown algorithm: %v, want a *targets.SpecError naming it", err)
 	}
 }
 

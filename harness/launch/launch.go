@@ -1,9 +1,9 @@
-// Package launch opens what a command works with, in the order that loses
-// nothing: its results directory first (a bad one stops the command before
-// anything is measured), then its Redis, then the guard of the user's
-// scripts on it (guard.Open), and last, for a command that drives one
-// target, that target's limiter. Whatever it opened is undone again when
-// a later step fails.
+// Package launch opens what run, capacity, bench and demo work with, in
+// the order that loses nothing: the results directory first (a bad one
+// stops the command before anything is measured), then the Redis, then
+// the guard of the user's scripts on it (guard.Open). Whatever it opened
+// is undone again when a later step fails. One target's verification is
+// prepared by verifyprep instead.
 package launch
 
 import (
@@ -11,10 +11,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/targets"
 )
@@ -42,11 +40,8 @@ type Config struct {
 	Trust      bool
 	ViaLimiter bool
 	// Guarded, when not nil, is told how the scripts run (guard.Mode) once
-	// the guard is in place, before the limiter is built.
+	// the guard is in place.
 	Guarded func(guard.Mode)
-	// Limits, when not empty, have Start build the limiter of Specs[0]
-	// for them on the Redis to use (guard.Scripts.Build).
-	Limits []limit.Limit
 }
 
 // Launch is what Start opened. Close it when the command ends; it is not
@@ -62,9 +57,6 @@ type Launch struct {
 	// scripts run (guard.Mode).
 	Scripts *guard.Scripts
 	Mode    guard.Mode
-	// Limiter is Specs[0]'s limiter when Config.Limits were given, else
-	// nil.
-	Limiter algorithms.Limiter
 
 	opened   *server.Redis
 	undo     func()
@@ -72,11 +64,11 @@ type Launch struct {
 }
 
 // Start opens what cfg asks for, in order: the results directory, the
-// Redis (announced on progress), the guard, the limiter; notes of the
-// guard and of closing go to progress. On an error it undoes what it
-// opened (the directory it created is removed) and returns nil with the
-// error: outdir.Prepare's (*field.Error naming "out"), cfg.Open's
-// unchanged, guard.Open's, or the limiter's *targets.SpecError.
+// Redis (announced on progress), the guard; notes of the guard and of
+// closing go to progress. On an error it undoes what it opened (the
+// directory it created is removed) and returns nil with the error:
+// outdir.Prepare's (*field.Error naming "out"), cfg.Open's unchanged, or
+// guard.Open's.
 func Start(ctx context.Context, cfg Config, progress io.Writer) (*Launch, error) {
 	l := &Launch{undo: func() {}, progress: progress}
 	if cfg.Results {
@@ -100,9 +92,6 @@ func Start(ctx context.Context, cfg Config, progress io.Writer) (*Launch, error)
 	l.Redis, l.Scripts, l.Mode, err = guard.Open(ctx, l.opened, cfg.Specs, cfg.RunID, cfg.Trust, cfg.ViaLimiter, progress)
 	if err == nil && cfg.Guarded != nil {
 		cfg.Guarded(l.Mode)
-	}
-	if err == nil && len(cfg.Limits) > 0 {
-		l.Limiter, err = l.Scripts.Build(l.Redis, cfg.Specs[0], cfg.Limits...)
 	}
 	if err != nil {
 		l.Close()

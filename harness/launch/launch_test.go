@@ -8,16 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
 	"github.com/ratelab/ratelab/harness/server"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/outdir"
 	"github.com/ratelab/ratelab/targets"
 )
@@ -40,9 +37,6 @@ func TestStart(t *testing.T) {
 	errOpen := errors.New("no Redis here")
 	bad := targets.Spec{Name: "bad.lua", Script: "bad.lua", Source: "return 1 +\n"}
 	good := targets.Spec{Name: "good.lua", Script: "good.lua", Source: "return 1\n"}
-	fw := targets.Spec{Algorithm: "fixed-window"}
-	tenPerSecond := []limit.Limit{{Count: 10, Window: time.Second}}
-	noWindow := []limit.Limit{{Count: 10}}
 	foreign := t.TempDir()
 	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -54,7 +48,6 @@ func TestStart(t *testing.T) {
 		openErr  error // Open's error; nil opens a connection to srv
 		noOpen   bool  // Config.Open nil (an HTTP target)
 		specs    []targets.Spec
-		limits   []limit.Limit
 		announce bool
 		field    string // the error's field; "" for none
 		wantErr  error  // an error the result must wrap
@@ -73,10 +66,6 @@ func TestStart(t *testing.T) {
 		{name: "Redis fails", results: true, openErr: errOpen, wantErr: errOpen, opened: true},
 		// a script that does not compile: refused after Redis, the directory removed
 		{name: "script refused", results: true, specs: []targets.Spec{bad}, field: "script", opened: true},
-		// the one target's limiter, built on the Redis to use
-		{name: "limiter", specs: []targets.Spec{fw}, limits: tenPerSecond, opened: true},
-		// a limiter that cannot be built for its limits: the Redis closed again
-		{name: "limiter refused", results: true, specs: []targets.Spec{fw}, limits: noWindow, field: "window", opened: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.out
@@ -85,7 +74,7 @@ func TestStart(t *testing.T) {
 			}
 			var rd *server.Redis
 			var modes []guard.Mode
-			cfg := Config{RunID: "launchtest", Results: tc.results, Out: out, Announce: tc.announce, Specs: tc.specs, Limits: tc.limits,
+			cfg := Config{RunID: "launchtest", Results: tc.results, Out: out, Announce: tc.announce, Specs: tc.specs,
 				Guarded: func(m guard.Mode) { modes = append(modes, m) }}
 			if !tc.noOpen {
 				cfg.Open = func(context.Context) (*server.Redis, error) {
@@ -110,7 +99,7 @@ func TestStart(t *testing.T) {
 			case err != nil && l != nil:
 				t.Errorf("got a Launch with the error %v", err)
 			}
-			// told once the guard is in place, whether or not the limiter builds
+			// told once the guard is in place
 			if guarded := tc.field != "out" && tc.field != "script" && tc.wantErr == nil; guarded != (len(modes) == 1) {
 				t.Errorf("Guarded told %v, want once: %v", modes, guarded)
 			}
@@ -132,14 +121,6 @@ func TestStart(t *testing.T) {
 			}
 			if got, want := l.Redis != nil, !tc.noOpen; got != want {
 				t.Errorf("Redis set: got %v, want %v", got, want)
-			}
-			if got := l.Limiter != nil; got != (tc.limits != nil) {
-				t.Errorf("Limiter built: got %v, want %v", got, tc.limits != nil)
-			} else if got {
-				d, err := l.Limiter.Allow(ctx, srv.Key(t), 1, algorithms.At(time.Unix(100, 0)))
-				if err != nil || !d.Allowed {
-					t.Errorf("the limiter's first decision: %+v, %v; want allowed", d, err)
-				}
 			}
 			if l.Mode != guard.Unguarded || l.Scripts != nil { // srv is a server ratelab started
 				t.Errorf("got mode %v, scripts %v, want unguarded", l.Mode, l.Scripts)

@@ -24,6 +24,7 @@ import (
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/targets"
 )
 
 // Config is what a traffic replay (`ratelab run --traffic`) compares.
@@ -86,7 +87,7 @@ const MaxPipeline = 10_000
 // fail-closed); Timeout and MaxOutage >= 0; the traffic format and time
 // unit known ("" is auto).
 func (cfg Config) Validate() error {
-	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+	if err := targets.CheckAlgorithms(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	formats := []scenarios.TrafficFormat{"", scenarios.FormatAuto, scenarios.FormatCSV, scenarios.FormatJSONL, scenarios.FormatAccessLog}
@@ -209,7 +210,7 @@ func Run(ctx context.Context, rd *server.Redis, traffic io.Reader, cfg Config, l
 	lim := cfg.Limit
 	var workers []*replayWorker
 	for _, name := range cfg.Algorithms {
-		l, err := algorithms.New(name, rd.Client, lim)
+		l, err := targets.NewAlgorithm(name, rd.Client, lim)
 		if err != nil {
 			return nil, err
 		}

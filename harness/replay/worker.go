@@ -16,6 +16,7 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/scenarios"
 )
 
 // Memory readings during a replay: after firstMemorySample decisions, then
@@ -30,9 +31,11 @@ const (
 	memorySampleSpacing = 16
 )
 
-// replayWorker sends one algorithm's decisions, one pipeline per batch,
-// and aggregates them per key as they come. Its fields are its own
-// goroutine's, except decisions (read by the progress display).
+// replayWorker decides one algorithm's records through the harness's
+// driver (harness.Runner.Drive: the pipelined virtual-time calls, their
+// call guard, the decisions log) and aggregates the outcomes per key as
+// they come. Its fields are its own goroutine's, except decisions (read
+// by the progress display).
 type replayWorker struct {
 	name    string
 	lim     algorithms.Scripted
@@ -59,25 +62,7 @@ type replayWorker struct {
 	lastAt     time.Duration
 	expired    int64 // keys removed as expired in virtual time
 	dur        time.Duration
-	// guard bounds each round trip (Timeout per replayTimeoutCalls
-	// calls, a stall stops the replay) and the outage
-	guard *callguard.Guard
-
-	// batch's buffers (reuse)
-	calls, send []algorithms.ScriptCall
-	cmds        []*redis.Cmd
-	callErrs    []error
-}
-
-// reuse returns (*buf)[:n] with every element zero, growing *buf when it
-// is shorter: a batch's buffer, allocated once per worker.
-func reuse[T any](buf *[]T, n int) []T {
-	if cap(*buf) < n {
-		*buf = make([]T, n)
-	}
-	s := (*buf)[:n]
-	clear(s)
-	return s
+	base       time.Time // the virtual instant t = 0 is replayed at
 }
 
 // replayTimeoutCalls is how many calls of a round trip one Timeout
@@ -88,9 +73,7 @@ const replayTimeoutCalls = 64
 func newReplayWorker(l algorithms.Scripted, lim limit.Limit, prefix string, cfg Config) *replayWorker {
 	return &replayWorker{name: l.Name(), lim: l, limit: lim, prefix: prefix, cfg: cfg,
 		in: make(chan []replayItem, 8), tracker: measure.NewKeyTracker(lim.Count, lim.Window), hist: harness.NewHist(),
-		rkeys: map[string]touch{}, nextSample: firstMemorySample,
-		guard: callguard.New(callguard.Config{Timeout: cfg.Timeout, PerTimeout: replayTimeoutCalls, Stall: true,
-			Adapt: cfg.AdaptTimeout, MaxOutage: cfg.MaxOutage})}
+		rkeys: map[string]touch{}, nextSample: firstMemorySample}
 }
 
 // touch is when a Redis key was last named by a call: at the virtual
@@ -100,118 +83,65 @@ type touch struct {
 	real time.Time
 }
 
-// run decides every batch received until the channel closes. On error it
-// returns at once (the caller cancels the feed).
+// run decides every batch received until the channel closes, Pipeline
+// decisions per round trip, the memory read between round trips when a
+// reading is due. On error it returns at once (the caller cancels the
+// feed): a round trip past its bound (a stall) or round trips failing for
+// MaxOutage (an error reply is an answer) stop the replay; calls refused
+// with NOSCRIPT (a SCRIPT FLUSH during the replay) are loaded and resent.
 func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time, log *measure.DecisionLog) error {
-	start := time.Now()
-	defer func() { w.dur = time.Since(start) }()
-	pipe := algorithms.NewScriptPipe(rd.Client)
-	for b := range w.in {
-		if ctx.Err() != nil {
-			continue // drain
-		}
-		if err := w.batch(ctx, pipe, b, base, log); err != nil {
-			return err
-		}
-		if w.decisions.Load() >= w.nextSample {
-			if err := w.sampleMemory(ctx, rd); err != nil {
-				return err
+	w.base = base
+	r := &harness.Runner{Redis: rd.Client, Clock: harness.VirtualClock, Log: log, Pipeline: w.cfg.Pipeline,
+		Timeout: w.cfg.Timeout, CallsPerTimeout: replayTimeoutCalls, AdaptTimeout: w.cfg.AdaptTimeout,
+		OnError: w.cfg.OnError, MaxOutage: w.cfg.MaxOutage}
+	job := harness.Job{Limiter: w.lim, Limit: w.limit, Prefix: w.prefix,
+		Schedule: scenarios.Schedule{Scenario: w.cfg.Name, Params: scenarios.Params{Limit: w.limit.Count, Window: w.limit.Window}}}
+	records := func(yield func(scenarios.Arrival) bool) {
+		for b := range w.in {
+			for _, it := range b {
+				if !yield(it.a) {
+					return
+				}
 			}
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
+	jr, err := r.Drive(ctx, job, records, func(o harness.Outcome) error { return w.add(ctx, rd, o) })
+	w.hist, w.dur = jr.Latency, jr.Duration
+	if err != nil || ctx.Err() != nil {
+		return err
 	}
 	return w.sampleMemory(ctx, rd) // the last reading removes what expired by the end
 }
 
-// batch sends one pipeline of decisions, as one round trip of the
-// worker's call guard (bounded as one of Pipeline calls), and records
-// their outcomes. Calls refused with NOSCRIPT (a SCRIPT FLUSH during the
-// replay) are loaded and resent by the pipe. A round trip past its bound
-// (a stall) or round trips failing for MaxOutage (an error reply is an
-// answer) stop the replay.
-func (w *replayWorker) batch(ctx context.Context, pipe *algorithms.ScriptPipe, b []replayItem, base time.Time, log *measure.DecisionLog) error {
-	// the worker's buffers, reused from batch to batch
-	calls, cmds, errs := reuse(&w.calls, len(b)), reuse(&w.cmds, len(b)), reuse(&w.callErrs, len(b))
-	send := reuse(&w.send, len(b))[:0]
-	for i, it := range b {
-		c, err := w.lim.Call(w.prefix+"{"+it.a.Key+"}", it.a.Cost, algorithms.At(base.Add(it.a.At)))
-		if err != nil {
-			errs[i] = err
-			continue
+// add aggregates one outcome (Seq counts the records from 0) and, after
+// the last outcome of a round trip, reads the memory when a reading is due.
+func (w *replayWorker) add(ctx context.Context, rd *server.Redis, o harness.Outcome) error {
+	w.rkeys[w.prefix+"{"+o.Arrival.Key+"}"] = touch{at: o.Arrival.At, real: o.Recv}
+	cost := o.Arrival.Cost
+	if o.Err != nil {
+		w.errs++
+		if w.firstErr == nil {
+			w.firstErr = o.Err
 		}
-		calls[i] = c
-		send = append(send, c)
-	}
-	trip := w.guard.Begin(ctx, w.cfg.Pipeline)
-	replies, execErr := trip.Exec(pipe, send)
-	stall := trip.End(execErr)
-	sent, recv := trip.Sent, trip.Recv
-	for i := range b {
-		if errs[i] == nil {
-			cmds[i], replies = replies[0], replies[1:]
+		if o.Decision.Allowed {
+			w.failedOpen += cost
+		} else {
+			w.failedClosed += cost
 		}
 	}
-	for i, it := range b {
-		for _, k := range calls[i].Keys {
-			w.rkeys[k] = touch{at: it.a.At, real: recv}
-		}
+	at := o.Decision.DecidedAt.Sub(w.base)
+	w.requests++
+	w.offered += cost
+	if o.Decision.Allowed {
+		w.acceptedReq++
+		w.accepted += cost
 	}
-	if stall != nil && ctx.Err() == nil {
-		// virtual time: a slow round trip changes no decision and is
-		// waited for; one past the bound is a hang, never counted
-		return stall
+	w.tracker.Add(o.Arrival.Key, at, cost, o.Decision.Allowed)
+	w.lastAt = at
+	n := w.decisions.Add(1)
+	if (o.Seq+1)%w.cfg.Pipeline == 0 && n >= w.nextSample {
+		return w.sampleMemory(ctx, rd)
 	}
-	rtt := max(recv.Sub(sent).Microseconds(), 1)
-	_ = w.hist.RecordValues(rtt, int64(len(b)))
-	failed := execErr
-	if server.IsRedisError(failed) || errors.Is(failed, redis.Nil) {
-		failed = nil // Redis answered
-	}
-	if err := w.guard.Note(failed); err != nil {
-		return err
-	}
-	for i, it := range b {
-		var d algorithms.Decision
-		err := errs[i]
-		if err == nil {
-			reply, cerr := cmds[i].Result()
-			if cerr != nil && !errors.Is(cerr, redis.Nil) {
-				err = fmt.Errorf("%s: %w", w.name, cerr)
-			} else if d, err = w.lim.Decode(calls[i], reply); err != nil {
-				err = fmt.Errorf("%s: %w", w.name, err)
-			}
-		}
-		cost := it.a.Cost
-		if err != nil {
-			w.errs++
-			if w.firstErr == nil {
-				w.firstErr = err
-			}
-			d = algorithms.Decision{DecidedAt: base.Add(it.a.At), Allowed: w.cfg.OnError == harness.FailOpen}
-			if d.Allowed {
-				w.failedOpen += cost
-			} else {
-				w.failedClosed += cost
-			}
-		}
-		at := d.DecidedAt.Sub(base)
-		w.requests++
-		w.offered += cost
-		if d.Allowed {
-			w.acceptedReq++
-			w.accepted += cost
-		}
-		w.tracker.Add(it.a.Key, at, cost, d.Allowed)
-		w.lastAt = at
-		if log != nil {
-			o := harness.Outcome{Seq: it.seq, Arrival: it.a, Sent: sent, Recv: recv, Decision: d, Err: err}
-			rec := o.Record(w.name, w.cfg.Name)
-			_ = log.Write(&rec) // the log keeps its first error; its Close returns it
-		}
-	}
-	w.decisions.Add(int64(len(b)))
 	return nil
 }
 
@@ -236,7 +166,7 @@ func (w *replayWorker) sampleMemory(ctx context.Context, rd *server.Redis) error
 		if ctx.Err() != nil {
 			return nil
 		}
-		if server.IsTimeout(err) && w.guard.Bound(w.cfg.Pipeline) > 0 {
+		if server.IsTimeout(err) && w.cfg.Timeout > 0 {
 			return &callguard.StallError{Bound: time.Since(start), Err: err} // Redis stopped answering
 		}
 		return fmt.Errorf("memory reading: %w", err)

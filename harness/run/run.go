@@ -105,7 +105,7 @@ func (cfg Config) Validate() error {
 	case cfg.Set.Timeout && cfg.Timeout <= 0:
 		return field.Errorf("timeout", "must be > 0, got %s", cfg.Timeout)
 	}
-	if err := algorithms.CheckNames(cfg.Algorithms); err != nil {
+	if err := targets.CheckAlgorithms(cfg.Algorithms); err != nil {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := targets.Check(cfg.Targets); err != nil {

@@ -37,6 +37,7 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"harness/evict", []string{mod + "algorithms", mod + "harness/engine", mod + "harness"}},
 		{"harness/guard", []string{mod + "harness/engine", mod + "harness"}},
 		{"algorithms", nil},
+		{"custom", nil},
 		{"measure", nil},
 		{"reports", nil},
 		{"scenarios", nil},

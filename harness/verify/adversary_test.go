@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
@@ -25,7 +25,7 @@ func verifyAt(t *testing.T, file string, args []string, count int64, w time.Dura
 		t.Fatal(err)
 	}
 	l := limit.Limit{Count: count, Window: w}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), file, string(src), args, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), file, string(src), args, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
@@ -76,7 +77,7 @@ return 1`
 
 	cfg := verify.Config{Limits: []limit.Limit{{Count: 20, Window: time.Hour}}, Seed: 1}
 	args := []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}
-	lim, err := algorithms.NewScriptLimiter(rd.Client, "limiter.lua", src, args, 1, cfg.Primary())
+	lim, err := custom.NewScriptLimiter(rd.Client, "limiter.lua", src, args, 1, cfg.Primary())
 	if err != nil {
 		fmt.Println(err)
 		return

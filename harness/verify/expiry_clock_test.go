@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
@@ -54,13 +54,13 @@ func TestVerifyExpiryClock(t *testing.T) {
 					t.Fatal(err)
 				}
 				l := limit.Limit{Count: 10, Window: w}
-				sc := algorithms.ScriptConfig{Name: c.file, Source: string(src), Args: c.args, Limit: l}
+				sc := custom.ScriptConfig{Name: c.file, Source: string(src), Args: c.args, Limit: l}
 				if c.allowed != "" {
-					if sc.Allowed, err = algorithms.ParseReplyPredicate(c.allowed); err != nil {
+					if sc.Allowed, err = custom.ParseReplyPredicate(c.allowed); err != nil {
 						t.Fatal(err)
 					}
 				}
-				lim, err := algorithms.NewScript(srv.Client(), sc)
+				lim, err := custom.NewScript(srv.Client(), sc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,7 +93,7 @@ func TestVerifyExpiryClockRealTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := limit.Limit{Count: 5, Window: time.Hour}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), "fw-first-hit.lua", string(src), []string{"{limit}", "{window_ms}"}, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), "fw-first-hit.lua", string(src), []string{"{limit}", "{window_ms}"}, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
@@ -101,7 +102,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {
-			h, err := algorithms.NewHTTPLimiter(base+c.path, l, 2*time.Second)
+			h, err := custom.NewHTTPLimiter(base+c.path, l, 2*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestVerifyNginxLimitReq(t *testing.T) {
 		})
 	}
 	// anything but 2xx and 429 is an error, not a verdict
-	h, _ := algorithms.NewHTTPLimiter(base+"/nope", l, time.Second)
+	h, _ := custom.NewHTTPLimiter(base+"/nope", l, time.Second)
 	if _, err := h.Allow(ctx, "k", 1, algorithms.RedisTime()); err == nil {
 		t.Error("404: no error")
 	}
@@ -158,7 +159,7 @@ func TestVerifyNoAnswerFitsAWindow(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 	lim := limit.Limit{Count: 5, Window: 200 * time.Millisecond}
-	h, err := algorithms.NewHTTPLimiter("http://"+l.Addr().String()+"/", lim, 2*time.Second)
+	h, err := custom.NewHTTPLimiter("http://"+l.Addr().String()+"/", lim, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

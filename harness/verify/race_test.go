@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
-// twin reads a client-side twin script of algorithms/clientside/testdata.
+// twin reads a client-side twin script of custom/clientside/testdata.
 func twin(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "algorithms", "clientside", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "custom", "clientside", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,13 +67,13 @@ func TestRaceTwins(t *testing.T) {
 			name += "/client-side"
 		}
 		t.Run(name, func(t *testing.T) {
-			cfg := algorithms.ScriptConfig{Name: c.script, Source: twin(t, c.script), Keys: c.keys, Args: c.args, Limit: l}
+			cfg := custom.ScriptConfig{Name: c.script, Source: twin(t, c.script), Keys: c.keys, Args: c.args, Limit: l}
 			var lim algorithms.Limiter
 			var err error
 			if c.clientSide {
-				lim, err = algorithms.NewClientSide(srv.Client(), cfg)
+				lim, err = custom.NewClientSide(srv.Client(), cfg)
 			} else {
-				lim, err = algorithms.NewScript(srv.Client(), cfg)
+				lim, err = custom.NewScript(srv.Client(), cfg)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +118,7 @@ func TestRaceNaive(t *testing.T) {
 	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 20, Window: time.Minute}
 	story := func() (*measure.CounterExample, string) {
-		lim, err := algorithms.New("sliding-log-naive", srv.Client(), l)
+		lim, err := custom.NewSlidingLogNaive(srv.Client(), l)
 		if err != nil {
 			t.Fatal(err)
 		}

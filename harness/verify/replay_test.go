@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
@@ -81,7 +82,7 @@ func scriptLimiter(t *testing.T, s scriptRun) algorithms.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, limit.Limit{Count: 20, Window: 500 * time.Millisecond})
+	lim, err := custom.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, limit.Limit{Count: 20, Window: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

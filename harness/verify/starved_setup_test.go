@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
@@ -38,7 +38,7 @@ func TestVerifyDefaultMinFidelity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimID, 1, l)
+			lim, err := custom.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimID, 1, l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestVerifySetup(t *testing.T) {
 		setup string
 		want  measure.Verdict
 	}{{"", measure.Violated}, {read("set-rate.lua"), measure.Holds}} {
-		lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "rate-from-hash.lua", Source: read("rate-from-hash.lua"),
+		lim, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "rate-from-hash.lua", Source: read("rate-from-hash.lua"),
 			Keys: []string{"{key}", "{key}:cfg"}, Args: nowWinLimID, Limit: l, Setup: c.setup})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +113,7 @@ func TestVerifyUnreproducedIsInconclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Client().Del(ctx, "warm-up-free:calls") })
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), "warm-up-free.lua", string(src), nowWinLimID, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), "warm-up-free.lua", string(src), nowWinLimID, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}

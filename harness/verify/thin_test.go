@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
@@ -22,7 +22,7 @@ func thinRun(t *testing.T, file string, args []string, l limit.Limit, full, gate
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), file, string(src), args, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), file, string(src), args, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestThinnedBurstsKeepVerdicts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, 1, l)
+			lim, err := custom.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, 1, l)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
@@ -360,7 +361,7 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 // clock (so their real duration does not matter).
 func (s *study) emulated() bool {
 	_, ok := s.lim.(algorithms.Scripted)
-	_, clientSide := s.lim.(algorithms.ClientSider) // its own virtual TTLs
+	_, clientSide := s.lim.(custom.ClientSider) // its own virtual TTLs
 	return (ok || clientSide) && s.rdb != nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
@@ -78,7 +79,7 @@ func TestVerifyNoFalseAlarm(t *testing.T) {
 				if rerr != nil {
 					t.Fatal(rerr)
 				}
-				lim, err = algorithms.NewScriptLimiter(srv.Client(), c.target.file, string(src), nowWinLimIDC, 1, l)
+				lim, err = custom.NewScriptLimiter(srv.Client(), c.target.file, string(src), nowWinLimIDC, 1, l)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -117,7 +118,7 @@ func TestWeightedLogUnpackLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimIDC, 1, l)
+		lim, err := custom.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimIDC, 1, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func TestVerifyErrorsAreNoVerdict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimID, 1, l)
+		lim, err := custom.NewScriptLimiter(srv.Client(), c.file, string(src), nowWinLimID, 1, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,13 +203,13 @@ func TestVerifyStringReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pred := range []string{"reply[1] == 1 && reply[2] >= 0 && reply[2] < limit", ""} {
-		var allowed algorithms.ReplyPredicate
+		var allowed custom.ReplyPredicate
 		if pred != "" {
-			if allowed, err = algorithms.ParseReplyPredicate(pred); err != nil {
+			if allowed, err = custom.ParseReplyPredicate(pred); err != nil {
 				t.Fatal(err)
 			}
 		}
-		lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "string-reply", Source: string(src),
+		lim, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "string-reply", Source: string(src),
 			Args: nowWinLimID, Allowed: allowed, Limit: l})
 		if err != nil {
 			t.Fatal(err)

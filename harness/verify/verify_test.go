@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
@@ -150,7 +151,7 @@ func verifyScript(t *testing.T, s scriptRun) *measure.VerifyReport {
 		t.Fatal(err)
 	}
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), s.file, string(src), s.args, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 		"runtime":     "return redis.call('NOSUCHCOMMAND')",
 		"wrong reply": "return 'yes'",
 	} {
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), name, src, nil, 1, l)
+		lim, err := custom.NewScriptLimiter(srv.Client(), name, src, nil, 1, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +256,7 @@ func TestVerifyScriptErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if _, err := algorithms.NewScriptLimiter(srv.Client(), "typo", "return 1", []string{"{nwo_us}"}, 1, l); err == nil {
+	if _, err := custom.NewScriptLimiter(srv.Client(), "typo", "return 1", []string{"{nwo_us}"}, 1, l); err == nil {
 		t.Error("unknown placeholder: no error")
 	}
 }
@@ -294,7 +295,7 @@ func TestVerifySeedScripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := limit.Limit{Count: 20, Window: c.window}
-			lim, err := algorithms.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, c.allowedWhen, l)
+			lim, err := custom.NewScriptLimiter(srv.Client(), c.file, string(src), c.args, c.allowedWhen, l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,7 +457,7 @@ func TestRealTimeRunsOnTheirOwnKeys(t *testing.T) {
 	seen := "seen:" + t.Name() + ":"
 	src = append([]byte("redis.call('RPUSH', '"+seen+"' .. KEYS[1], ARGV[1])\n"), src...)
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), "seen-sliding-log.lua", string(src), []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), "seen-sliding-log.lua", string(src), []string{"{now_us}", "{window_us}", "{limit}", "{request_id}"}, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/ratelab/ratelab/measure"
+	"github.com/ratelab/ratelab/publish/ci"
 	"github.com/ratelab/ratelab/reports"
-	"github.com/ratelab/ratelab/reports/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 

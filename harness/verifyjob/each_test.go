@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/measure"
-	"github.com/ratelab/ratelab/reports/ci"
+	"github.com/ratelab/ratelab/publish/ci"
 	"github.com/ratelab/ratelab/targets"
 )
 

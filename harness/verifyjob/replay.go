@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/harness/verifyprep"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
@@ -57,12 +56,12 @@ func ReplayConfig(rec *measure.VerifyReport, cfg verify.Config) (verify.Config, 
 var ErrHTTPReplay = errors.New("an HTTP endpoint cannot be replayed in virtual time")
 
 // Replay is a verify.json's counter-example to send again: Record is the
-// verify.json (ReadReplay's), Spec the target to send it to and Config
-// the verification's settings.
+// verify.json (ReadReplay's); the Plan's Spec is the target to send it
+// to, its Config the verification's settings (verifyprep.Plan.Open
+// prepares it).
 type Replay struct {
 	Record *measure.VerifyReport
-	Spec   targets.Spec
-	Config verify.Config
+	verifyprep.Plan
 }
 
 // NewReplay is the Replay of rec, read from the verify.json at path, to
@@ -90,16 +89,17 @@ func NewReplay(rec *measure.VerifyReport, path string, spec *targets.Spec, cfg v
 	return r, nil
 }
 
-// Run sends r's counter-example again to lim on rd (verify.Replay, with
-// r.Config and its progress on progress) and returns the report, which
-// records r.Spec. Errors are verify.Replay's.
-func (r Replay) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, progress io.Writer) (*measure.VerifyReport, error) {
-	cfg := r.Config
+// Run sends r's counter-example again to p, r's Plan prepared
+// (verifyprep.Plan.Open), with p's Config and its progress on progress
+// (verify.Replay), and returns the report, which records p's Spec.
+// Errors are verify.Replay's.
+func (r Replay) Run(ctx context.Context, p *verifyprep.Prepared, progress io.Writer) (*measure.VerifyReport, error) {
+	cfg := p.Config
 	cfg.Progress = progress
-	rep, err := verify.Replay(ctx, rd, lim, cfg, r.Record.CounterExample)
+	rep, err := verify.Replay(ctx, p.Redis, p.Limiter, cfg, r.Record.CounterExample)
 	if err != nil {
 		return nil, err
 	}
-	rep.TargetSpec = r.Spec.Record()
+	rep.TargetSpec = p.Spec.Record()
 	return rep, nil
 }

@@ -1,9 +1,10 @@
-package algorithms
+package custom
 
 import (
 	"strings"
 	"sync"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/vclock"
 )
 
@@ -21,18 +22,18 @@ import (
 // first calls, rewritten for virtual time when it calls TIME, and the keys
 // that have had their first call.
 type setupScript struct {
-	script   luaScript
+	script   algorithms.LuaScript
 	vt       *vclock.Script
-	vtScript luaScript
+	vtScript algorithms.LuaScript
 	seen     sync.Map // request key -> struct{}
 }
 
 // newSetupScript combines setup with main (withSetup).
 func newSetupScript(main, setup string) *setupScript {
 	src := withSetup(main, setup)
-	s := &setupScript{script: newScript(src)}
+	s := &setupScript{script: algorithms.NewLuaScript(src)}
 	if vt, err := vclock.Rewrite(src, vclock.Options{Time: true}); err == nil && vt.TimeCalls > 0 {
-		s.vt, s.vtScript = &vt, newTimeScript(vt, src)
+		s.vt, s.vtScript = &vt, algorithms.NewTimeScript(vt, src)
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package verifyjob
+package verifyprep
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 	"github.com/ratelab/ratelab/targets"
 )
 
-// TargetConfig takes the caller's limits unless only the target file has
-// some, and says whose limits were wrong: a field error for the caller's,
-// a *FileError for the file's.
-func TestTargetConfig(t *testing.T) {
+// Check takes the caller's limits unless only the target file has some,
+// and says whose limits were wrong: a field error for the caller's, a
+// *FileError for the file's; a setting is never the file's.
+func TestCheck(t *testing.T) {
 	base := verify.Config{Clients: 8, Timeout: time.Second, MaxOutage: time.Second, Seed: 1}
 	ten := []limit.Limit{{Count: 10, Window: time.Second}}
 	two := []limit.Limit{{Count: 10, Window: time.Second}, {Count: 100, Window: time.Minute}}
@@ -29,13 +29,16 @@ func TestTargetConfig(t *testing.T) {
 		wantFile  bool   // the error is a *FileError
 	}{
 		{"given", fw, Limits{Given: ten, Gave: true, Precision: time.Millisecond}, 1, "", false},
-		{"none", fw, Limits{Window: time.Second}, 0, "limit", false},
+		{"none", fw, Limits{}, 0, "limit", false},
+		{"no count", fw, Limits{Given: []limit.Limit{{Window: time.Second}}, Gave: true}, 0, "limit", false},
+		{"file's, bad window", targets.Spec{Algorithm: "fixed-window", From: "ratelab.yaml", Limits: []limit.Limit{{Count: 10}}}, Limits{}, 0, "window", true},
 		{"file's, too many", fileFW, Limits{}, 0, "limits", true},
 		{"given over the file's", fileFW, Limits{Given: ten, Gave: true}, 1, "", false},
 		{"given, too many", fw, Limits{Given: two, Gave: true}, 0, "limits", false},
 		{"bucketed-hash: several", targets.Spec{Algorithm: "bucketed-hash"}, Limits{Given: two, Gave: true}, 2, "", false},
 	} {
-		cfg, err := TargetConfig(base, c.spec, c.ls)
+		p, err := Check(base, c.spec, c.ls)
+		cfg := p.Config
 		name, _ := field.Name(err)
 		var fe *FileError
 		if name != c.wantField || errors.As(err, &fe) != c.wantFile {
@@ -48,8 +51,18 @@ func TestTargetConfig(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if len(cfg.Limits) != c.wantLimit || !cfg.NoDefaults || cfg.Budget != -1 || cfg.Limits[0].Precision != c.ls.Precision {
+		if len(cfg.Limits) != c.wantLimit || cfg.Limits[0].Precision != c.ls.Precision || cfg.TargetSHA256 != c.spec.Digest() || p.Spec.Algorithm != c.spec.Algorithm {
 			t.Errorf("%s: got %+v", c.name, cfg)
 		}
+	}
+}
+
+// A setting the file does not give is the caller's error, even when the
+// limits are the file's.
+func TestCheckSetting(t *testing.T) {
+	spec := targets.Spec{Algorithm: "fixed-window", From: "ratelab.yaml", Limits: []limit.Limit{{Count: 10, Window: time.Second}}}
+	_, err := Check(verify.Config{Skew: time.Second}, spec, Limits{})
+	if name, _ := field.Name(err); name != "skew" || errors.As(err, new(*FileError)) {
+		t.Errorf("got %v (field %q), want a field error naming skew, not the file's", err, name)
 	}
 }

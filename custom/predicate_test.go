@@ -1,4 +1,4 @@
-package algorithms_test
+package custom_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 )
 
 // Replies as go-redis decodes them: Lua numbers and true as int64, strings
@@ -103,9 +103,9 @@ func TestReplyPredicateEval(t *testing.T) {
 		// A predicate need not read the reply.
 		{"true", nil, true},
 	}
-	v := algorithms.Values{Window: vals.Window, Limit: 10, Cost: 2}
+	v := custom.Values{Window: vals.Window, Limit: 10, Cost: 2}
 	for i, c := range cases {
-		p, err := algorithms.ParseReplyPredicate(c.pred)
+		p, err := custom.ParseReplyPredicate(c.pred)
 		if err != nil {
 			t.Errorf("case %d %q: %v", i, c.pred, err)
 			continue
@@ -147,7 +147,7 @@ func TestReplyPredicateEvalErrors(t *testing.T) {
 		{"reply", []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "x"}, `on reply [1, 2, 3, 4, 5, 6, 7, 8, ... 3 more] (an array): result`},
 	}
 	for i, c := range cases {
-		p, err := algorithms.ParseReplyPredicate(c.pred)
+		p, err := custom.ParseReplyPredicate(c.pred)
 		if err != nil {
 			t.Fatalf("case %d %q: %v", i, c.pred, err)
 		}
@@ -159,7 +159,7 @@ func TestReplyPredicateEvalErrors(t *testing.T) {
 		if got {
 			t.Errorf("case %d %q: allowed with an error", i, c.pred)
 		}
-		if !errors.Is(err, algorithms.ErrReplyShape) {
+		if !errors.Is(err, custom.ErrReplyShape) {
 			t.Errorf("case %d %q: error does not wrap ErrReplyShape: %v", i, c.pred, err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestReplyPredicateParseErrors(t *testing.T) {
 		{`limit == "x" + 1`, "invalid operation: + (mismatched types string and int)"},
 	}
 	for i, c := range cases {
-		_, err := algorithms.ParseReplyPredicate(c.pred)
+		_, err := custom.ParseReplyPredicate(c.pred)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d %q: got error %v, want one containing %q", i, c.pred, err, c.want)
 			continue
@@ -199,7 +199,7 @@ func TestReplyPredicateParseErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "--") {
 			t.Errorf("case %d %q: error mentions a flag: %v", i, c.pred, err)
 		}
-		if errors.Is(err, algorithms.ErrReplyShape) {
+		if errors.Is(err, custom.ErrReplyShape) {
 			t.Errorf("case %d %q: a parse error wraps ErrReplyShape", i, c.pred)
 		}
 	}
@@ -217,33 +217,33 @@ func TestReplyIsIsParseAllowedReply(t *testing.T) {
 		true, // a RESP3 boolean: a wrong shape
 	}
 	for _, n := range []int64{1, 0, -3} {
-		p := algorithms.ReplyIs(n)
+		p := custom.ReplyIs(n)
 		for i, r := range replies {
 			got, err := p.Eval(r, vals)
-			m, werr := algorithms.ParseAllowedReply(r)
+			m, werr := custom.ParseAllowedReply(r)
 			want := werr == nil && m == n
 			if got != want || (err == nil) != (werr == nil) {
 				t.Errorf("ReplyIs(%d) reply %d (%#v): got %v, %v; want %v, %v", n, i, r, got, err, want, werr)
 			}
-			if err != nil && (err.Error() != werr.Error() || !errors.Is(err, algorithms.ErrReplyShape)) {
+			if err != nil && (err.Error() != werr.Error() || !errors.Is(err, custom.ErrReplyShape)) {
 				t.Errorf("ReplyIs(%d) reply %d: error %q, want %q", n, i, err, werr)
 			}
 		}
 	}
-	if s := algorithms.ReplyIs(1).String(); s != "reply == 1, or reply[1] == 1 for an array reply" {
+	if s := custom.ReplyIs(1).String(); s != "reply == 1, or reply[1] == 1 for an array reply" {
 		t.Errorf("String() = %q", s)
 	}
 }
 
 func TestReplyPredicateUses(t *testing.T) {
-	p, err := algorithms.ParseReplyPredicate("reply[1] == cost && reply[2] <= limit")
+	p, err := custom.ParseReplyPredicate("reply[1] == cost && reply[2] <= limit")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Uses("cost") || !p.Uses("limit") || p.Uses("now_ms", "window_ms") {
 		t.Errorf("Uses: cost %v limit %v now_ms/window_ms %v", p.Uses("cost"), p.Uses("limit"), p.Uses("now_ms", "window_ms"))
 	}
-	if algorithms.ReplyIs(1).Uses("cost") {
+	if custom.ReplyIs(1).Uses("cost") {
 		t.Error("ReplyIs uses cost")
 	}
 	if p.String() != "reply[1] == cost && reply[2] <= limit" {
@@ -253,7 +253,7 @@ func TestReplyPredicateUses(t *testing.T) {
 
 // The zero ReplyPredicate fails rather than deciding.
 func TestReplyPredicateZero(t *testing.T) {
-	var p algorithms.ReplyPredicate
+	var p custom.ReplyPredicate
 	if ok, err := p.Eval(one, vals); ok || err == nil {
 		t.Errorf("zero predicate: %v, %v", ok, err)
 	}
@@ -261,7 +261,7 @@ func TestReplyPredicateZero(t *testing.T) {
 
 // One predicate evaluated from many goroutines (run with -race).
 func TestReplyPredicateConcurrentEval(t *testing.T) {
-	p, err := algorithms.ParseReplyPredicate("reply[1] == cost")
+	p, err := custom.ParseReplyPredicate("reply[1] == cost")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,12 +286,12 @@ func TestReplyPredicateConcurrentEval(t *testing.T) {
 }
 
 func ExampleParseReplyPredicate() {
-	p, err := algorithms.ParseReplyPredicate("reply[1] == 1 && reply[2] <= limit")
+	p, err := custom.ParseReplyPredicate("reply[1] == 1 && reply[2] <= limit")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	v := algorithms.Values{Limit: 10}
+	v := custom.Values{Limit: 10}
 	fmt.Println(p.Eval([]any{int64(1), int64(9)}, v))
 	fmt.Println(p.Eval([]any{int64(0), int64(-1)}, v))
 	fmt.Println(p.Eval("OK", v))
@@ -302,10 +302,10 @@ func ExampleParseReplyPredicate() {
 }
 
 func ExampleReplyIs() {
-	p := algorithms.ReplyIs(1)
-	fmt.Println(p.Eval(int64(1), algorithms.Values{}))
-	fmt.Println(p.Eval([]any{int64(1), int64(4)}, algorithms.Values{}))
-	fmt.Println(p.Eval([]any{int64(0), int64(4)}, algorithms.Values{}))
+	p := custom.ReplyIs(1)
+	fmt.Println(p.Eval(int64(1), custom.Values{}))
+	fmt.Println(p.Eval([]any{int64(1), int64(4)}, custom.Values{}))
+	fmt.Println(p.Eval([]any{int64(0), int64(4)}, custom.Values{}))
 	// Output:
 	// true <nil>
 	// true <nil>
@@ -315,14 +315,14 @@ func ExampleReplyIs() {
 func BenchmarkReplyPredicateEval(b *testing.B) {
 	for _, c := range []struct {
 		name  string
-		p     func() (algorithms.ReplyPredicate, error)
+		p     func() (custom.ReplyPredicate, error)
 		reply any
 	}{
-		{"ReplyIs(1)", func() (algorithms.ReplyPredicate, error) { return algorithms.ReplyIs(1), nil }, pair},
-		{"reply == 1", func() (algorithms.ReplyPredicate, error) { return algorithms.ParseReplyPredicate("reply == 1") }, one},
-		{"reply[1] == 1", func() (algorithms.ReplyPredicate, error) { return algorithms.ParseReplyPredicate("reply[1] == 1") }, pair},
-		{"reply[1] == cost && reply[2] <= limit", func() (algorithms.ReplyPredicate, error) {
-			return algorithms.ParseReplyPredicate("reply[1] == cost && reply[2] <= limit")
+		{"ReplyIs(1)", func() (custom.ReplyPredicate, error) { return custom.ReplyIs(1), nil }, pair},
+		{"reply == 1", func() (custom.ReplyPredicate, error) { return custom.ParseReplyPredicate("reply == 1") }, one},
+		{"reply[1] == 1", func() (custom.ReplyPredicate, error) { return custom.ParseReplyPredicate("reply[1] == 1") }, pair},
+		{"reply[1] == cost && reply[2] <= limit", func() (custom.ReplyPredicate, error) {
+			return custom.ParseReplyPredicate("reply[1] == cost && reply[2] <= limit")
 		}, pair},
 	} {
 		p, err := c.p()
@@ -356,7 +356,7 @@ func TestParseAllowedReplyNumericString(t *testing.T) {
 		{[]any{"yes"}, 0, false},
 	}
 	for i, c := range cases {
-		got, err := algorithms.ParseAllowedReply(c.reply)
+		got, err := custom.ParseAllowedReply(c.reply)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("case %d %#v: got %d, %v; want %d (ok %v)", i, c.reply, got, err, c.want, c.ok)
 		}

@@ -1,4 +1,4 @@
-package algorithms_test
+package custom_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -15,7 +16,7 @@ func TestScriptSetup(t *testing.T) {
 	l := limit.Limit{Count: 5, Window: time.Second}
 	main := "#!lua\nlocal n = redis.call('INCR', KEYS[1] .. ':calls')\nif ARGV[1] == 'fail' then return redis.call('NOSUCH') end\nreturn {n, redis.call('GET', KEYS[1] .. ':setups')}"
 	setup := "redis.call('INCR', KEYS[1] .. ':setups')\nreturn 'ignored'"
-	lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "counts", Source: main, Setup: setup,
+	lim, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "counts", Source: main, Setup: setup,
 		Args: []string{"{key}"}, Allowed: mustPredicate(t, "reply[1] >= 1"), Limit: l})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestScriptSetup(t *testing.T) {
 	}
 	// the error of line 3 of the script is reported at line 3, also in
 	// the first call, which runs the set-up too
-	failing, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "fails", Source: main, Setup: setup,
+	failing, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "fails", Source: main, Setup: setup,
 		Args: []string{"fail"}, Limit: l})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package algorithms_test
+package custom_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -31,7 +32,7 @@ return 1
 // server's.
 func TestScriptLimiterServerTimeOnInjectedClock(t *testing.T) {
 	l := limit.Limit{Count: 2, Window: time.Second}
-	lim, err := algorithms.NewScriptLimiter(srv.Client(), "log.lua", serverTimeLog, []string{"{window_us}", "{limit}", "{request_id}"}, 1, l)
+	lim, err := custom.NewScriptLimiter(srv.Client(), "log.lua", serverTimeLog, []string{"{window_us}", "{limit}", "{request_id}"}, 1, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestScriptLimiterClockScan(t *testing.T) {
 		{"no clock", "local n = redis.call('INCR', KEYS[1])\nif n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end\nreturn n", false, 0, 0},
 	}
 	for _, c := range cases {
-		lim, err := algorithms.NewScriptLimiter(srv.Client(), c.name, c.src, []string{"{window_ms}"}, 1, l)
+		lim, err := custom.NewScriptLimiter(srv.Client(), c.name, c.src, []string{"{window_ms}"}, 1, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func TestScriptLimiterKeys(t *testing.T) {
 	l := limit.Limit{Count: 3, Window: time.Second}
 	const echo = "return KEYS"
 	t0 := time.UnixMilli(1_767_225_601_500)
-	lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "echo", Source: echo, Limit: l,
+	lim, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "echo", Source: echo, Limit: l,
 		Keys:    []string{"{key}:{floor(now_ms / window_ms)}", "{key}:{floor(now_ms / window_ms) - 1}", "{key}.timestamp", ""},
 		Allowed: mustPredicate(t, "len(reply) == 4 && reply[4] == \"\"")})
 	if err != nil {
@@ -122,7 +123,7 @@ func TestScriptLimiterKeys(t *testing.T) {
 		t.Errorf("ClockKeys %q, want the two clock-built keys", got)
 	}
 	// keys from the clock need an injected one
-	var se *algorithms.ScriptError
+	var se *custom.ScriptError
 	if _, err := lim.Call("p:{u1}", 1, algorithms.RedisTime()); !errors.As(err, &se) || !strings.Contains(err.Error(), "needs an injected clock") {
 		t.Errorf("RedisTime with clock keys: %v", err)
 	}
@@ -132,13 +133,13 @@ func TestScriptLimiterKeys(t *testing.T) {
 	}
 	// a template outside the request's key is refused when parsed, naming it
 	for _, bad := range []string{"other:{key}", "{request_id}", "fixed"} {
-		_, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "x", Source: echo, Limit: l, Keys: []string{bad}})
+		_, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "x", Source: echo, Limit: l, Keys: []string{bad}})
 		if name, _ := field.Name(err); name != "keys" || !strings.Contains(err.Error(), strconv.Quote(bad)) {
 			t.Errorf("key template %q: %v", bad, err)
 		}
 	}
 	// an expression naming key is checked per call
-	lim, err = algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "x", Source: echo, Limit: l, Keys: []string{`{upper(key)}`}})
+	lim, err = custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "x", Source: echo, Limit: l, Keys: []string{`{upper(key)}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +148,9 @@ func TestScriptLimiterKeys(t *testing.T) {
 	}
 }
 
-func mustPredicate(t *testing.T, src string) algorithms.ReplyPredicate {
+func mustPredicate(t *testing.T, src string) custom.ReplyPredicate {
 	t.Helper()
-	p, err := algorithms.ParseReplyPredicate(src)
+	p, err := custom.ParseReplyPredicate(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,20 +178,20 @@ func TestScriptLimiterReplies(t *testing.T) {
 		{"return 'OK'", "reply[1] == 1", false, `predicate "reply[1] == 1" on reply "OK" (a string): cannot index a string`},
 	}
 	for _, c := range cases {
-		cfg := algorithms.ScriptConfig{Name: "t", Source: c.src, Limit: l}
+		cfg := custom.ScriptConfig{Name: "t", Source: c.src, Limit: l}
 		if c.allowed != "" {
 			cfg.Allowed = mustPredicate(t, c.allowed)
 		}
-		lim, err := algorithms.NewScript(srv.Client(), cfg)
+		lim, err := custom.NewScript(srv.Client(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d, err := lim.Allow(ctx, srv.Key(t), 3, algorithms.RedisTime())
-		var se *algorithms.ScriptError
+		var se *custom.ScriptError
 		switch {
 		case c.err == "" && (err != nil || d.Allowed != c.want):
 			t.Errorf("%s, %s: %+v, %v; want allowed %v", c.src, c.allowed, d, err, c.want)
-		case c.err != "" && (!errors.As(err, &se) || !errors.Is(err, algorithms.ErrReplyShape) || !strings.Contains(err.Error(), c.err)):
+		case c.err != "" && (!errors.As(err, &se) || !errors.Is(err, custom.ErrReplyShape) || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%s, %s: error %v; want a ScriptError with %q", c.src, c.allowed, err, c.err)
 		}
 	}
@@ -200,7 +201,7 @@ func TestScriptLimiterReplies(t *testing.T) {
 // (division by zero) is a ScriptError naming the template.
 func TestScriptLimiterArgs(t *testing.T) {
 	l := limit.Limit{Count: 10, Window: 2 * time.Second}
-	lim, err := algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "t", Source: "return ARGV", Limit: l,
+	lim, err := custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "t", Source: "return ARGV", Limit: l,
 		Args: []string{"{limit / window_s}", "{floor(now_s)}", "{key}"}, Allowed: mustPredicate(t, "true")})
 	if err != nil {
 		t.Fatal(err)
@@ -212,11 +213,11 @@ func TestScriptLimiterArgs(t *testing.T) {
 	if want := "[5 1767225601 k]"; fmt.Sprint(c.Args) != want {
 		t.Errorf("args %v, want %s", c.Args, want)
 	}
-	lim, err = algorithms.NewScript(srv.Client(), algorithms.ScriptConfig{Name: "t", Source: "return 1", Limit: l, Args: []string{"{limit % (cost - 1)}"}})
+	lim, err = custom.NewScript(srv.Client(), custom.ScriptConfig{Name: "t", Source: "return 1", Limit: l, Args: []string{"{limit % (cost - 1)}"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var se *algorithms.ScriptError
+	var se *custom.ScriptError
 	if _, err := lim.Call("k", 1, algorithms.At(time.Now())); !errors.As(err, &se) || !strings.Contains(err.Error(), "ARGV[1]") {
 		t.Errorf("division by zero: %v", err)
 	}

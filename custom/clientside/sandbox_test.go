@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/internal/testenv"
 )
 

@@ -1,4 +1,4 @@
-package algorithms
+package custom
 
 import (
 	"context"
@@ -11,41 +11,42 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/vclock"
 )
 
-// ScriptLimiter runs a user's Lua rate-limit script as a Limiter, so that
-// ratelab can verify, compare, measure and benchmark scripts it did not
+// ScriptLimiter runs a user's Lua rate-limit script as an algorithms.Limiter,
+// so that ratelab can verify, compare, measure and benchmark scripts it did not
 // write (the ones published in libraries and articles), exactly as written.
 //
-// Keys: KEYS[i] is the i-th key template filled for the request; without
-// key templates, KEYS[1] is the request's key ("{key}"). ARGV[i] is the
-// i-th argument template. Templates may hold expressions (ParseTemplate):
+// Keys: KEYS[i] is the i-th key template filled for the request; without key
+// templates, KEYS[1] is the request's key ("{key}"). ARGV[i] is the i-th
+// argument template. Templates may hold expressions (ParseTemplate):
 // "{key}:{floor(now_ms / window_ms)}", "{limit / window_s}".
 //
 // Reply: the request was allowed when the reply predicate holds
-// (ParseReplyPredicate; ReplyIs(1) by default). A Lua false reaches it as
-// nil. Remaining and RetryAfter are unknown (zero).
+// (ParseReplyPredicate; ReplyIs(1) by default). A Lua false reaches it as nil.
+// Remaining and RetryAfter are unknown (zero).
 //
-// Time: a script is given the time by its templates ({now_*}), or reads
-// Redis TIME itself. A script that calls redis.call('TIME') runs on an
-// injected Clock too: it is rewritten once by vclock.Rewrite, and each call
-// with an injected Clock runs the rewritten script with that time appended
-// to ARGV, so its TIME answers the injected time (RedisTime runs the
-// original). A script with neither reads no clock (it may still rely on key
-// TTLs: a runner that emulates key expiry, harness.Runner.Expiry through
-// ExpiryCall, puts those on the virtual clock too): Allow then ignores the
-// Clock and DecidedAt is zero. Safe for concurrent use.
+// Time: a script is given the time by its templates ({now_*}), or reads Redis
+// TIME itself. A script that calls redis.call('TIME') runs on an injected Clock
+// too: it is rewritten once by vclock.Rewrite, and each call with an injected
+// Clock runs the rewritten script with that time appended to ARGV, so its TIME
+// answers the injected time (algorithms.RedisTime runs the original). A script
+// with neither reads no clock (it may still rely on key TTLs: a runner that
+// emulates key expiry, harness.Runner.Expiry through algorithms.ExpiryCall,
+// puts those on the virtual clock too): Allow then ignores the Clock and
+// DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
-	script luaScript
+	script algorithms.LuaScript
 	// vt is the script rewritten for virtual time when it calls TIME, and
 	// vtScript runs it; vt is nil when it does not (or when it cannot be
 	// rewritten: vtErr says why).
 	vt       *vclock.Script
-	vtScript luaScript
+	vtScript algorithms.LuaScript
 	vtErr    error
 	expiries []vclock.AbsoluteExpiry
 	keys     []Template // never empty: {key} by default
@@ -58,7 +59,7 @@ type ScriptLimiter struct {
 	setup    *setupScript // nil: no set-up script
 }
 
-var _ Scripted = (*ScriptLimiter)(nil)
+var _ algorithms.Scripted = (*ScriptLimiter)(nil)
 
 // ErrReplyShape is wrapped by Allow when the script's reply is one the reply
 // predicate cannot judge (for ReplyIs: neither an integer nor an array
@@ -116,7 +117,7 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if err := c.Limit.Validate(); err != nil {
 		return nil, err // a field error: "limit", "window" or "precision"
 	}
-	s := &ScriptLimiter{rdb: rdb, script: newScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: newSalt()}
+	s := &ScriptLimiter{rdb: rdb, script: algorithms.NewLuaScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: algorithms.NewSalt()}
 	if s.allowed.isZero() {
 		s.allowed = ReplyIs(1)
 	}
@@ -199,7 +200,7 @@ func (s *ScriptLimiter) readClock(src string) {
 	if vt.TimeCalls == 0 {
 		return
 	}
-	s.vt, s.vtScript = &vt, newTimeScript(vt, src)
+	s.vt, s.vtScript = &vt, algorithms.NewTimeScript(vt, src)
 }
 
 // ReadsRedisTime reports whether the script calls Redis TIME itself (and
@@ -213,7 +214,7 @@ func (s *ScriptLimiter) ReadsRedisTime() bool { return s.vt != nil }
 // FindAbsoluteExpiries), in source order; nil when none. On an injected
 // clock each compares that clock with Redis's real one (keys vanish early
 // or late, which a report should say) unless the call goes through
-// ExpiryCall, which maps them between the clocks.
+// algorithms.ExpiryCall, which maps them between the clocks.
 func (s *ScriptLimiter) AbsoluteExpiries() []vclock.AbsoluteExpiry { return s.expiries }
 
 // VirtualTimeErr says why a script that may read TIME could not be
@@ -223,7 +224,7 @@ func (s *ScriptLimiter) VirtualTimeErr() error { return s.vtErr }
 
 // ClockKeys returns the key templates that read the clock (keys named by
 // the time, "{key}:{floor(now_ms / window_ms)}"): such a script needs an
-// injected Clock, and Call refuses RedisTime. Nil when none.
+// injected Clock, and Call refuses algorithms.RedisTime. Nil when none.
 func (s *ScriptLimiter) ClockKeys() []string {
 	var out []string
 	for _, k := range s.keys {
@@ -274,16 +275,16 @@ func (s *ScriptLimiter) Describe() string {
 	return d
 }
 
-// Capabilities implements Limiter, read from the templates and the script:
-// InjectsTime when the templates pass the time ({now_us}, {now_ms} or
+// Capabilities implements algorithms.Limiter, read from the templates and the
+// script: InjectsTime when the templates pass the time ({now_us}, {now_ms} or
 // {now_s}) or the script calls TIME (run rewritten on the injected clock);
-// TakesCost when the templates or the predicate use {cost} (else only cost
-// 1 means anything to it); Resolution 1 ms for {now_ms}, 1 µs for {now_us}
-// or {now_s}, else the script's own TIME resolution (1 s when it reads only
-// TIME's seconds, 1 µs otherwise; see vclock.Script.Resolution), zero
-// when no time is passed or read.
-func (s *ScriptLimiter) Capabilities() Capabilities {
-	c := Capabilities{InjectsTime: s.usesClock() || s.vt != nil, TakesCost: s.uses("cost") || s.allowed.Uses("cost"), UsesKeys: true}
+// TakesCost when the templates or the predicate use {cost} (else only cost 1
+// means anything to it); Resolution 1 ms for {now_ms}, 1 µs for {now_us} or
+// {now_s}, else the script's own TIME resolution (1 s when it reads only TIME's
+// seconds, 1 µs otherwise; see vclock.Script.Resolution), zero when no time is
+// passed or read.
+func (s *ScriptLimiter) Capabilities() algorithms.Capabilities {
+	c := algorithms.Capabilities{InjectsTime: s.usesClock() || s.vt != nil, TakesCost: s.uses("cost") || s.allowed.Uses("cost"), UsesKeys: true}
 	switch {
 	case s.uses("now_ms"):
 		c.Resolution = time.Millisecond
@@ -315,11 +316,11 @@ func (s *ScriptLimiter) usesClock() bool {
 	return s.uses(clockPlaceholders...) || s.allowed.Uses(clockPlaceholders...)
 }
 
-// Allow implements Limiter. A Redis or script error is returned wrapped,
-// with Redis's message; it is never a denial. A reply the predicate cannot
-// judge, or a call that cannot be built, is a *ScriptError.
-func (s *ScriptLimiter) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
-	return allow(ctx, s.rdb, s, key, cost, at)
+// Allow implements algorithms.Limiter. A Redis or script error is returned
+// wrapped, with Redis's message; it is never a denial. A reply the predicate
+// cannot judge, or a call that cannot be built, is a *ScriptError.
+func (s *ScriptLimiter) Allow(ctx context.Context, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error) {
+	return algorithms.Decide(ctx, s.rdb, s, key, cost, at)
 }
 
 // values are the placeholders' values of one request.
@@ -328,33 +329,33 @@ func (s *ScriptLimiter) values(key string, cost int64) Values {
 		RequestID: s.salt + "-" + strconv.FormatUint(s.seq.Add(1), 10)}
 }
 
-// Call implements Scripted: KEYS are the key templates filled for this
-// request ({key} is key), ARGV the argument templates. Templates that take
+// Call implements algorithms.Scripted: KEYS are the key templates filled for
+// this request ({key} is key), ARGV the argument templates. Templates that take
 // the time get the injected one, or the local clock when at is Redis TIME;
-// DecidedAt is that time. A script that calls TIME, given an injected
-// clock, is called rewritten (its Script is the rewritten one) with the
-// time appended to ARGV, and DecidedAt is that time; with RedisTime it is
-// called as written.
+// DecidedAt is that time. A script that calls TIME, given an injected clock, is
+// called rewritten (its Script is the rewritten one) with the time appended to
+// ARGV, and DecidedAt is that time; with algorithms.RedisTime it is called as
+// written.
 //
-// Errors, as *ScriptError naming the template: an expression that cannot
-// be filled (a division by zero); a key that does not start with key (an
+// Errors, as *ScriptError naming the template: an expression that cannot be
+// filled (a division by zero); a key that does not start with key (an
 // expression's value); on several keys, a key whose hash tag differs from
 // KEYS[1]'s (a Redis Cluster would refuse the call with CROSSSLOT); a key
-// template that reads the clock when at is RedisTime. Cost outside
-// 1..limit wraps ErrCostExceedsLimit.
-func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, error) {
-	if err := checkCost(s.name, cost, s.limit.Count); err != nil {
-		return ScriptCall{}, err
+// template that reads the clock when at is algorithms.RedisTime. Cost outside
+// 1..limit wraps algorithms.ErrCostExceedsLimit.
+func (s *ScriptLimiter) Call(key string, cost int64, at algorithms.Clock) (algorithms.ScriptCall, error) {
+	if err := algorithms.CheckCost(s.name, cost, s.limit.Count); err != nil {
+		return algorithms.ScriptCall{}, err
 	}
 	v := s.values(key, cost)
-	c := ScriptCall{Script: s.script.run, Expiry: s.script.expiry, Cost: cost}
+	c := algorithms.ScriptCall{Script: s.script.Run, Expiry: s.script.Expiry, Cost: cost}
 	injected, virtual := at.Injected()
 	first := s.setup != nil && s.setup.first(key)
 	if s.usesClock() || (s.vt != nil || first && s.setup.vt != nil) && virtual {
 		v.Now = injected
 		if !virtual {
 			if ck := s.ClockKeys(); len(ck) > 0 {
-				return ScriptCall{}, &ScriptError{fmt.Errorf("%s: key template %q is built from the clock: it needs an injected clock (virtual or client), not Redis TIME", s.name, ck[0])}
+				return algorithms.ScriptCall{}, &ScriptError{fmt.Errorf("%s: key template %q is built from the clock: it needs an injected clock (virtual or client), not Redis TIME", s.name, ck[0])}
 			}
 			v.Now = time.Now()
 		}
@@ -362,21 +363,21 @@ func (s *ScriptLimiter) Call(key string, cost int64, at Clock) (ScriptCall, erro
 	}
 	var err error
 	if c.Keys, err = s.fillKeys(v); err != nil {
-		return ScriptCall{}, err
+		return algorithms.ScriptCall{}, err
 	}
 	c.Args = make([]any, len(s.args))
 	for i, a := range s.args {
 		if c.Args[i], err = a.Render(v); err != nil {
-			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", s.name, i+1, err)}
+			return algorithms.ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", s.name, i+1, err)}
 		}
 	}
 	switch {
 	case first && s.setup.vt != nil && virtual:
-		c.Script, c.Expiry, c.Args = s.setup.vtScript.run, s.setup.vtScript.expiry, s.setup.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.setup.vtScript.Run, s.setup.vtScript.Expiry, s.setup.vt.Args(v.Now, c.Args...)
 	case first:
-		c.Script, c.Expiry = s.setup.script.run, s.setup.script.expiry
+		c.Script, c.Expiry = s.setup.script.Run, s.setup.script.Expiry
 	case s.vt != nil && virtual:
-		c.Script, c.Expiry, c.Args = s.vtScript.run, s.vtScript.expiry, s.vt.Args(v.Now, c.Args...)
+		c.Script, c.Expiry, c.Args = s.vtScript.Run, s.vtScript.Expiry, s.vt.Args(v.Now, c.Args...)
 	}
 	return c, nil
 }
@@ -417,11 +418,11 @@ func hashTag(key string) string {
 	return key
 }
 
-// Decode implements Scripted: allowed when the reply predicate holds on
-// reply (nil for a Lua false); DecidedAt is the call's. A reply the
-// predicate cannot judge is a *ScriptError wrapping ErrReplyShape, showing
-// the reply and the predicate.
-func (s *ScriptLimiter) Decode(c ScriptCall, reply any) (Decision, error) {
+// Decode implements algorithms.Scripted: allowed when the reply predicate holds
+// on reply (nil for a Lua false); DecidedAt is the call's. A reply the
+// predicate cannot judge is a *ScriptError wrapping ErrReplyShape, showing the
+// reply and the predicate.
+func (s *ScriptLimiter) Decode(c algorithms.ScriptCall, reply any) (algorithms.Decision, error) {
 	v := Values{Window: s.limit.Window, Limit: s.limit.Count, Now: c.DecidedAt, Cost: c.Cost}
 	if len(c.Keys) > 0 {
 		v.Key = c.Keys[0]
@@ -434,9 +435,9 @@ func (s *ScriptLimiter) Decode(c ScriptCall, reply any) (Decision, error) {
 		if reply == nil {
 			err = fmt.Errorf("%w (nil is a Lua false or nil: when it means denied, say so with a predicate such as reply != nil)", err)
 		}
-		return Decision{}, &ScriptError{err}
+		return algorithms.Decision{}, &ScriptError{err}
 	}
-	return Decision{Allowed: ok, DecidedAt: c.DecidedAt}, nil
+	return algorithms.Decision{Allowed: ok, DecidedAt: c.DecidedAt}, nil
 }
 
 // ParseAllowedReply extracts the verdict integer of a script reply: the

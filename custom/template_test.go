@@ -1,4 +1,4 @@
-package algorithms_test
+package custom_test
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 )
 
 // vals is the request every template test fills: 2026-01-01 00:00:00.123456
 // UTC, a 1.5 s window of 10, cost 2.
-var vals = algorithms.Values{
+var vals = custom.Values{
 	Now:       time.UnixMicro(1767225600123456),
 	Window:    1500 * time.Millisecond,
 	Limit:     10,
@@ -22,7 +22,7 @@ var vals = algorithms.Values{
 }
 
 // withWindow is vals with another window.
-func withWindow(w time.Duration) algorithms.Values {
+func withWindow(w time.Duration) custom.Values {
 	v := vals
 	v.Window = w
 	return v
@@ -31,7 +31,7 @@ func withWindow(w time.Duration) algorithms.Values {
 func TestTemplateFill(t *testing.T) {
 	cases := []struct {
 		tpl  string
-		v    *algorithms.Values // nil: vals
+		v    *custom.Values // nil: vals
 		want string
 	}{
 		// Lone placeholders render their values' exact text.
@@ -108,7 +108,7 @@ func TestTemplateFill(t *testing.T) {
 		if c.v != nil {
 			v = *c.v
 		}
-		tpl, err := algorithms.ParseTemplate(c.tpl)
+		tpl, err := custom.ParseTemplate(c.tpl)
 		if err != nil {
 			t.Errorf("case %d %q: %v", i, c.tpl, err)
 			continue
@@ -130,12 +130,12 @@ func ptr[T any](v T) *T { return &v }
 
 // Every placeholder is a variable of expressions too.
 func TestTemplatePlaceholdersAreVariables(t *testing.T) {
-	for _, name := range algorithms.Placeholders {
-		alone, err := algorithms.ParseTemplate("{" + name + "}")
+	for _, name := range custom.Placeholders {
+		alone, err := custom.ParseTemplate("{" + name + "}")
 		if err != nil {
 			t.Fatalf("{%s}: %v", name, err)
 		}
-		inExpr, err := algorithms.ParseTemplate("{" + name + " }")
+		inExpr, err := custom.ParseTemplate("{" + name + " }")
 		if err != nil {
 			t.Fatalf("{%s }: %v", name, err)
 		}
@@ -189,7 +189,7 @@ func TestTemplateErrors(t *testing.T) {
 		{"{int(key) + 1}", "fails whatever the values"},
 	}
 	for i, c := range cases {
-		_, err := algorithms.ParseTemplate(c.tpl)
+		_, err := custom.ParseTemplate(c.tpl)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d %q: got error %v, want one containing %q", i, c.tpl, err, c.want)
 			continue
@@ -215,7 +215,7 @@ func TestTemplateRenderErrors(t *testing.T) {
 		{`{split(key, ":")[3]}`, "result is nil"},
 	}
 	for i, c := range cases {
-		tpl, err := algorithms.ParseTemplate(c.tpl)
+		tpl, err := custom.ParseTemplate(c.tpl)
 		if err != nil {
 			t.Fatalf("case %d %q: %v", i, c.tpl, err)
 		}
@@ -248,11 +248,11 @@ func TestTemplateUses(t *testing.T) {
 		{`{string("now_ms")}`, nil, false},
 	}
 	for i, c := range cases {
-		tpl, err := algorithms.ParseTemplate(c.tpl)
+		tpl, err := custom.ParseTemplate(c.tpl)
 		if err != nil {
 			t.Fatalf("case %d %q: %v", i, c.tpl, err)
 		}
-		for _, name := range algorithms.Placeholders {
+		for _, name := range custom.Placeholders {
 			want := false
 			for _, u := range c.uses {
 				want = want || u == name
@@ -269,7 +269,7 @@ func TestTemplateUses(t *testing.T) {
 
 // One parsed Template filled from many goroutines (run with -race).
 func TestTemplateConcurrentFill(t *testing.T) {
-	tpl, err := algorithms.ParseTemplate("{key}:{floor(now_ms / window_ms)}:{limit / window_s}")
+	tpl, err := custom.ParseTemplate("{key}:{floor(now_ms / window_ms)}:{limit / window_s}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,18 +294,18 @@ func TestTemplateConcurrentFill(t *testing.T) {
 }
 
 func ExampleParseTemplate() {
-	tpl, err := algorithms.ParseTemplate("{key}:{floor(now_ms / window_ms)}")
+	tpl, err := custom.ParseTemplate("{key}:{floor(now_ms / window_ms)}")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	v := algorithms.Values{Key: "user:42", Now: time.UnixMilli(1767225600500), Window: time.Second}
+	v := custom.Values{Key: "user:42", Now: time.UnixMilli(1767225600500), Window: time.Second}
 	fmt.Println(tpl.Fill(v), tpl.UsesClock())
 
-	rate, _ := algorithms.ParseTemplate("[[{window_s}, {limit / window_s}]]")
-	fmt.Println(rate.Fill(algorithms.Values{Window: 2 * time.Second, Limit: 10}))
+	rate, _ := custom.ParseTemplate("[[{window_s}, {limit / window_s}]]")
+	fmt.Println(rate.Fill(custom.Values{Window: 2 * time.Second, Limit: 10}))
 
-	_, err = algorithms.ParseTemplate("{floor(nwo_ms / window_ms)}")
+	_, err = custom.ParseTemplate("{floor(nwo_ms / window_ms)}")
 	fmt.Println(err)
 	// Output:
 	// user:42:1767225600 true
@@ -323,7 +323,7 @@ func BenchmarkTemplateFill(b *testing.B) {
 		"{key}:{floor(now_ms / window_ms) - 1}",
 		"{limit / window_s}",
 	} {
-		tpl, err := algorithms.ParseTemplate(src)
+		tpl, err := custom.ParseTemplate(src)
 		if err != nil {
 			b.Fatal(err)
 		}

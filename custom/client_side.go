@@ -1,4 +1,4 @@
-package algorithms
+package custom
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/vclock"
 )
 
@@ -40,21 +41,21 @@ type ClientSide struct {
 	expiry vclock.Deadlines
 	name   string
 	desc   string
-	caps   *Capabilities
-	decode func(ScriptCall, any) (Decision, error)
+	caps   *algorithms.Capabilities
+	decode func(algorithms.ScriptCall, any) (algorithms.Decision, error)
 }
 
 // ClientSider is a limiter whose decisions are separate Redis commands sent
 // from the client (ClientSide, SlidingLogNaive): what the race family of
 // verification drives, one dedicated connection per simulated client.
 type ClientSider interface {
-	Limiter
+	algorithms.Limiter
 	// Dial opens a dedicated connection for one simulated client, to the
 	// node that holds key (clientside.Dial); close releases it.
 	Dial(ctx context.Context, key string) (conn *redis.Conn, close func() error, err error)
 	// DecideOn makes one decision with e (its connection, gate and log);
 	// e.Now and e.Expiry are set here from at.
-	DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error)
+	DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error)
 }
 
 var _ ClientSider = (*ClientSide)(nil)
@@ -89,7 +90,7 @@ func (c *ClientSide) Describe() string {
 }
 
 // Capabilities are the script's (ScriptLimiter.Capabilities).
-func (c *ClientSide) Capabilities() Capabilities {
+func (c *ClientSide) Capabilities() algorithms.Capabilities {
 	if c.caps != nil {
 		return *c.caps
 	}
@@ -105,11 +106,12 @@ func (c *ClientSide) Dial(ctx context.Context, key string) (*redis.Conn, func() 
 	return clientside.Dial(ctx, c.rdb, key)
 }
 
-// Allow implements Limiter: one decision on a pooled dedicated connection.
-func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at Clock) (Decision, error) {
+// Allow implements algorithms.Limiter: one decision on a pooled dedicated
+// connection.
+func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error) {
 	conn, put, err := c.pool.Get(ctx, key)
 	if err != nil {
-		return Decision{}, err
+		return algorithms.Decision{}, err
 	}
 	d, err := c.DecideOn(ctx, &clientside.Exec{Conn: conn}, key, cost, at)
 	put(err != nil && ctx.Err() != nil) // a cancelled round trip may leave a reply behind
@@ -117,14 +119,14 @@ func (c *ClientSide) Allow(ctx context.Context, key string, cost int64, at Clock
 }
 
 // DecideOn implements ClientSider. Errors: cost outside 1..limit wraps
-// ErrCostExceedsLimit; a template that cannot be filled, or a reply the
-// predicate cannot judge, or a run stopped while its Lua ran
-// (clientside.StoppedError), is a *ScriptError; the script's own errors
-// and failed round trips are Run's (they name the script).
-func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at Clock) (Decision, error) {
+// algorithms.ErrCostExceedsLimit; a template that cannot be filled, or a reply
+// the predicate cannot judge, or a run stopped while its Lua ran
+// (clientside.StoppedError), is a *ScriptError; the script's own errors and
+// failed round trips are Run's (they name the script).
+func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error) {
 	call, err := c.call(key, cost, at)
 	if err != nil {
-		return Decision{}, err
+		return algorithms.Decision{}, err
 	}
 	e.Expiry, e.Now = nil, 0
 	if t, virtual := at.Injected(); virtual {
@@ -138,14 +140,14 @@ func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key strin
 	if errors.Is(err, clientside.ErrStopped) {
 		// its Lua ran past the call's bound or the memory bound: the
 		// script's doing, not Redis's, and every call would do the same
-		return Decision{}, &ScriptError{err}
+		return algorithms.Decision{}, &ScriptError{err}
 	}
 	if err != nil {
-		return Decision{}, err // Run's errors name the script
+		return algorithms.Decision{}, err // Run's errors name the script
 	}
 	d, err := c.decode(call, reply)
 	if err != nil {
-		return Decision{}, fmt.Errorf("%s: %w", c.name, err)
+		return algorithms.Decision{}, fmt.Errorf("%s: %w", c.name, err)
 	}
 	return d, nil
 }
@@ -153,31 +155,31 @@ func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key strin
 // call fills the templates for one request, as ScriptLimiter.Call does but
 // for the script as written (no rewrite for virtual time: the VM answers
 // TIME itself).
-func (c *ClientSide) call(key string, cost int64, at Clock) (ScriptCall, error) {
+func (c *ClientSide) call(key string, cost int64, at algorithms.Clock) (algorithms.ScriptCall, error) {
 	s := c.s
-	if err := checkCost(c.name, cost, s.limit.Count); err != nil {
-		return ScriptCall{}, err
+	if err := algorithms.CheckCost(c.name, cost, s.limit.Count); err != nil {
+		return algorithms.ScriptCall{}, err
 	}
 	v := s.values(key, cost)
-	call := ScriptCall{Cost: cost}
+	call := algorithms.ScriptCall{Cost: cost}
 	if t, virtual := at.Injected(); virtual {
 		v.Now = t
 		call.DecidedAt = t.Truncate(time.Microsecond)
 	} else if s.usesClock() {
 		if ck := s.ClockKeys(); len(ck) > 0 {
-			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: key template %q is built from the clock: it needs an injected clock (virtual or client), not Redis TIME", c.name, ck[0])}
+			return algorithms.ScriptCall{}, &ScriptError{fmt.Errorf("%s: key template %q is built from the clock: it needs an injected clock (virtual or client), not Redis TIME", c.name, ck[0])}
 		}
 		v.Now = time.Now()
 		call.DecidedAt = v.Now.Truncate(time.Microsecond)
 	}
 	var err error
 	if call.Keys, err = s.fillKeys(v); err != nil {
-		return ScriptCall{}, err
+		return algorithms.ScriptCall{}, err
 	}
 	call.Args = make([]any, len(s.args))
 	for i, a := range s.args {
 		if call.Args[i], err = a.Render(v); err != nil {
-			return ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", c.name, i+1, err)}
+			return algorithms.ScriptCall{}, &ScriptError{fmt.Errorf("%s: ARGV[%d]: %w", c.name, i+1, err)}
 		}
 	}
 	return call, nil

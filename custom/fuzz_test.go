@@ -1,4 +1,4 @@
-package algorithms
+package custom
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
 )
 
 // Any template parses or fails with an error; a parsed one fills without a
@@ -169,8 +171,8 @@ func FuzzParseAllowedReply(f *testing.F) {
 		if err != nil && kind%6 <= 1 {
 			t.Errorf("shape %d (%v): %v", kind%6, v, err)
 		}
-		_, _ = ParseReply(v)
-		_, _ = ParseReply([]any{n, n, n, v})
+		_, _ = algorithms.ParseReply(v)
+		_, _ = algorithms.ParseReply([]any{n, n, n, v})
 	})
 }
 

@@ -1,4 +1,4 @@
-package algorithms
+package custom
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -24,7 +25,7 @@ type HTTPLimiter struct {
 	limit  limit.Limit
 }
 
-var _ Limiter = (*HTTPLimiter)(nil)
+var _ algorithms.Limiter = (*HTTPLimiter)(nil)
 
 // NewHTTPLimiter returns the limiter for url; timeout bounds each request
 // (zero means 5 s).
@@ -46,35 +47,35 @@ func (h *HTTPLimiter) Name() string { return redact.URL(h.url) }
 // Describe returns the limit being verified.
 func (h *HTTPLimiter) Describe() string { return h.limit.String() + " (HTTP, GET)" }
 
-// Capabilities implements Limiter: the endpoint uses its own clock
+// Capabilities implements algorithms.Limiter: the endpoint uses its own clock
 // (resolution unknown), every request costs 1, and it has a state per key
 // only when the URL has a {key} placeholder.
-func (h *HTTPLimiter) Capabilities() Capabilities {
-	return Capabilities{UsesKeys: strings.Contains(h.url, "{key}")}
+func (h *HTTPLimiter) Capabilities() algorithms.Capabilities {
+	return algorithms.Capabilities{UsesKeys: strings.Contains(h.url, "{key}")}
 }
 
 // Allow sends one GET. The key is used only through a {key} placeholder.
-func (h *HTTPLimiter) Allow(ctx context.Context, key string, cost int64, _ Clock) (Decision, error) {
+func (h *HTTPLimiter) Allow(ctx context.Context, key string, cost int64, _ algorithms.Clock) (algorithms.Decision, error) {
 	if cost != 1 {
-		return Decision{}, fmt.Errorf("%s: cost %d: an HTTP endpoint takes cost 1 only", h.Name(), cost)
+		return algorithms.Decision{}, fmt.Errorf("%s: cost %d: an HTTP endpoint takes cost 1 only", h.Name(), cost)
 	}
 	u := strings.ReplaceAll(h.url, "{key}", url.QueryEscape(key))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		// not err: net/url quotes the URL, password and all
-		return Decision{}, fmt.Errorf("%s: not a URL (write %% @ : / ? # in a password as %%25 %%40 %%3A %%2F %%3F %%23)", redact.URL(u))
+		return algorithms.Decision{}, fmt.Errorf("%s: not a URL (write %% @ : / ? # in a password as %%25 %%40 %%3A %%2F %%3F %%23)", redact.URL(u))
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return Decision{}, err
+		return algorithms.Decision{}, err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	_ = resp.Body.Close() // drained and read only: its error changes no decision
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return Decision{Allowed: true}, nil
+		return algorithms.Decision{Allowed: true}, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return Decision{Allowed: false}, nil
+		return algorithms.Decision{Allowed: false}, nil
 	}
-	return Decision{}, fmt.Errorf("%s: HTTP %s (want 2xx or 429)", redact.URL(u), resp.Status)
+	return algorithms.Decision{}, fmt.Errorf("%s: HTTP %s (want 2xx or 429)", redact.URL(u), resp.Status)
 }

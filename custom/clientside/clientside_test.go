@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/algorithms/clientside"
+	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/vclock"
 )

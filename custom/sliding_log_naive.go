@@ -1,10 +1,11 @@
-package algorithms
+package custom
 
 import (
 	_ "embed"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/limit"
 )
 
@@ -30,8 +31,10 @@ func NewSlidingLogNaive(rdb redis.Scripter, l limit.Limit) (*ClientSide, error) 
 		return nil, err
 	}
 	c.desc = l.String() + ", client-side commands"
-	caps := builtIn
+	caps := algorithms.BuiltInCapabilities()
 	c.caps = &caps
-	c.decode = decodeCommon
+	c.decode = func(_ algorithms.ScriptCall, reply any) (algorithms.Decision, error) {
+		return algorithms.ParseReply(reply)
+	}
 	return c, nil
 }

@@ -1,0 +1,130 @@
+package harness_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/targets"
+)
+
+// Drive decides a stream of arrivals as Execute decides the same schedule:
+// the same answers at the same instants, in order, for every registered
+// algorithm, pipelined or one call at a time (a client-side limiter is
+// never pipelined).
+func TestDriveSameAsExecute(t *testing.T) {
+	l := limit.Limit{Count: 20, Window: time.Second}
+	sc, err := scenarios.Get("overload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sc.Build(scenarios.Params{Limit: l.Count, Window: l.Window, Seed: 5})
+	for i := range sched.Arrivals {
+		sched.Arrivals[i].Client = 0 // one client: Execute sends one call at a time too
+	}
+	for _, name := range targets.KnownAlgorithms() {
+		for _, depth := range []int{0, 16} {
+			t.Run(fmt.Sprintf("%s/pipeline %d", name, depth), func(t *testing.T) {
+				lim, err := targets.NewAlgorithm(name, srv.Client(), l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prefix := fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, depth)
+				r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
+				jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + "execute:"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []harness.Outcome
+				job := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
+					Prefix: prefix + "drive:"}
+				d := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
+				jr, err := d.Drive(ctx, job, slices.Values(sched.Arrivals), func(o harness.Outcome) error {
+					got = append(got, o)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !jr.Anchor.Equal(jrs[0].Anchor) || len(jr.Outcomes) != 0 {
+					t.Errorf("anchor %s, want %s; %d outcomes kept, want 0 (the sink took them)", jr.Anchor, jrs[0].Anchor, len(jr.Outcomes))
+				}
+				if n := jr.Latency.TotalCount(); n != int64(len(sched.Arrivals)) {
+					t.Errorf("%d latencies, want %d", n, len(sched.Arrivals))
+				}
+				want := jrs[0].Outcomes
+				if len(got) != len(want) {
+					t.Fatalf("%d outcomes, want %d", len(got), len(want))
+				}
+				for i, o := range got {
+					w := want[i]
+					if o.Err != nil || o.Seq != i || o.Decision.Allowed != w.Decision.Allowed || !o.Decision.DecidedAt.Equal(w.Decision.DecidedAt) {
+						t.Fatalf("outcome %d: seq %d allowed %v at %s (%v), want seq %d allowed %v at %s",
+							i, o.Seq, o.Decision.Allowed, o.Decision.DecidedAt, o.Err, i, w.Decision.Allowed, w.Decision.DecidedAt)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A sink's error stops Drive at once, pipelined or not: no outcome is told
+// after it (not even those of the same round trip), no arrival is read
+// past the round trip under way, and Drive returns it.
+func TestDriveSinkStops(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	lim, err := algorithms.New("fixed-window", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("enough")
+	for _, depth := range []int{0, 4} {
+		read, told := 0, 0
+		arrivals := func(yield func(scenarios.Arrival) bool) {
+			for i := 0; i < 1000; i++ {
+				read++
+				if !yield(scenarios.Arrival{At: time.Duration(i) * time.Millisecond, Key: "k", Cost: 1}) {
+					return
+				}
+			}
+		}
+		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
+		job := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: "stop", Params: scenarios.Params{Limit: 5, Window: l.Window}},
+			Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), depth)}
+		_, err := r.Drive(ctx, job, arrivals, func(o harness.Outcome) error {
+			told++
+			if o.Seq == 5 {
+				return stop
+			}
+			return nil
+		})
+		if !errors.Is(err, stop) {
+			t.Errorf("pipeline %d: %v, want the sink's error", depth, err)
+		}
+		if told != 6 || read > 6+max(depth, 1) {
+			t.Errorf("pipeline %d: %d outcomes told (want 6), %d arrivals read (want at most %d)", depth, told, read, 6+max(depth, 1))
+		}
+	}
+}
+
+// Drive runs in virtual time only.
+func TestDriveVirtualOnly(t *testing.T) {
+	lim, err := algorithms.New("fixed-window", srv.Client(), limit.Limit{Count: 5, Window: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, clock := range []harness.ClockMode{harness.RedisClock, harness.ClientClock} {
+		r := &harness.Runner{Redis: srv.Client(), Clock: clock}
+		_, err := r.Drive(ctx, harness.Job{Limiter: lim}, slices.Values([]scenarios.Arrival{{Key: "k", Cost: 1}}),
+			func(harness.Outcome) error { t.Fatal("an outcome"); return nil })
+		if err == nil {
+			t.Errorf("%s clock: no error", clock)
+		}
+	}
+}
