@@ -24,7 +24,7 @@ import (
 // changed) and WATCH/UNWATCH on their connection.
 //
 // Time: on an injected clock the templates get that time, a TIME call is
-// answered with it, and key TTLs run on it (clientside.Expiry: TTL
+// answered with it, and key TTLs run on it (vclock.Deadlines: TTL
 // commands become deadlines kept here, and a key past its deadline is
 // deleted before the next command naming it). On Redis TIME everything
 // goes to Redis as written.
@@ -38,7 +38,7 @@ type ClientSide struct {
 	script *clientside.Script
 	rdb    any
 	pool   *clientside.Pool
-	expiry clientside.Expiry
+	expiry vclock.Deadlines
 	name   string
 	desc   string
 	caps   *algorithms.Capabilities

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/scenarios"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // Pipelined virtual time.
@@ -76,7 +77,7 @@ func (st *vtJob) runKey(j Job, key string, expiry bool) *vtKey {
 		tagged := j.Prefix + "{" + key + "}"
 		*e = vtKey{key: key, tagged: tagged}
 		if expiry {
-			e.tag = algorithms.NewExpiryTag(tagged, companionKey(j.Prefix, key))
+			e.tag = algorithms.NewExpiryTag(tagged, vclock.CompanionKey(j.Prefix, key))
 		}
 	}
 	return e

@@ -2,6 +2,7 @@ package vclock
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -55,10 +56,12 @@ import (
 //     is shifted alike) then behave natively. These commands, and RENAME,
 //     RENAMENX and COPY, mark their keys as given a TTL. Literal call
 //     sites are rewritten in place, redis.call('INCR', k) becoming
-//     __ratelab_call(__ratelab_xn('INCR', k)) on the same line, so command
-//     errors keep their line; a literal TTL, PTTL, EXPIRETIME or
-//     PEXPIRETIME, and calls whose command is not a literal, go through a
-//     wrapper whose errors report the first code line.
+//     __ratelab_call('INCR', (__ratelab_n[k] == 'n' and k or
+//     __ratelab_k(k))) on the same line, so command errors keep their
+//     line (siteEdits, the same in the lean form); a literal TTL, PTTL,
+//     EXPIRETIME or PEXPIRETIME, and calls whose command is not a
+//     literal, go through a wrapper whose errors report the first code
+//     line.
 //   - After the body: for every tracked or touched key, its virtual
 //     deadline: the one it had when the body sent it no command that may
 //     set or clear a TTL (no command at all), else from PEXPIRETIME: none
@@ -101,7 +104,7 @@ import (
 // expiries are sent as they are). A script with "#!lua flags=no-writes"
 // (the emulation writes); function libraries (ErrFunctionLibrary).
 
-// Names the expiry prefix declares, besides those of virtualTimePrefix.
+// Names the expiry prefixes declare, besides those of the TIME rewrite.
 const (
 	xBody = "__ratelab_body"
 	xCall = "__ratelab_tcall" // the wrapper: translate, note, call, translate back
@@ -129,47 +132,103 @@ var (
 	destCommands = map[string]bool{"RENAME": true, "RENAMENX": true, "COPY": true, "MOVE": true, "BITOP": true, "SORT": true}
 )
 
-// expiryPop pops the expiry call's key and arguments off KEYS and ARGV.
-var expiryPop = []string{
-	"local __ratelab_xc = KEYS[#KEYS]; KEYS[#KEYS] = nil;",
-	"local __ratelab_xs = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
-	"local __ratelab_xv = tonumber(ARGV[#ARGV]); ARGV[#ARGV] = nil;",
-	"local __ratelab_xp = ARGV[#ARGV]; ARGV[#ARGV] = nil;",
-	"if not (__ratelab_xc and __ratelab_xs and __ratelab_xv and __ratelab_xp) then return redis.error_reply('" + expiryArgsError + "') end;",
+// expiryPop reads the expiry call's key and arguments off KEYS and ARGV
+// and takes them off: always when maxKey or maxArg is negative or withTime
+// is set (the virtual time is popped after them), else only when the call
+// has fewer keys than maxKey or fewer arguments than maxArg of its own
+// (else the body, which reads KEYS and ARGV only as KEYS[n] and ARGV[n] up
+// to those, cannot see them: see argIndexes).
+func expiryPop(maxKey, maxArg int, withTime bool) []string {
+	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
+	if maxKey >= 0 && maxArg >= 0 && !withTime {
+		pop = "if __ratelab_nk - 1 < " + strconv.Itoa(maxKey) + " or __ratelab_na - 3 < " + strconv.Itoa(maxArg) + " then " + pop + " end;"
+	}
+	l := []string{
+		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
+		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
+		"if not (__ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
+		pop,
+	}
+	if withTime {
+		l = append(l, vtPop...)
+	}
+	return append(l, "local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;")
 }
 
 // expiryArgsError is the error reply of a call without the expiry call's key
 // and arguments.
 const expiryArgsError = "ERR ratelab key expiry: the last key must be the companion hash and the last three ARGV the tracked prefix, the virtual time (ms) and the safety TTL (ms)"
 
+// noteHelpers declare the table of the keys the body notes and the
+// functions that note them, those of xKey, xKeySet, xNote, xSet and
+// xVTime that uses reports, in both forms.
+//
+// n, the keys noted: 'n' touched, 's' sent a command that may set or clear
+// a TTL; in the lean form also a number, the deadline its last lean
+// (P)EXPIRE that Redis answered 1 gave it, or 'x', a TTL that one gave it
+// without a deadline to name (or it removed the key). lk: the key of the
+// last lean (P)EXPIRE with a deadline when no command after it can have
+// changed its TTL (cleared by every helper call and lean (P)EXPIRE: a site
+// skips the helper only for a name or KEYS[n] already noted 'n', see
+// siteEdits). nn: how many keys were noted (the lean suffix counts down
+// those the companion tracks).
+func noteHelpers(uses func(name string) bool) []string {
+	l := []string{"local __ratelab_lk, __ratelab_n, __ratelab_nn = nil, {}, 0;"}
+	if uses(xKey) {
+		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+tracked("a")+" then __ratelab_n[a] = 'n'; __ratelab_nn = __ratelab_nn + 1 end; return a end;")
+	}
+	if uses(xKeySet) {
+		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+tracked("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
+	}
+	if uses(xNote) || uses(xSet) {
+		l = append(l,
+			"local function __ratelab_args(set, m, ...) __ratelab_lk = nil; for i = 1, (m <= 16 and m or 1) do local a = (select(i, ...));",
+			"if "+tracked("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
+			"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
+			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
+		)
+	}
+	if uses(xVTime) {
+		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
+	}
+	return l
+}
+
+// tracked is the Lua test that a is a key of the tracked prefix.
+func tracked(a string) string {
+	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, #__ratelab_xp) == __ratelab_xp)"
+}
+
+// bodyFunction opens the function the body runs in: vararg when the body
+// has "..." anywhere, else without parameters (a vararg function that does
+// not use "..." makes a table, arg, at every call; and arg is then a
+// local, which it is not in a chunk).
+func bodyFunction(vararg bool) string {
+	if vararg {
+		return "local function " + xBody + "(...) "
+	}
+	return "local function " + xBody + "() "
+}
+
 // expiryPrefix is the one-line prefix of the full expiry form (withTime: the
 // script's TIME answers the virtual time too, as with the TIME rewrite;
-// vararg: the body has "...", else its function takes no parameters, as
-// leanPrefix's).
+// vararg: see bodyFunction).
 func expiryPrefix(withTime, vararg bool) string {
 	c := vtCall
-	l := append([]string{}, expiryPop...)
-	if withTime {
-		l = append(l, vtPop...)
-	}
+	l := expiryPop(-1, -1, withTime)
+	l = append(l, noteHelpers(func(name string) bool { return name != xVTime || withTime })...)
 	l = append(l,
-		"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
-		"local __ratelab_m, __ratelab_xl = __ratelab_xs, #__ratelab_xp;",
-		"local __ratelab_d, __ratelab_n, __ratelab_set, __ratelab_pend = {}, {}, {}, nil;",
+		"local __ratelab_m, __ratelab_xl = tonumber(__ratelab_xs), #__ratelab_xp;",
+		"local __ratelab_d, __ratelab_pend = {}, nil;",
 		// the base of relative expiries (Redis's cached clock), read back
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc); if #__ratelab_f == 0 then "+c+"('HSET', __ratelab_xc, '', '') end;",
-		c+"('PEXPIRE', __ratelab_xc, __ratelab_xs); local __ratelab_t0 = "+c+"('PEXPIRETIME', __ratelab_xc) - __ratelab_xs;",
+		c+"('PEXPIRE', __ratelab_xc, __ratelab_xs); local __ratelab_t0 = "+c+"('PEXPIRETIME', __ratelab_xc) - __ratelab_m;",
 		"local __ratelab_off = __ratelab_t0 - __ratelab_xv;",
 		"for i = 1, #__ratelab_f, 2 do local k, v = __ratelab_f[i], __ratelab_f[i + 1]; if k ~= '' then",
 		"if v == 'none' then if "+c+"('PERSIST', k) == 1 then __ratelab_d[k] = v else "+c+"('HDEL', __ratelab_xc, k) end",
 		"elseif __ratelab_xv > tonumber(v) then "+c+"('UNLINK', k); "+c+"('HDEL', __ratelab_xc, k)",
 		"elseif "+c+"('PEXPIRE', k, string.format('%d', tonumber(v) - __ratelab_xv + __ratelab_m)) == 1 then __ratelab_d[k] = v",
 		"else "+c+"('HDEL', __ratelab_xc, k) end end end; __ratelab_f = nil;",
-		"local function __ratelab_in(a) return type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp end;",
-		"local function __ratelab_note(a, set) if __ratelab_in(a) then __ratelab_n[a] = true; if set then __ratelab_set[a] = true end end end;",
-		"local function __ratelab_args(set, m, ...) if m > 0 then __ratelab_note((...), set); if m <= 16 then for i = 2, m do __ratelab_note((select(i, ...)), set) end end end end;",
-		"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
-		"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
 		"local function __ratelab_int(v) local x = tonumber(v); if x == nil or x ~= math.floor(x) or math.abs(x) > 1e15 then return nil end; return x end;",
 		"local function __ratelab_rel(v, unit) local x = __ratelab_int(v); if x == nil or x <= 0 then return nil end; return string.format('%d', x * unit + __ratelab_m) end;",
 		"local function __ratelab_abs(v, unit) local x = __ratelab_int(v); if x == nil then return nil end; x = x * unit; if x > __ratelab_xv then x = x + __ratelab_m end; return string.format('%d', math.max(x + __ratelab_off, 1)) end;",
@@ -178,7 +237,7 @@ func expiryPrefix(withTime, vararg bool) string {
 		// a key outside the tracked prefix: its relative expiries shifted
 		// and read back (it never ends on the wall clock during the
 		// command), its absolute ones as sent
-		"local tk = __ratelab_in(a[1]); if not tk and (u == 'EXPIREAT' or u == 'PEXPIREAT' or u == 'EXPIRETIME' or u == 'PEXPIRETIME') then return cmd, ... end;",
+		"local tk = type(a[1]) == 'string' and string.sub(a[1], 1, __ratelab_xl) == __ratelab_xp; if not tk and (u == 'EXPIREAT' or u == 'PEXPIREAT' or u == 'EXPIRETIME' or u == 'PEXPIRETIME') then return cmd, ... end;",
 		"if u == 'EXPIRE' or u == 'PEXPIRE' then local t = __ratelab_rel(a[2], u == 'EXPIRE' and 1000 or 1); if t then cmd, a[2] = 'PEXPIRE', t end",
 		"elseif u == 'SETEX' or u == 'PSETEX' then local t = __ratelab_rel(a[2], u == 'SETEX' and 1000 or 1); if t then cmd, a[2] = 'PSETEX', t end",
 		"elseif u == 'EXPIREAT' or u == 'PEXPIREAT' then local t = __ratelab_abs(a[2], u == 'EXPIREAT' and 1000 or 1); if t then cmd, a[2] = 'PEXPIREAT', t end",
@@ -194,8 +253,6 @@ func expiryPrefix(withTime, vararg bool) string {
 		"if p == 'PTTL' then return math.max(v - __ratelab_m, 0) elseif p == 'ttl' then return math.floor((math.max(v - __ratelab_m, 0) + 500) / 1000)",
 		"elseif p == 'PEXPIRETIME' then return v - __ratelab_off - __ratelab_m end; return math.floor((v - __ratelab_off - __ratelab_m + 500) / 1000) end;",
 		"local __ratelab_x, __ratelab_t;",
-		"local function "+xKey+"(a) if type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp then __ratelab_n[a] = true end; return a end;",
-		"local function "+xKeySet+"(a) if type(a) == 'string' and string.sub(a, 1, __ratelab_xl) == __ratelab_xp then __ratelab_n[a] = true; __ratelab_set[a] = true end; return a end;",
 		"local function __ratelab_xd(cmd, ...) __ratelab_pend = nil; if type(cmd) ~= 'string' then return "+xNote+"(cmd, ...) end; local u = string.upper(cmd);",
 		"if not __ratelab_x then __ratelab_x, __ratelab_t = {"+luaSet(shiftCommands)+", "+luaSet(replyCommands)+"}, {"+luaSet(ttlCommands)+", "+luaSet(destCommands)+"} end;",
 		"if __ratelab_x[u] then return "+xAbs+"(cmd, ...) elseif __ratelab_t[u] or string.sub(u, -5) == 'STORE' then return "+xSet+"(cmd, ...) end; return "+xNote+"(cmd, ...) end;",
@@ -211,12 +268,8 @@ func expiryPrefix(withTime, vararg bool) string {
 	l = append(l, "local redis = setmetatable({",
 		call+"return "+xCall+"(cmd, ...) end,",
 		pcall+"return "+xPcal+"(cmd, ...) end",
-		"}, {__index = redis});")
-	if vararg {
-		l = append(l, "local function "+xBody+"(...) ")
-	} else {
-		l = append(l, "local function "+xBody+"() ")
-	}
+		"}, {__index = redis});",
+		bodyFunction(vararg))
 	return strings.Join(l, " ")
 }
 
@@ -235,10 +288,10 @@ func luaSet(m map[string]bool) string {
 // deadlines and sets the safety TTLs (see the comment above).
 var expirySuffix = strings.Join([]string{
 	"\nend; local __ratelab_r = " + xBody + "();",
-	"for i = 1, #KEYS do __ratelab_note(KEYS[i]) end; for k in pairs(__ratelab_d) do __ratelab_n[k] = true end;",
-	"do local hs = {}; for k in pairs(__ratelab_n) do local d, v = __ratelab_d[k], nil;",
-	"if d and d ~= 'none' and not __ratelab_set[k] then v = d",
-	"elseif d == 'none' and not __ratelab_set[k] then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
+	"for i = 1, #KEYS do " + xKey + "(KEYS[i]) end; for k in pairs(__ratelab_d) do __ratelab_n[k] = __ratelab_n[k] or 'n' end;",
+	"do local hs = {}; for k, s in pairs(__ratelab_n) do local d, v, set = __ratelab_d[k], nil, s == 's';",
+	"if d and d ~= 'none' and not set then v = d",
+	"elseif d == 'none' and not set then if " + vtCall + "('PEXPIRE', k, __ratelab_xs) == 1 then v = d end",
 	"else local px = " + vtCall + "('PEXPIRETIME', k);",
 	"if px == -1 then v = 'none'; " + vtCall + "('PEXPIRE', k, __ratelab_xs) elseif px >= 0 then v = string.format('%d', px - __ratelab_off - __ratelab_m) end end;",
 	"if v == nil then if d then " + vtCall + "('HDEL', __ratelab_xc, k) end elseif d ~= v then hs[#hs + 1] = k; hs[#hs + 1] = v end;",
@@ -255,9 +308,13 @@ type edit struct {
 	text     string
 }
 
-// expiryEdits are the edits of literal call site c (command not TIME, on
-// one line) under the full expiry form; real is the real function's name.
-func expiryEdits(toks []luaToken, c callSite, real string) []edit {
+// siteEdits are the edits of literal call site c (command not TIME, on
+// one line) under key expiry; real is the real function's name. The sites
+// and their edits are the same in both forms but one: with lean, a plain
+// EXPIRE or PEXPIRE (lean.go) sets the safety TTL and notes the exact
+// virtual deadline, where the full form sends the TTL shifted and reads
+// the deadline back, as a body that reads TTLs needs.
+func siteEdits(toks []luaToken, c callSite, real string, lean bool) []edit {
 	wrapper := xCall
 	if c.pcall {
 		wrapper = xPcal
@@ -266,8 +323,19 @@ func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 	open := c.argTok - 1
 	if replyCommands[cmd] || open <= c.first+2 || !toks[open].is("(") {
 		// the reply is translated too (or `redis.call'PING'`): through
-		// the wrapper, whose errors report the first line
+		// the wrapper, whose errors report the first line (never in the
+		// lean form)
 		return []edit{{pos: c.start, del: c.end - c.start, text: wrapper}}
+	}
+	if lean && (cmd == "EXPIRE" || cmd == "PEXPIRE") {
+		// (function(cmd, k, t, ...) ... end)('PEXPIRE', k, t): a function
+		// made where the call runs, on the user's line (so are its
+		// command's errors), which notes, sends S and takes the reply
+		semi := ""
+		if endsExpression(toks, c.first-1) {
+			semi = ";" // else Lua reads "(" as the call of what precedes
+		}
+		return []edit{{pos: c.start, del: c.end - c.start, text: semi + "(function(cmd, k, t, ...) " + leanExpire(real) + " end)"}}
 	}
 	fn := xNote
 	switch {
@@ -282,6 +350,18 @@ func expiryEdits(toks []luaToken, c callSite, real string) []edit {
 			k := xKey
 			if ttlCommands[cmd] {
 				k = xKeySet
+			} else if e, ok := plainKey(toks[first : last+1]); ok && toks[first].line == toks[last].line {
+				// (__ratelab_n[k] == 'n' and k or __ratelab_k(k)): a key
+				// already noted 'n' needs nothing more, so the helper is
+				// called only otherwise. Not clearing lk then is sound:
+				// lk's key is noted with a deadline, so it is not k, and
+				// this command (not DEL, UNLINK or GETDEL) removes or
+				// makes no other key
+				end := toks[last].pos + len(toks[last].val)
+				return []edit{
+					{pos: c.start, del: c.end - c.start, text: real},
+					{pos: toks[first].pos, del: end - toks[first].pos, text: "(__ratelab_n[" + e + "] == 'n' and " + e + " or " + xKey + "(" + e + "))"},
+				}
 			}
 			return []edit{
 				{pos: c.start, del: c.end - c.start, text: real},

@@ -79,11 +79,6 @@ func init() {
 	}
 }
 
-// Names only the lean form declares.
-const (
-	xVTime = "__ratelab_vtime"
-)
-
 // leanExpiry reports whether the body of toks (call sites sites) can take
 // the lean form: see the comment above.
 func leanExpiry(body string, toks []luaToken, sites []callSite) bool {
@@ -198,38 +193,6 @@ func singleValue(toks []luaToken) bool {
 	return false
 }
 
-// leanEdits are the edits of literal call site c (not TIME) under the lean
-// form; real is the real function's name.
-func leanEdits(toks []luaToken, c callSite, real string) []edit {
-	cmd := strings.ToUpper(c.cmd)
-	if cmd == "EXPIRE" || cmd == "PEXPIRE" {
-		// (function(cmd, k, t, ...) ... end)('PEXPIRE', k, t): a function
-		// made where the call runs, on the user's line (so are its
-		// command's errors), which notes, sends S and takes the reply
-		semi := ""
-		if endsExpression(toks, c.first-1) {
-			semi = ";" // else Lua reads "(" as the call of what precedes
-		}
-		return []edit{{pos: c.start, del: c.end - c.start, text: semi + "(function(cmd, k, t, ...) " + leanExpire(real) + " end)"}}
-	}
-	if first, last, ok := firstArg(toks, c); ok && !ttlCommands[cmd] {
-		if e, ok := plainKey(toks[first : last+1]); ok {
-			// (__ratelab_n[k] == 'n' and k or __ratelab_k(k)): a key
-			// already noted 'n' needs nothing more, so the helper is
-			// called only otherwise. Not clearing lk then is sound: lk's
-			// key is noted with a deadline, so it is not k, and this
-			// command (not DEL, UNLINK or GETDEL) removes or makes no
-			// other key
-			end := toks[last].pos + len(toks[last].val)
-			return []edit{
-				{pos: c.start, del: c.end - c.start, text: real},
-				{pos: toks[first].pos, del: end - toks[first].pos, text: "(__ratelab_n[" + e + "] == 'n' and " + e + " or " + xKey + "(" + e + "))"},
-			}
-		}
-	}
-	return expiryEdits(toks, c, real)
-}
-
 // leanExpire is the body of the function that replaces redis.call (real)
 // at a lean EXPIRE or PEXPIRE site (see the comment at the top).
 func leanExpire(real string) string {
@@ -238,7 +201,7 @@ func leanExpire(real string) string {
 		"if select('#', ...) > 0 then error('ratelab key expiry: a (P)EXPIRE with two arguments in the source got more') end;",
 		// a key outside the tracked prefix: not emulated, its TTL shifted
 		// by S (it never ends on the wall clock during the command)
-		"if not " + leanIn("k") + " then local x = tonumber(t); if x ~= nil and x % 1 == 0 and x > 0 and x <= 1e15 then",
+		"if not " + tracked("k") + " then local x = tonumber(t); if x ~= nil and x % 1 == 0 and x > 0 and x <= 1e15 then",
 		"if cmd ~= 'PEXPIRE' and string.upper(cmd) == 'EXPIRE' then x = x * 1000 end; local r = " + real + "('PEXPIRE', k, string.format('%d', x + __ratelab_xs)); return r end;",
 		"local r = " + real + "(cmd, k, t); return r end;",
 		"local s = __ratelab_n[k]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[k] = 's' end;",
@@ -301,69 +264,20 @@ func init() {
 //
 // maxKey and maxArg are the highest KEYS and ARGV indexes the body reads
 // when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
-// the expiry call's key and arguments are then taken off only when the call
-// has fewer keys or arguments than that (else the body cannot see them).
-//
-// vararg reports whether the body has "..." anywhere: else its function
-// takes no parameters (a vararg function that does not use "..." makes a
-// table, arg, at every call; and arg is then a local, which it is not in a
-// chunk).
+// see expiryPop. vararg: see bodyFunction.
 func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name string) bool) string {
 	c := vtCall
-	pop := "KEYS[__ratelab_nk] = nil; ARGV[__ratelab_na] = nil; ARGV[__ratelab_na - 1] = nil; ARGV[__ratelab_na - 2] = nil;"
-	if maxKey >= 0 && maxArg >= 0 && !withTime {
-		pop = "if __ratelab_nk - 1 < " + strconv.Itoa(maxKey) + " or __ratelab_na - 3 < " + strconv.Itoa(maxArg) + " then " + pop + " end;"
-	}
-	l := []string{
-		"local __ratelab_nk, __ratelab_na = #KEYS, #ARGV;",
-		"local __ratelab_xc, __ratelab_xp, __ratelab_xv, __ratelab_xs = KEYS[__ratelab_nk], ARGV[__ratelab_na - 2], tonumber(ARGV[__ratelab_na - 1]), ARGV[__ratelab_na];",
-		"if not (__ratelab_xc and __ratelab_xp and __ratelab_xv and tonumber(__ratelab_xs)) then return redis.error_reply('" + expiryArgsError + "') end;",
-		pop,
-	}
-	if withTime {
-		l = append(l, vtPop...)
-	}
+	l := expiryPop(maxKey, maxArg, withTime)
+	l = append(l, noteHelpers(uses)...)
 	l = append(l,
-		"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
-		// n: the keys noted: 'n' touched, 's' sent a command that may set
-		// or clear a TTL, a number: the deadline its last lean (P)EXPIRE
-		// answered 1 gave it, 'x': a TTL that one gave it without a
-		// deadline to name (or it removed the key); lk: the key of the
-		// last such (P)EXPIRE with a deadline when no command after it
-		// can have changed its TTL (cleared by every helper call and
-		// lean (P)EXPIRE: a site skips the helper only for a name or
-		// KEYS[n] already noted 'n', see leanEdits); nn: how many keys
-		// were noted (the suffix counts down those the companion tracks)
-		"local __ratelab_lk, __ratelab_n, __ratelab_nn = nil, {}, 0;",
 		// f: the companion's fields and deadlines (HGETALL); a deadline
 		// passed is set to false there, its key removed
 		"local __ratelab_f = "+c+"('HGETALL', __ratelab_xc);",
 		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local v = __ratelab_f[i + 1];",
 		"if v ~= 'none' and __ratelab_f[i] ~= '' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = __ratelab_f[i]; __ratelab_f[i + 1] = false end end;",
 		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
+		bodyFunction(vararg),
 	)
-	if uses(xKey) {
-		l = append(l, "local function "+xKey+"(a) __ratelab_lk = nil; if __ratelab_n[a] == nil and "+leanIn("a")+" then __ratelab_n[a] = 'n'; __ratelab_nn = __ratelab_nn + 1 end; return a end;")
-	}
-	if uses(xKeySet) {
-		l = append(l, "local function "+xKeySet+"(a) __ratelab_lk = nil; if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or s == 'n' then __ratelab_n[a] = 's' end end; return a end;")
-	}
-	if uses(xNote) || uses(xSet) {
-		l = append(l,
-			"local function __ratelab_args(set, m, ...) __ratelab_lk = nil; for i = 1, (m <= 16 and m or 1) do local a = (select(i, ...));",
-			"if "+leanIn("a")+" then local s = __ratelab_n[a]; if s == nil then __ratelab_nn = __ratelab_nn + 1 end; if s == nil or (set and s == 'n') then __ratelab_n[a] = set and 's' or 'n' end end end end;",
-			"local function "+xNote+"(cmd, ...) __ratelab_args(false, select('#', ...), ...); return cmd, ... end;",
-			"local function "+xSet+"(cmd, ...) __ratelab_args(true, select('#', ...), ...); return cmd, ... end;",
-		)
-	}
-	if uses(xVTime) {
-		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
-	}
-	if vararg {
-		l = append(l, "local function "+xBody+"(...) ")
-	} else {
-		l = append(l, "local function "+xBody+"() ")
-	}
 	return strings.Join(l, " ")
 }
 
@@ -375,11 +289,6 @@ func hasVararg(toks []luaToken) bool {
 		}
 	}
 	return false
-}
-
-// leanIn is the Lua test that a is a key of the tracked prefix.
-func leanIn(a string) string {
-	return "(" + a + " == __ratelab_xp or type(" + a + ") == 'string' and string.sub(" + a + ", 1, #__ratelab_xp) == __ratelab_xp)"
 }
 
 // leanSuffix ends the body's function on a new line, runs it and records
@@ -401,7 +310,7 @@ var leanSuffix = strings.Join([]string{
 }, " ")
 
 // leanKey records the deadline of key k (d its deadline before the body or
-// nil, s what the body did to it: see leanPrefix) in hs or hdel and sets
+// nil, s what the body did to it: see noteHelpers) in hs or hdel and sets
 // its safety TTL; off is read once, when first needed.
 var leanKey = strings.Join([]string{
 	"local v, capped = nil, false;",

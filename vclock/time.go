@@ -83,23 +83,35 @@ const (
 	vtCall  = "__ratelab_call"
 	vtPcall = "__ratelab_pcall"
 	vtTime  = "__ratelab_time"
+	// xVTime replaces redis.call and redis.pcall at a literal TIME site:
+	// the site answers the virtual time itself
+	xVTime = "__ratelab_vtime"
 )
 
-// virtualTimePrefix is the Lua put in front of the script's first code line.
-// It has no newline. It pops the virtual time (integer µs, at least 7
-// digits: TimeArg) off ARGV, splits it into the strings TIME answers,
-// and shadows the global redis with a table whose call and pcall answer TIME
-// and pass everything else to the real functions. Inside the wrapper
-// functions `redis` is still the global: the local is in scope only after
-// its own statement.
-var virtualTimePrefix = strings.Join(append(append([]string{}, vtPop...),
-	"local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;",
-	"local function "+vtTime+"(cmd) return type(cmd) == 'string' and string.upper(cmd) == 'TIME' end;",
-	"local redis = setmetatable({",
-	"call = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtCall+"(cmd, ...) end,",
-	"pcall = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtPcall+"(cmd, ...) end",
-	"}, {__index = redis}); ",
-), " ")
+// timePrefix is the Lua put in front of the script's first code line by
+// the TIME rewrite alone. It has no newline. It pops the virtual time
+// (integer µs, at least 7 digits: TimeArg) off ARGV, splits it into the
+// strings TIME answers, defines xVTime when uses reports it (the literal
+// TIME sites call it), and shadows the global redis with a table whose
+// call and pcall answer TIME and pass everything else to the real
+// functions, for the calls whose command is not a literal. Inside the
+// wrapper functions `redis` is still the global: the local is in scope
+// only after its own statement.
+func timePrefix(uses func(name string) bool) string {
+	l := append([]string{}, vtPop...)
+	l = append(l, "local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;")
+	if uses(xVTime) {
+		l = append(l, "local function "+xVTime+"() return {"+vtSec+", "+vtUsec+"} end;")
+	}
+	l = append(l,
+		"local function "+vtTime+"(cmd) return type(cmd) == 'string' and string.upper(cmd) == 'TIME' end;",
+		"local redis = setmetatable({",
+		"call = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtCall+"(cmd, ...) end,",
+		"pcall = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtPcall+"(cmd, ...) end",
+		"}, {__index = redis}); ",
+	)
+	return strings.Join(l, " ")
+}
 
 // vtPop pops the virtual time off ARGV into the two strings TIME answers.
 var vtPop = []string{
@@ -167,10 +179,14 @@ type Options struct {
 // unterminated string or long comment (the script would not compile).
 // Safe for concurrent use.
 //
-// The emitter is one for every option: one prefix on the body's first
-// line (the TIME rewrite's, or the full or lean expiry form's), the
-// literal call sites rewritten in place, and with expiry the body wrapped
-// in a function whose end and the form's suffix go on a new last line.
+// The emitter is one for every option: the same call sites get the same
+// edits in place (a literal TIME site answers itself; with expiry, a
+// literal command notes its keys through siteEdits, whose one lean-only
+// edit is the plain EXPIRE and PEXPIRE), one prefix goes on the body's
+// first line (the TIME rewrite's, or the full or the shorter lean expiry
+// form's: the same pop and key notes, see expiryPop and noteHelpers), and
+// with expiry the body runs in a function whose end and the form's suffix
+// go on a new last line.
 func Rewrite(src string, o Options) (Script, error) {
 	withTime := o.Time || o.Expiry == NoExpiry
 	expiry := o.Expiry != NoExpiry
@@ -190,31 +206,31 @@ func Rewrite(src string, o Options) (Script, error) {
 	lean := expiry && leanOK && leanExpiry(body, toks, sites)
 	var edits []edit
 	for _, c := range sites {
+		oneLine := !strings.Contains(body[c.start:c.end], "\n")
 		switch {
 		case c.dynamic:
 			out.DynamicCalls++
 		case strings.EqualFold(c.cmd, "TIME"):
 			out.TimeCalls++
-			if lean && withTime {
-				// no shadowed redis in the lean form: the site answers itself
+			if withTime && oneLine {
 				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: xVTime})
 			}
-		case !strings.Contains(body[c.start:c.end], "\n"):
+		case oneLine:
 			// a literal command other than TIME: call the real function
 			// from the user's line, so its errors keep that line
 			real := vtCall
 			if c.pcall {
 				real = vtPcall
 			}
-			switch {
-			case lean:
-				edits = append(edits, leanEdits(toks, c, real)...)
-			case expiry:
-				edits = append(edits, expiryEdits(toks, c, real)...)
-			default:
+			if expiry {
+				edits = append(edits, siteEdits(toks, c, real, lean)...)
+			} else {
 				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 			}
 		}
+	}
+	uses := func(name string) bool {
+		return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
 	}
 	var b strings.Builder
 	b.WriteString(src[:bodyAt])
@@ -224,13 +240,11 @@ func Rewrite(src string, o Options) (Script, error) {
 	switch {
 	case lean:
 		maxKey, maxArg := argIndexes(toks)
-		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), func(name string) bool {
-			return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
-		}))
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), uses))
 	case expiry:
 		b.WriteString(expiryPrefix(withTime, hasVararg(toks)))
 	default:
-		b.WriteString(virtualTimePrefix)
+		b.WriteString(timePrefix(uses))
 	}
 	// in source order (a site's closing edit comes after its nested sites'
 	// edits; where two sites' edits share a position, they insert the same

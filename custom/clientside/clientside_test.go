@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 var (
@@ -116,7 +117,7 @@ return r[1].ok`, []string{k}, nil)
 // the deadline (and only then), whatever the real clock does.
 func TestExpiryVirtual(t *testing.T) {
 	k := srv.Key(t)
-	var x clientside.Expiry
+	var x vclock.Deadlines
 	conn, closeConn, err := clientside.Dial(ctx, srv.Client(), k)
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/ratelab/ratelab/usercmd"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // Script is a compiled Lua script. It is immutable and safe for concurrent
@@ -114,8 +115,8 @@ type Exec struct {
 	// script with it. Nil: every round goes at once.
 	Gate func(ctx context.Context, r *Round) error
 	// Expiry, when set, runs key TTLs on the virtual clock Now (see
-	// Expiry); nil sends TTL commands to Redis as they are.
-	Expiry *Expiry
+	// vclock.Deadlines); nil sends TTL commands to Redis as they are.
+	Expiry *vclock.Deadlines
 	// Now is the virtual time of the decision under way, for Expiry.
 	Now int64 // µs since the Unix epoch
 	// Rounds, when not nil, collects every round trip.
@@ -394,25 +395,12 @@ func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, 
 
 // send is one round trip, with TTL commands translated when e.Expiry is set.
 func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
-	var tr []translated
+	var tr []vclock.Translated
 	wire := cmds
 	if e.Expiry != nil {
-		if due := e.Expiry.due(e.Now, cmds); len(due) > 0 {
-			// the keys' TTLs ran out on the virtual clock: Redis would
-			// have expired them before the command, as it does lazily
-			args := []any{"DEL"}
-			for _, k := range due {
-				args = append(args, k)
-			}
-			if err := e.Conn.Do(ctx, args...).Err(); err != nil {
-				return nil, err
-			}
-		}
-		tr = make([]translated, len(cmds))
-		wire = make([][]string, len(cmds))
-		for i, c := range cmds {
-			tr[i] = e.Expiry.translate(e.Now, c)
-			wire[i] = tr[i].wire
+		var err error
+		if wire, tr, err = e.expiryWire(ctx, cmds); err != nil {
+			return nil, err
 		}
 	}
 	for _, c := range wire {
@@ -467,9 +455,7 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 		}
 	}
 	if e.Expiry != nil {
-		for i := range replies {
-			replies[i] = e.Expiry.settle(e.Now, cmds[i], tr[i], replies[i])
-		}
+		e.expirySettle(tr, replies)
 	}
 	return replies, nil
 }

@@ -18,9 +18,21 @@ import (
 	"github.com/ratelab/ratelab/vclock"
 )
 
-// lean reports whether x is in the lean form (it has no wrapper of
-// redis.call: see lean.go).
-func lean(x vclock.Script) bool { return !strings.Contains(x.Source, "__ratelab_tcall") }
+// leanTaken reports whether src, rewritten with ExpiryLean, runs in the
+// lean form, as seen on Redis: one call on fresh keys, after which the
+// full form's companion holds its placeholder field "" (made to read
+// Redis's clock from its TTL, before the body runs) and the lean one's
+// never does.
+func leanTaken(t *testing.T, src string, args ...any) bool {
+	t.Helper()
+	sd := newSide(t, "lean", vclock.Options{Expiry: vclock.ExpiryLean})
+	sd.eval(t, src, vt0, args...) // the reply does not matter: an error too leaves the companion
+	has, err := srv.Client().HExists(t.Context(), sd.companion, "").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return !has
+}
 
 // TestVirtualExpiryLeanForm: which scripts take the lean form.
 func TestVirtualExpiryLeanForm(t *testing.T) {
@@ -29,11 +41,7 @@ func TestVirtualExpiryLeanForm(t *testing.T) {
 		if src == "" {
 			continue
 		}
-		x, err := vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !lean(x) {
+		if !leanTaken(t, src, "1", "2", "3", "4") {
 			t.Errorf("%s: full form, want the lean one (its commands never look at a TTL)", name)
 		}
 	}
@@ -62,12 +70,8 @@ func TestVirtualExpiryLeanForm(t *testing.T) {
 		{"return redis.call'PING'", false},
 	}
 	for _, c := range cases {
-		x, err := vclock.Rewrite(c.src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lean(x) != c.lean {
-			t.Errorf("%q: lean %v, want %v", c.src, lean(x), c.lean)
+		if got := leanTaken(t, c.src, "1000"); got != c.lean {
+			t.Errorf("%q: lean %v, want %v", c.src, got, c.lean)
 		}
 	}
 }
@@ -99,39 +103,36 @@ func builtinSource(t *testing.T, name string) string {
 	return string(b)
 }
 
-// side is one form of the rewrite run on keys of its own.
+// side is one option of the rewrite run on keys of its own.
 type side struct {
 	name       string
-	full       bool
+	o          vclock.Options
 	base       string // the tracked prefix: every key is base + a suffix
 	companion  string
 	safety     time.Duration
 	srcScripts map[string]vclock.Script
 }
 
-func newSide(t *testing.T, name string, full bool) *side {
+func newSide(t *testing.T, name string, o vclock.Options) *side {
 	b := srv.Key(t)
-	return &side{name: name, full: full, base: b + "{u}", companion: b + "~vt{u}", safety: time.Hour, srcScripts: map[string]vclock.Script{}}
+	return &side{name: name, o: o, base: b + "{u}", companion: b + "~vt{u}", safety: time.Hour, srcScripts: map[string]vclock.Script{}}
 }
 
-// eval runs src on the side at virtual time now with KEYS[1] = base.
+// eval runs src, rewritten with the side's options, at virtual time now
+// with KEYS[1] = base: args, the time with Options.Time, then the expiry
+// call's arguments.
 func (s *side) eval(t *testing.T, src string, now time.Time, args ...any) (any, error) {
 	t.Helper()
 	x, ok := s.srcScripts[src]
 	if !ok {
 		var err error
-		if s.full {
-			x, err = vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryFull})
-		} else {
-			x, err = vclock.Rewrite(src, vclock.Options{Time: false, Expiry: vclock.ExpiryLean})
-		}
-		if err != nil {
+		if x, err = vclock.Rewrite(src, s.o); err != nil {
 			t.Fatal(err)
 		}
-		if lean(x) == s.full {
-			t.Fatalf("%s: %q: lean %v", s.name, src, lean(x))
-		}
 		s.srcScripts[src] = x
+	}
+	if s.o.Time {
+		args = append(args, vclock.TimeArg(now))
 	}
 	args = append(args, s.base, strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(s.safety.Milliseconds(), 10))
 	return srv.Client().Eval(t.Context(), x.Source, []string{s.base, s.companion}, args...).Result()
@@ -153,6 +154,10 @@ func (s *side) state(t *testing.T) (deadlines map[string]string, exist []string)
 			deadlines[strings.TrimPrefix(k, s.base)] = v
 		}
 	}
+	// the placeholder field "" is the full form's alone
+	if _, has := h[""]; has != (s.o.Expiry == vclock.ExpiryFull) && len(h) > 0 {
+		t.Errorf("%s: the companion's placeholder field: %v, want %v", s.name, has, s.o.Expiry == vclock.ExpiryFull)
+	}
 	keys, err := srv.Client().Keys(ctx, s.base+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +173,18 @@ func (s *side) state(t *testing.T) (deadlines map[string]string, exist []string)
 	return deadlines, exist
 }
 
-// forms are the expiry options of Rewrite, each with the side it runs on.
-var forms = []struct {
+// expiryOptions are the key-expiry options of Rewrite that the table
+// tests run, each on a side of its own: the scripts they run all take the
+// lean form under ExpiryLean.
+var expiryOptions = []struct {
 	name string
-	full bool
-}{{"lean", false}, {"full", true}}
+	o    vclock.Options
+}{
+	{"lean", vclock.Options{Expiry: vclock.ExpiryLean}},
+	{"full", vclock.Options{Expiry: vclock.ExpiryFull}},
+	{"lean+time", vclock.Options{Time: true, Expiry: vclock.ExpiryLean}},
+	{"full+time", vclock.Options{Time: true, Expiry: vclock.ExpiryFull}},
+}
 
 // checkState fails unless s's state is want: deadlines given as ms after
 // vt0 ("none": no deadline), the existing keys as suffixes. The full form
@@ -200,14 +212,14 @@ func checkState(t *testing.T, step string, s *side, want map[string]string, exis
 		gi, err1 := strconv.ParseInt(g, 10, 64)
 		wi, err2 := strconv.ParseInt(w, 10, 64)
 		late := gi - vt0.UnixMilli() - wi
-		if err1 == nil && err2 == nil && (late == 0 || s.full && late > 0 && late <= 5) {
+		if err1 == nil && err2 == nil && (late == 0 || s.o.Expiry == vclock.ExpiryFull && late > 0 && late <= 5) {
 			continue
 		}
 		t.Errorf("%s: %s: key %q: deadline %s (vt0 + %d ms), want vt0 + %s ms", step, s.name, k, g, gi-vt0.UnixMilli(), w)
 	}
 }
 
-// TestVirtualExpiryForms: for each expiry form, a table of scripts run in
+// TestVirtualExpiryForms: for each expiry option, a table of scripts run in
 // turn on one tracked key, each with the reply it gives and the keys and
 // virtual deadlines it leaves: keys that expire, vanish behind ratelab's
 // back, are made again without a TTL, or are given a TTL that removes
@@ -249,9 +261,9 @@ func TestVirtualExpiryForms(t *testing.T) {
 	if len(want) != len(steps) {
 		t.Fatalf("%d steps, %d expectations", len(steps), len(want))
 	}
-	for _, form := range forms {
-		t.Run(form.name, func(t *testing.T) {
-			sd := newSide(t, form.name, form.full)
+	for _, opt := range expiryOptions {
+		t.Run(opt.name, func(t *testing.T) {
+			sd := newSide(t, opt.name, opt.o)
 			for i, st := range steps {
 				if st.delete {
 					srv.Client().Del(t.Context(), sd.base)
@@ -267,7 +279,7 @@ func TestVirtualExpiryForms(t *testing.T) {
 	}
 }
 
-// TestVirtualExpiryAlgorithms: for each expiry form, every built-in
+// TestVirtualExpiryAlgorithms: for each expiry option, every built-in
 // algorithm decides through the rewritten script exactly as its own script
 // does at the same virtual times (bursts, gaps shorter and longer than the
 // window: keys that expire on the virtual clock never change a verdict),
@@ -281,8 +293,8 @@ func TestVirtualExpiryAlgorithms(t *testing.T) {
 		}
 	}
 	for _, name := range algorithms.Names() {
-		for _, form := range forms {
-			t.Run(name+"/"+form.name, func(t *testing.T) {
+		for _, opt := range expiryOptions {
+			t.Run(name+"/"+opt.name, func(t *testing.T) {
 				src := builtinSource(t, name)
 				if src == "" {
 					t.Skip("no .lua file: a script built otherwise")
@@ -292,7 +304,7 @@ func TestVirtualExpiryAlgorithms(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := lim.(algorithms.Scripted)
-				sd := newSide(t, form.name, form.full)
+				sd := newSide(t, opt.name, opt.o)
 				own := srv.Key(t) + ":own{u}"
 				for i, d := range at {
 					now := vt0.Add(d)
@@ -323,11 +335,7 @@ func TestVirtualExpiryAlgorithms(t *testing.T) {
 // answers the virtual time (the site answers itself: no shadowed redis).
 func TestVirtualExpiryLeanTime(t *testing.T) {
 	src := "local t = redis.call('TIME') redis.call('INCR', KEYS[1]) redis.call('PEXPIRE', KEYS[1], 1000) return t[1] .. ':' .. t[2]"
-	x, err := vclock.Rewrite(src, vclock.Options{Time: true, Expiry: vclock.ExpiryLean})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !lean(x) {
+	if !leanTaken(t, src, "1000") {
 		t.Fatalf("%q: full form, want the lean one", src)
 	}
 	key := srv.Key(t)
@@ -342,7 +350,7 @@ func TestVirtualExpiryLeanTime(t *testing.T) {
 }
 
 // TestVirtualExpiryVararg: a body's "..." (the chunk's: empty in Redis)
-// and the name arg read as they do in the script alone, in both forms. The
+// and the name arg read as they do in the script alone, in every option. The
 // body's function is vararg only when the body uses "...": a vararg
 // function that does not makes a local table arg at every call (Lua 5.1),
 // which a script alone does not see (reading the global arg is an error).
@@ -355,8 +363,8 @@ func TestVirtualExpiryVararg(t *testing.T) {
 	for _, src := range scripts {
 		plain, perr := srv.Client().Eval(t.Context(), src, []string{srv.Key(t) + "{p}"}).Result()
 		want := scriptSHA.ReplaceAllString(fmt.Sprint(plain, perr), "script: SHA")
-		for _, form := range forms {
-			sd := newSide(t, form.name, form.full)
+		for _, opt := range expiryOptions {
+			sd := newSide(t, opt.name, opt.o)
 			r, err := sd.eval(t, src, vt0)
 			got := scriptSHA.ReplaceAllString(fmt.Sprint(r, err), "script: SHA")
 			// an error names the line and the script's SHA, which differ
@@ -422,5 +430,77 @@ func exprSteps() []exprStep {
 		{18500 * time.Millisecond, "return redis.call('INCRBY', KEYS[1], redis.call('PEXPIRE', KEYS[1], ARGV[1]))", []any{"700"}, false},
 		{19 * s, pastArgs, []any{"a"}, false},
 		{20 * s, pastArgs, []any{"a", "b"}, false},
+	}
+}
+
+// TestVirtualExpiryOptionsDiffer: where the two expiry options differ on
+// purpose (see lean.go), each one's behaviour on Redis: the companion made
+// only when it has something to hold (lean) or on the first call (full, to
+// read Redis's clock from); keys left as they were by a body that raises
+// an error (lean) or made persistent before the body (full: a key without
+// deadline); a key without deadline made persistent behind ratelab's back
+// and not touched kept tracked with the safety TTL back (lean) or dropped
+// (full).
+func TestVirtualExpiryOptionsDiffer(t *testing.T) {
+	const (
+		get    = "return redis.call('GET', KEYS[1])"
+		incr   = "return redis.call('INCR', KEYS[1])"
+		incrZ  = "redis.call('INCR', KEYS[1] .. ':z') return redis.call('INCR', KEYS[1])"
+		raises = "redis.call('INCR', KEYS[1]) error('raised')"
+	)
+	for _, opt := range expiryOptions {
+		lean := opt.o.Expiry == vclock.ExpiryLean
+		t.Run(opt.name, func(t *testing.T) {
+			rdb := srv.Client()
+			// nothing to hold: a companion in the full form only
+			sd := newSide(t, opt.name, opt.o)
+			if _, err := sd.eval(t, get, vt0); err == nil || err.Error() != "redis: nil" {
+				t.Fatalf("GET on no key: %v, want redis: nil", err)
+			}
+			if got, want := rdb.Exists(t.Context(), sd.companion).Val() == 1, !lean; got != want {
+				t.Errorf("companion after a call that left no key: exists %v, want %v", got, want)
+			}
+
+			// an error in the body, on a key without deadline
+			sd = newSide(t, opt.name, opt.o)
+			if _, err := sd.eval(t, incr, vt0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sd.eval(t, raises, vt0.Add(time.Second)); err == nil || !strings.Contains(err.Error(), "raised") {
+				t.Fatalf("raising body: %v, want its error", err)
+			}
+			ttl := rdb.PTTL(t.Context(), sd.base).Val()
+			switch {
+			case lean && (ttl <= 0 || ttl > sd.safety):
+				t.Errorf("lean: key after a body that raised: real TTL %v, want the safety TTL", ttl)
+			case !lean && ttl != -1:
+				t.Errorf("full: key after a body that raised: real TTL %v, want none (-1)", ttl)
+			}
+			if v := rdb.Get(t.Context(), sd.base).Val(); v != "2" {
+				t.Errorf("key after a body that raised: %q, want 2 (its INCR ran)", v)
+			}
+
+			// a key without deadline, made persistent behind ratelab's
+			// back, then not touched
+			sd = newSide(t, opt.name, opt.o)
+			if _, err := sd.eval(t, incrZ, vt0); err != nil {
+				t.Fatal(err)
+			}
+			z := sd.base + ":z"
+			if err := rdb.Persist(t.Context(), z).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sd.eval(t, incr, vt0.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			d, err := rdb.HGet(t.Context(), sd.companion, z).Result()
+			ttl = rdb.PTTL(t.Context(), z).Val()
+			switch {
+			case lean && (err != nil || d != "none" || ttl <= 0 || ttl > sd.safety):
+				t.Errorf("lean: untouched persistent key: deadline %q (%v), real TTL %v; want none, the safety TTL", d, err, ttl)
+			case !lean && (err == nil || ttl != -1):
+				t.Errorf("full: untouched persistent key: deadline %q, real TTL %v; want untracked, -1", d, ttl)
+			}
+		})
 	}
 }
