@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,18 +114,63 @@ func TestDriveSinkStops(t *testing.T) {
 	}
 }
 
-// Drive runs in virtual time only.
-func TestDriveVirtualOnly(t *testing.T) {
+// In real time Drive sends each arrival when it is due on the run's clock,
+// never before, in order, from an anchor on a window boundary (the one told
+// to Anchored), and the limiter decides on that clock: fixed-window takes
+// the first L of ten arrivals within one window.
+func TestDriveRealTime(t *testing.T) {
+	l := limit.Limit{Count: 5, Window: time.Second}
+	lim, err := algorithms.New("fixed-window", srv.Client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arr []scenarios.Arrival
+	for i := range 10 {
+		arr = append(arr, scenarios.Arrival{At: time.Duration(10*(i+1)) * time.Millisecond, Key: "k", Cost: 1})
+	}
+	for _, clock := range []harness.ClockMode{harness.ClientClock, harness.RedisClock} {
+		t.Run(string(clock), func(t *testing.T) {
+			var anchored time.Time
+			var offset time.Duration
+			r := &harness.Runner{Redis: srv.Client(), Clock: clock, Lead: 50 * time.Millisecond,
+				Anchored: func(a time.Time, off time.Duration) { anchored, offset = a, off }}
+			job := harness.Job{Limiter: lim, Limit: l, Prefix: srv.Key(t) + ":",
+				Schedule: scenarios.Schedule{Scenario: "real", Params: scenarios.Params{Limit: l.Count, Window: l.Window}}}
+			var got []harness.Outcome
+			jr, err := r.Drive(ctx, job, slices.Values(arr), func(o harness.Outcome) error {
+				got = append(got, o)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if anchored.IsZero() || !jr.Anchor.Equal(anchored) || !harness.AlignUp(anchored, l.Window).Equal(anchored) {
+				t.Fatalf("anchor %s, told %s: want one anchor on a window boundary", jr.Anchor, anchored)
+			}
+			if len(got) != len(arr) {
+				t.Fatalf("%d outcomes, want %d", len(got), len(arr))
+			}
+			for i, o := range got {
+				due := anchored.Add(arr[i].At).Add(-offset)
+				if o.Seq != i || o.Err != nil || o.Sent.Before(due) || o.Decision.Allowed != (i < int(l.Count)) {
+					t.Errorf("outcome %d: seq %d sent %s before due by %s, allowed %v (%v); want allowed %v, not early",
+						i, o.Seq, o.Sent.Format("15:04:05.000"), due.Sub(o.Sent), o.Decision.Allowed, o.Err, i < int(l.Count))
+				}
+			}
+		})
+	}
+}
+
+// An unknown clock is an error, before any call.
+func TestDriveUnknownClock(t *testing.T) {
 	lim, err := algorithms.New("fixed-window", srv.Client(), limit.Limit{Count: 5, Window: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, clock := range []harness.ClockMode{harness.RedisClock, harness.ClientClock} {
-		r := &harness.Runner{Redis: srv.Client(), Clock: clock}
-		_, err := r.Drive(ctx, harness.Job{Limiter: lim}, slices.Values([]scenarios.Arrival{{Key: "k", Cost: 1}}),
-			func(harness.Outcome) error { t.Fatal("an outcome"); return nil })
-		if err == nil {
-			t.Errorf("%s clock: no error", clock)
-		}
+	r := &harness.Runner{Redis: srv.Client(), Clock: "sundial"}
+	_, err = r.Drive(ctx, harness.Job{Limiter: lim}, slices.Values([]scenarios.Arrival{{Key: "k", Cost: 1}}),
+		func(harness.Outcome) error { t.Fatal("an outcome"); return nil })
+	if err == nil || !strings.Contains(err.Error(), "sundial") {
+		t.Errorf("%v, want an error naming the clock", err)
 	}
 }

@@ -426,24 +426,10 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 			defer wg.Done()
 			h := NewHist()
 			for _, seq := range seqs {
-				a := arr[seq]
-				due := anchor.Add(a.At).Add(-offset)
-				if wait := time.Until(due); wait > 0 {
-					t := time.NewTimer(wait)
-					select {
-					case <-ctx.Done():
-						t.Stop()
-					case <-t.C:
-					}
-				}
-				if ctx.Err() != nil {
+				o, ok := r.decideWhenDue(ctx, job, j, seq, arr[seq], anchor, offset)
+				if !ok {
 					break
 				}
-				at := algorithms.RedisTime()
-				if r.Clock == ClientClock {
-					at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
-				}
-				o := r.decide(ctx, job, j, seq, a, anchor, at)
 				_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
 				if !r.Discard {
 					out[seq] = o
@@ -463,6 +449,31 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 		}
 	}
 	return kept
+}
+
+// decideWhenDue waits until arrival a (index seq of job j) is due on the
+// run's real clock, anchor + At (offset = that clock minus the local
+// clock; a late arrival goes at once), and decides it on that clock: the
+// server's TIME, or the local clock with the client's skew. False when
+// ctx ended first.
+func (r *Runner) decideWhenDue(ctx context.Context, job int, j Job, seq int, a scenarios.Arrival, anchor time.Time, offset time.Duration) (Outcome, bool) {
+	due := anchor.Add(a.At).Add(-offset)
+	if wait := time.Until(due); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	if ctx.Err() != nil {
+		return Outcome{}, false
+	}
+	at := algorithms.RedisTime()
+	if r.Clock == ClientClock {
+		at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
+	}
+	return r.decide(ctx, job, j, seq, a, anchor, at), true
 }
 
 // guard is the Runner's call guard, built from its fields at the first
