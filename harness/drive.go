@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/scenarios"
 )
