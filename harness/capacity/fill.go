@@ -65,8 +65,9 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 				Schedule: scenarios.Schedule{Scenario: "fill", Params: scenarios.Params{Limit: l.Count, Window: l.Window}}}
 			share := func(yield func(scenarios.Arrival) bool) {
 				for i := w; i < n; i += fillWorkers {
+					key := fmt.Sprintf("%06d", i) // once per key: a plan may hold a call per unit of the limit
 					for _, fc := range plan {
-						if !yield(scenarios.Arrival{At: fc.Offset, Key: fmt.Sprintf("%06d", i), Cost: fc.Cost}) {
+						if !yield(scenarios.Arrival{At: fc.Offset, Key: key, Cost: fc.Cost}) {
 							return
 						}
 					}
