@@ -315,6 +315,7 @@ func TestVerifySeedScripts(t *testing.T) {
 // reported, not gated), and fails only when a minimum fidelity is asked.
 func TestVerifyStrictLimiterHolds(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	rep := verifyScript(t, scriptRun{file: "gcra.lua", args: nowWinLim})
 	if rep.Verdict != measure.Holds || rep.CounterExample != nil {
 		t.Fatalf("verdict %s, counter-example %+v; want holds", rep.Verdict, rep.CounterExample)
@@ -367,6 +368,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 // violation came out INCONCLUSIVE).
 func TestVerifyNoShrink(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.New("fixed-window", srv.Client(), l)
 	if err != nil {

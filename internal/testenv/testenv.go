@@ -48,6 +48,11 @@ func Tool(t testing.TB, target string, names ...string) string {
 	return ""
 }
 
+// Race reports whether the test binary was built with -race: a test of
+// concurrent code may then run on a smaller input, the same code paths
+// with less CPU under the race detector.
+func Race() bool { return raceEnabled }
+
 // SkipUnderRace skips t in a test binary built with -race. It marks a
 // heavy test (a table of verdicts, large strings) of a package that make
 // test runs twice: with -race, where the race detector watches the
