@@ -70,6 +70,15 @@ type VerifyReport struct {
 	// ("10 per 1s", "120 per 1m0s"); empty for one (Limit per WindowMS).
 	Limits   []string       `json:"limits,omitempty"`
 	Families []FamilyResult `json:"families"`
+	// Safety and Liveness are the verdict told in its two parts: was the
+	// limit ever exceeded, and was legitimate traffic admitted. Both are
+	// set on a report that ran to its end; nil in files of older ratelabs.
+	Safety   *Safety   `json:"safety,omitempty"`
+	Liveness *Liveness `json:"liveness,omitempty"`
+	// PerLimit is the verdict on each limit alone, in the order given,
+	// when several limits are checked at once (Limits); empty for one.
+	// Families and CounterExample above merge them: the worst of all.
+	PerLimit []LimitResult `json:"per_limit,omitempty"`
 	// CounterExample is the evidence of the most serious failure found
 	// (see CounterExample); nil when it holds.
 	CounterExample *CounterExample `json:"counter_example,omitempty"`
@@ -90,6 +99,78 @@ type VerifyReport struct {
 	// it depended on more than the limiter and its input (a loaded
 	// machine), so the verdict is Inconclusive, never a false alarm.
 	Unreproduced bool `json:"unreproduced,omitempty"`
+}
+
+// Safety is the verdict on "never more than L in any W" alone.
+type Safety struct {
+	// Verdict is Holds, Violated, or Inconclusive when the report is
+	// (calls failed, a violation did not replay, nothing was judged).
+	Verdict Verdict `json:"verdict"`
+	// MaxRatio is the largest max_in_window / limit over the families that
+	// are part of the verdict (the skew family only with a skew asked
+	// for), over every limit.
+	MaxRatio float64 `json:"max_ratio"`
+}
+
+// Liveness is the verdict on whether legitimate traffic was admitted:
+// under sustained overload, accepted / ideal (an exact sliding-window log
+// on the same requests) at or above Floor; with isolation checked, no
+// request denied because of another key's traffic.
+type Liveness struct {
+	// Verdict is Holds, Starved, Interfered, Skipped (no liveness trial
+	// ran) or Inconclusive (calls failed).
+	Verdict Verdict `json:"verdict"`
+	// Gated says the verdict decides the exit code (a minimum fidelity, or
+	// isolation, was asked for); false: reported only, judged at Floor.
+	Gated bool `json:"gated"`
+	// MinFidelity is the lowest accepted / ideal of the liveness trials;
+	// Floor the fidelity they were judged against.
+	MinFidelity float64 `json:"min_fidelity"`
+	Floor       float64 `json:"floor"`
+	// Cause classifies a starvation from its trial's decisions (see
+	// LivenessCause); Detail says it in one sentence with its figures.
+	// Empty unless Starved.
+	Cause  LivenessCause `json:"cause,omitempty"`
+	Detail string        `json:"detail,omitempty"`
+}
+
+// LivenessCause is why a limiter starved its traffic, read from the
+// decisions of the starved trial.
+type LivenessCause string
+
+// Causes of starvation, in the order they are looked for.
+const (
+	// CostAboveBurst: every request of some cost or more was denied while
+	// cheaper ones were admitted (a burst smaller than the cost: a strict
+	// GCRA with burst 1 never admits cost 2).
+	CostAboveBurst LivenessCause = "cost-above-burst"
+	// LockOut: a key that kept sending was denied for longer than the
+	// window (a sliding log admits something in every window of steady
+	// overload); a fixed window whose expiry every hit pushes out never
+	// lets it back in.
+	LockOut LivenessCause = "lock-out"
+	// UnderAdmission: neither of the above: admissions came, but too few.
+	UnderAdmission LivenessCause = "under-admission"
+)
+
+// LimitResult is the verdict on one of several limits checked at once:
+// every trial (whichever limit it was built for) judged against this
+// limit alone for safety; its own trials for liveness.
+type LimitResult struct {
+	// Limit is the limit as shown ("600 per 1h"): Count cost units in any
+	// window of WindowMS.
+	Limit    string `json:"limit"`
+	Count    int64  `json:"count"`
+	WindowMS int64  `json:"window_ms"`
+	// Verdict is Holds or this limit's most serious failure (as
+	// VerifyReport.Verdict, without Inconclusive: that is the report's).
+	Verdict Verdict `json:"verdict"`
+	// MaxRatio is the largest max_in_window / Count of the families that
+	// are part of the verdict.
+	MaxRatio float64        `json:"max_ratio"`
+	Families []FamilyResult `json:"families"`
+	// CounterExample is this limit's worst failure; nil when it holds.
+	CounterExample *CounterExample `json:"counter_example,omitempty"`
 }
 
 // FamilyResult summarizes one adversarial family.
@@ -136,6 +217,10 @@ type CounterExample struct {
 	// MinFidelity is the floor a starved trial fell under (the
 	// verification's minimum fidelity); zero for other kinds.
 	MinFidelity float64 `json:"min_fidelity,omitempty"`
+	// Cause and CauseDetail classify a starvation (Liveness's); empty for
+	// other kinds.
+	Cause       LivenessCause `json:"cause,omitempty"`
+	CauseDetail string        `json:"cause_detail,omitempty"`
 	// Decisions are the accepted decisions inside the window, every one of
 	// them, in time order: the last closes the window. For interference:
 	// the denied requests.

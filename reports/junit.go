@@ -32,7 +32,9 @@ const JUnitSuiteName = "ratelab verify"
 // WriteJUnit writes vs as a JUnit XML report (the Ant/Jenkins form GitLab,
 // Jenkins, CircleCI and the GitHub test reporters read): one testsuite for
 // the command, one testcase per target x limit x family (classname the
-// target, name "family (limit)"). A family that failed (violated, starved,
+// target, name "family (limit)"; with several limits, each limit's own
+// families, judged against it alone), and for a report that tells its
+// verdict in two parts, "safety (limits)" and "liveness (limits)". A family that failed (violated, starved,
 // interfered) is a <failure> whose message is one line and whose text is
 // the report as `ratelab verify` prints it, the counter-example included;
 // a skipped family is <skipped> with the reason; a verification that
@@ -77,19 +79,26 @@ func testcases(v Verified) []junit.Testcase {
 	}
 	class := v.target()
 	var out []junit.Testcase
-	for _, f := range r.Families {
-		tc := junit.Testcase{Name: fmt.Sprintf("%s (%s)", f.Family, limits), Classname: class, Time: "0"}
-		switch f.Verdict {
-		case measure.Holds:
-		case measure.Skipped:
-			tc.Skipped = &junit.Result{Message: xmlText(f.Note)}
-		case measure.Violated, measure.Starved, measure.Interfered:
-			tc.Failure = &junit.Result{Type: string(f.Verdict), Message: xmlText(failureLine(class, r, f)), Data: body}
-		default: // inconclusive
-			tc.Error = &junit.Result{Type: string(f.Verdict), Message: xmlText(strOr(f.Note, string(f.Verdict))), Data: body}
-		}
-		out = append(out, tc)
+	sets := []measure.LimitResult{{Limit: limits, Families: r.Families, CounterExample: r.CounterExample}}
+	if len(r.PerLimit) > 0 {
+		sets = r.PerLimit
 	}
+	for _, set := range sets {
+		for _, f := range set.Families {
+			tc := junit.Testcase{Name: fmt.Sprintf("%s (%s)", f.Family, set.Limit), Classname: class, Time: "0"}
+			switch f.Verdict {
+			case measure.Holds:
+			case measure.Skipped:
+				tc.Skipped = &junit.Result{Message: xmlText(f.Note)}
+			case measure.Violated, measure.Starved, measure.Interfered:
+				tc.Failure = &junit.Result{Type: string(f.Verdict), Message: xmlText(failureLine(class, set.CounterExample, f)), Data: body}
+			default: // inconclusive
+				tc.Error = &junit.Result{Type: string(f.Verdict), Message: xmlText(strOr(f.Note, string(f.Verdict))), Data: body}
+			}
+			out = append(out, tc)
+		}
+	}
+	out = append(out, partCases(r, class, limits, body)...)
 	if r.Verdict == measure.Inconclusive || !r.Complete {
 		msg := r.Error
 		if msg == "" {
@@ -101,10 +110,42 @@ func testcases(v Verified) []junit.Testcase {
 	return out
 }
 
+// partCases are the testcases "safety (limits)" and "liveness (limits)"
+// of a report that tells its two parts (none for one that does not): a
+// part that failed is a <failure> (liveness only when it is part of the
+// verdict; a starvation reported only says so in its system-out), one
+// not judged <skipped>, one without a verdict an <error>.
+func partCases(r *measure.VerifyReport, class, limits, body string) []junit.Testcase {
+	if r.Safety == nil || r.Liveness == nil {
+		return nil
+	}
+	line := PartsLine(r)
+	safety := junit.Testcase{Name: fmt.Sprintf("safety (%s)", limits), Classname: class, Time: "0"}
+	switch v := r.Safety.Verdict; v {
+	case measure.Violated:
+		safety.Failure = &junit.Result{Type: string(v), Message: xmlText(fmt.Sprintf("%s: %s", class, line)), Data: body}
+	case measure.Inconclusive:
+		safety.Error = &junit.Result{Type: string(v), Message: xmlText(fmt.Sprintf("%s: %s", class, line)), Data: body}
+	}
+	live := junit.Testcase{Name: fmt.Sprintf("liveness (%s)", limits), Classname: class, Time: "0"}
+	switch v := r.Liveness.Verdict; {
+	case v == measure.Skipped:
+		live.Skipped = &junit.Result{Message: "no overload trial ran"}
+	case v == measure.Inconclusive:
+		live.Error = &junit.Result{Type: string(v), Message: xmlText(fmt.Sprintf("%s: %s", class, line)), Data: body}
+	case v != measure.Holds && r.Liveness.Gated:
+		live.Failure = &junit.Result{Type: string(v), Message: xmlText(fmt.Sprintf("%s: %s", class, line)), Data: body}
+	case v != measure.Holds:
+		live.SystemOut = &junit.Output{Data: xmlText(line)}
+	}
+	return []junit.Testcase{safety, live}
+}
+
 // failureLine is the one-line message of family f's failure: the
-// counter-example's sentence when it is f's, else f's worst ratio.
-func failureLine(name string, r *measure.VerifyReport, f measure.FamilyResult) string {
-	if c := r.CounterExample; c != nil && c.Family == f.Family {
+// counter-example's sentence when it is f's (c, nil when none), else f's
+// worst ratio.
+func failureLine(name string, c *measure.CounterExample, f measure.FamilyResult) string {
+	if c != nil && c.Family == f.Family {
 		return fmt.Sprintf("%s %s: %s", name, c.Kind, c.Explain)
 	}
 	if f.Verdict == measure.Violated {

@@ -10,6 +10,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -46,15 +48,30 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 	if len(r.Limits) > 0 {
 		line("every limit at once: %s", strings.Join(r.Limits, ", "))
 	}
+	for _, l := range r.PerLimit {
+		line("  %s", LimitLine(l))
+	}
+	if p := PartsLine(r); p != "" {
+		line("%s", p)
+	}
 	for _, n := range r.Notes {
 		line("note: %s", n)
 	}
-	if !wide {
-		if err := writeVerifyFamiliesFitted(w, r); err != nil {
+	tables := []measure.LimitResult{{Families: r.Families}}
+	if len(r.PerLimit) > 0 {
+		tables = r.PerLimit
+	}
+	for _, t := range tables {
+		if t.Limit != "" {
+			fmt.Fprintf(w, "\n%s:\n", t.Limit)
+		}
+		if !wide {
+			if err := writeVerifyFamiliesFitted(w, t.Families); err != nil {
+				return err
+			}
+		} else if err := writeVerifyFamiliesWide(w, t.Families); err != nil {
 			return err
 		}
-	} else if err := writeVerifyFamiliesWide(w, r); err != nil {
-		return err
 	}
 	// the duration on a line of its own: how the sentence after it wraps
 	// never depends on how long the verification took
@@ -65,42 +82,138 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 	for _, e := range r.ErrorSamples {
 		line("error: %s", e)
 	}
-	if c := r.CounterExample; c != nil {
-		fmt.Fprintf(w, "\n%s\n  %s\n", wrapText(fmt.Sprintf("COUNTER-EXAMPLE (%s) — family %s, trial %q:", strings.ToUpper(string(c.Kind)), c.Family, c.Trial), width, 2),
-			wrapText(c.Explain, width-2, 2))
-		if c.Kind == measure.Violated {
-			fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
+	ces := []*measure.CounterExample{r.CounterExample}
+	if len(r.PerLimit) > 0 {
+		ces = ces[:0]
+		for _, l := range r.PerLimit {
+			ces = append(ces, l.CounterExample)
 		}
-		if len(c.Decisions) > 0 {
-			fmt.Fprintf(w, "  %d decisions (time from the boundary, key, cost, client):\n", len(c.Decisions))
-			for _, d := range c.Decisions { // every one: the last closes the window
-				at := us(d.AtUS)
-				if d.RecvUS != 0 {
-					at = fmt.Sprintf("sent %s, answered %s", us(d.AtUS), us(d.RecvUS))
-				}
-				fmt.Fprintf(w, "    %s  %s  cost %d  client %d\n", at, d.Key, d.Cost, d.Client)
-			}
+	}
+	for i, c := range ces {
+		if c == nil {
+			continue
 		}
-		writeInterleaving(w, c)
-		if t := c.Trace; t != nil {
-			var tl strings.Builder
-			fmt.Fprintf(&tl, "  trace: %d requests", len(t.Requests))
-			if t.Shrunk {
-				fmt.Fprintf(&tl, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
-				if t.Minimal {
-					fmt.Fprint(&tl, " (minimal)")
-				}
-			}
-			if t.CSV != "" { // written with --out, beside verify.json
-				fmt.Fprintf(&tl, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
-			} else {
-				fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
-			}
-			fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
+		of := ""
+		if len(r.PerLimit) > 0 {
+			of = " of " + r.PerLimit[i].Limit
 		}
+		writeCounterExample(w, c, of, c == r.CounterExample, width)
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// writeCounterExample writes c under the title "COUNTER-EXAMPLE" + of,
+// sentences wrapped at width (0: not wrapped); main says c is the
+// report's own (the one --replay sends), not only one limit's.
+func writeCounterExample(w io.Writer, c *measure.CounterExample, of string, main bool, width int) {
+	fmt.Fprintf(w, "\n%s\n  %s\n", wrapText(fmt.Sprintf("COUNTER-EXAMPLE%s (%s) — family %s, trial %q:", of, strings.ToUpper(string(c.Kind)), c.Family, c.Trial), width, 2),
+		wrapText(c.Explain, width-2, 2))
+	if c.Kind == measure.Violated {
+		fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
+	}
+	if len(c.Decisions) > 0 {
+		fmt.Fprintf(w, "  %d decisions (time from the boundary, key, cost, client):\n", len(c.Decisions))
+		for _, d := range c.Decisions { // every one: the last closes the window
+			at := us(d.AtUS)
+			if d.RecvUS != 0 {
+				at = fmt.Sprintf("sent %s, answered %s", us(d.AtUS), us(d.RecvUS))
+			}
+			fmt.Fprintf(w, "    %s  %s  cost %d  client %d\n", at, d.Key, d.Cost, d.Client)
+		}
+	}
+	writeInterleaving(w, c)
+	if t := c.Trace; t != nil {
+		var tl strings.Builder
+		fmt.Fprintf(&tl, "  trace: %d requests", len(t.Requests))
+		if t.Shrunk {
+			fmt.Fprintf(&tl, ", shrunk from %d in %d replays", t.FromRequests, t.Replays)
+			if t.Minimal {
+				fmt.Fprint(&tl, " (minimal)")
+			}
+		}
+		switch {
+		case !main:
+			fmt.Fprint(&tl, "; kept in verify.json under per_limit")
+		case t.CSV != "": // written with --out, beside verify.json
+			fmt.Fprintf(&tl, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
+		default:
+			fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
+		}
+		fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
+	}
+}
+
+// LimitLine is the verdict on one of several limits in one line: "600 per
+// 1h: VIOLATED 2.00x (greedy: 1200 accepted within 39m)", the worst window
+// as first found; "60 per 1m: HOLDS (max 0.98 in any window)".
+func LimitLine(l measure.LimitResult) string {
+	head := fmt.Sprintf("%s: %s", l.Limit, strings.ToUpper(string(l.Verdict)))
+	c := l.CounterExample
+	switch {
+	case c == nil || l.Verdict == measure.Inconclusive:
+		return fmt.Sprintf("%s (max %.2f in any window)", head, l.MaxRatio)
+	case c.Kind == measure.Violated:
+		accepted, span := c.Accepted, c.EndUS-c.StartUS
+		if f := c.Found; f != nil {
+			accepted, span = f.Accepted, f.EndUS-f.StartUS
+		}
+		return fmt.Sprintf("%s %.2fx (%s: %d accepted within %s)", head, l.MaxRatio, c.Family, accepted, roughUS(span))
+	case c.Kind == measure.Starved:
+		return fmt.Sprintf("%s %.2f of the ideal (%s): %s", head, c.Fidelity, c.Family, c.CauseDetail)
+	}
+	return fmt.Sprintf("%s (%s)", head, c.Family)
+}
+
+// PartsLine is the verdict told in its two parts, safety then liveness:
+// "safety: HOLDS (max 1.00 in any window); liveness: STARVED — requests
+// of cost ≥ 2 were never admitted (...)"; "" for a report without them
+// (an older file, a replay).
+func PartsLine(r *measure.VerifyReport) string {
+	sf, lv := r.Safety, r.Liveness
+	if sf == nil || lv == nil {
+		return ""
+	}
+	safety := "safety: " + strings.ToUpper(string(sf.Verdict))
+	switch sf.Verdict {
+	case measure.Holds:
+		safety += fmt.Sprintf(" (max %.2f in any window)", sf.MaxRatio)
+	case measure.Violated:
+		safety += fmt.Sprintf(" (%.2fx the limit in one window)", sf.MaxRatio)
+	}
+	live := "liveness: " + strings.ToUpper(string(lv.Verdict))
+	switch lv.Verdict {
+	case measure.Holds:
+		live += fmt.Sprintf(" (fidelity %.2f or more under overload; floor %.2f)", lv.MinFidelity, lv.Floor)
+	case measure.Starved:
+		live += fmt.Sprintf(" — %s (fidelity %.2f, floor %.2f)", lv.Detail, lv.MinFidelity, lv.Floor)
+	case measure.Interfered:
+		live += " — traffic on one key denied requests on another"
+	case measure.Skipped:
+		live = "liveness: not judged (no overload trial ran)"
+	}
+	if !lv.Gated && lv.Verdict != measure.Holds && lv.Verdict != measure.Skipped {
+		live += "; reported, not part of the verdict"
+	}
+	return safety + "; " + live
+}
+
+// roughUS is a span of µs as a person reads it: whole minutes from an
+// hour on, whole seconds from a minute, tenths from a second, else ms, and
+// µs under a millisecond ("39m", "1.5s", "119µs").
+func roughUS(n int64) string {
+	d := time.Duration(n) * time.Microsecond
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second:
+		d = d.Round(100 * time.Millisecond)
+	case d >= time.Millisecond:
+		d = d.Round(time.Millisecond)
+	}
+	return limit.FormatWindow(d)
 }
 
 // verifyFamilyCells is a family's row: family, trials, clock, max in W /
@@ -118,12 +231,12 @@ func verifyFamilyCells(f measure.FamilyResult) []string {
 
 // writeVerifyFamiliesFitted writes the families' table without the note
 // column, then each family's note as a line under it.
-func writeVerifyFamiliesFitted(w io.Writer, r *measure.VerifyReport) error {
+func writeVerifyFamiliesFitted(w io.Writer, families []measure.FamilyResult) error {
 	cols := []column{{"family", false, 0}, {"trials", true, 0}, {"clock", false, 0}, {"max in W / L", true, 0},
 		{"min fidelity", true, 0}, {"verdict", false, 0}}
 	var rows [][]string
 	var notes []string
-	for _, f := range r.Families {
+	for _, f := range families {
 		rows = append(rows, verifyFamilyCells(f))
 		if f.Note != "" {
 			notes = append(notes, wrapText(f.Family+": "+f.Note, TableWidth, 2))
@@ -141,14 +254,14 @@ func writeVerifyFamiliesFitted(w io.Writer, r *measure.VerifyReport) error {
 }
 
 // writeVerifyFamiliesWide writes the families' table with every column.
-func writeVerifyFamiliesWide(w io.Writer, r *measure.VerifyReport) error {
+func writeVerifyFamiliesWide(w io.Writer, families []measure.FamilyResult) error {
 	t := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(tw.AlignLeft))
 	t.Header("family", "trials", "clock", "max in W / limit", "min fidelity", "verdict", "note")
 	var rows [][]string
-	for _, f := range r.Families {
+	for _, f := range families {
 		rows = append(rows, append(verifyFamilyCells(f), f.Note))
 	}
 	if err := t.Bulk(rows); err != nil {

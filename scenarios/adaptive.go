@@ -112,9 +112,9 @@ type Search struct {
 }
 
 // Adaptive reports whether t is an adaptive trial (greedy, cautious,
-// expiry or search): run one call at a time in virtual time.
+// expiry, search or a probe): run one call at a time in virtual time.
 func (t Trial) Adaptive() bool {
-	return t.Greedy != nil || t.Program != nil || t.Expiry != nil || t.Search != nil
+	return t.Greedy != nil || t.Program != nil || t.Expiry != nil || t.Search != nil || t.Probe != nil
 }
 
 // MaxCalls is the most calls an adaptive trial makes (zero for others).
@@ -128,6 +128,8 @@ func (t Trial) MaxCalls() int {
 		return t.Expiry.MaxCalls
 	case t.Search != nil:
 		return int(t.Search.Decisions)
+	case t.Probe != nil:
+		return t.Probe.Calls()
 	}
 	return 0
 }

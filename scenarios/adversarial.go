@@ -44,10 +44,12 @@ type Trial struct {
 	// Program, Expiry and Search, when set, make the trial adaptive too
 	// (see adaptive.go): a burst program (the cautious family and the
 	// search's candidates), the expiry-aware client, the searching
-	// adversary. At most one of Greedy, Program, Expiry, Search is set.
+	// adversary; Probe, the probing client (probe.go). At most one of
+	// Greedy, Program, Expiry, Search, Probe is set.
 	Program *Program
 	Expiry  *Expiry
 	Search  *Search
+	Probe   *Probe
 	// Stream, when set (always with Build), makes the same arrivals as
 	// Build, in order, as they are read, holding none of them: for a
 	// runner that sends them in order (harness.Job.Stream). The largest
@@ -245,6 +247,7 @@ func AdversarialPlan(p Params, t Attack) []Trial {
 	b.trials = append(b.trials, CautiousTrials(p, t.Resolution)...)
 	b.trials = append(b.trials, ExpiryTrials(p, t.Resolution)...)
 	b.trials = append(b.trials, SearchTrials(p, t.Resolution, t.SearchDecisions, t.Cost)...)
+	b.trials = append(b.trials, ProbeTrials(p, t.Resolution)...)
 
 	// 6. idle gaps: a full burst, silence, another burst (real time: exposes TTLs)
 	for _, f := range []float64{0.3, 0.6, 0.9} {

@@ -120,6 +120,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newCleanCmd(stdout, stderr))
 	root.AddCommand(newCapacityCmd(stdout, stderr), newBenchCmd(stdout, stderr))
 	root.AddCommand(newDemoCmd(stdout, stderr))
+	root.AddCommand(newVerifyFamiliesTopic())
 	return root
 }
 

@@ -25,16 +25,26 @@ type verifyFlags struct {
 	commonFlags
 	target  targetFlags
 	cfg     verify.Config
-	limits  []string              // --limit, into lim.Given
-	window  time.Duration         // --window
-	lim     verifyprep.Limits     // --precision
-	replay  string                // --replay: a verify.json whose counter-example to send again
-	ci      ci.Collect            // --junit and the suite's reports (verifyTargets)
+	limits  []string          // --limit, into lim.Given
+	window  time.Duration     // --window
+	lim     verifyprep.Limits // --precision
+	replay  string            // --replay: a verify.json whose counter-example to send again
+	ci      ci.Collect        // --junit and the suite's reports (verifyTargets)
+	gate    string            // --gate, read into gated
+	gated   verifyjob.Gate
 	current *measure.VerifyReport // the running target's report, once it has one
 }
 
 func newVerifyCmd(stdout, stderr io.Writer) *cobra.Command {
 	return (&verifyFlags{}).command(stdout, stderr)
+}
+
+// newVerifyFamiliesTopic is `ratelab help verify-families`: how verify
+// tests a limiter, at length (the families, templates, several limits,
+// real time, CI), beside docs/verify.md.
+func newVerifyFamiliesTopic() *cobra.Command {
+	return &cobra.Command{Use: "verify-families", Short: "How verify tests a limiter: the families, templates, limits, clocks, CI",
+		Long: helpText("verify-families", "long")}
 }
 
 // command is verify's command, its flags bound to f.
@@ -46,6 +56,7 @@ func (f *verifyFlags) command(stdout, stderr io.Writer) *cobra.Command {
 	f.out.addDecisions(c)
 	f.target.add(c)
 	fl.StringVar(&f.ci.JUnit, "junit", "", "also write a JUnit XML report to this file (- for stdout): one testcase per target, limit and family, the counter-example in the failure")
+	fl.StringVar(&f.gate, "gate", string(verifyjob.GateBoth), "which part of the verdict fails the command (exit 1): safety (the limit exceeded), liveness (starved; isolation with --check-isolation) or both")
 	cfg := &f.cfg
 	fl.StringArrayVar(&f.limits, "limit", nil, "the limit L to verify, in cost units per --window; or L/W pairs, repeatable, all checked at once (e.g. 10/1s) (required)")
 	windowVar(fl, &f.window, "window", 0, "the window W, e.g. 1s, 10s, 1m, 1d (required)")
@@ -125,7 +136,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	msg, failed := verifyjob.Outcome(rep, false)
+	msg, failed := verifyjob.Outcome(rep, false, f.gated)
 	return outcome(prefix("verify: ", msg), failed)
 }
 
@@ -200,7 +211,7 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err := f.format.Renderer(rep)(stdout); err != nil {
 		return err
 	}
-	msg, failed := verifyjob.Outcome(rep, true)
+	msg, failed := verifyjob.Outcome(rep, true, f.gated)
 	return outcome(prefix("verify --replay: ", msg), failed)
 }
 
@@ -223,6 +234,10 @@ func prefix(p, msg string) string {
 // code: 1 when any target failed its verification, else 2 when any could
 // not be verified, else 0; Ctrl-C stops at the running target.
 func verifyTargets(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error {
+	var err error
+	if f.gated, err = verifyjob.ParseGate(f.gate); err != nil {
+		return flagError(c.Flags(), err)
+	}
 	if f.replay != "" {
 		return runReplay(c, f, stdout, stderr) // its target: the flags', else the one verify.json records
 	}

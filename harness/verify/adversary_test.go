@@ -17,6 +17,13 @@ import (
 // (at most L in any window), cost 1.
 var bucketArgs = []string{"{now_us}", "{limit / 2}", "{limit / 2 / window_s}", "1"}
 
+// blockArgs are a first-hit window's with a block key: limit, window and
+// block duration (a window), in ms; nowMSWinLim a counter's on a ms clock.
+var (
+	blockArgs   = []string{"{limit}", "{window_ms}", "{window_ms}"}
+	nowMSWinLim = []string{"{now_ms}", "{window_ms}", "{limit}"}
+)
+
 // verifyAt verifies testdata script file with args at count per w.
 func verifyAt(t *testing.T, file string, args []string, count int64, w time.Duration, budget time.Duration) *measure.VerifyReport {
 	t.Helper()
@@ -67,12 +74,23 @@ func TestVerifyAdaptiveAdversaries(t *testing.T) {
 		// 500 ms early: the dense family's ladder finds it at any window
 		{"early bucket 1m", "early-bucket.lua", "exact-bucket.lua", nowWinLim, 20, time.Minute, "dense", 1.05},
 		{"early bucket 1h", "early-bucket.lua", "exact-bucket.lua", nowWinLim, 20, time.Hour, "dense", 1.05},
+		// a first-hit window with a block key: never overrun, a probe finds
+		// the window's end; 119 of 60 reachable (1.98x), 0.95 of it is 1.88x
+		{"first-hit block 1m", "first-hit-block.lua", "block-sliding-log.lua", blockArgs, 60, time.Minute, "cautious", 1.89},
+		{"first-hit block 1h", "first-hit-block.lua", "block-sliding-log.lua", blockArgs, 60, time.Hour, "cautious", 1.89},
+		// a weighted counter that counts denied requests and says nothing
+		// of when to retry: 20 of 10 reachable (2.00x), found by a probe
+		{"weighted counter 1m", "floored-window-counter.lua", "last-hit-window-counter.lua", nowMSWinLim, 10, time.Minute, "greedy", 1.9},
+		{"weighted counter 1h", "floored-window-counter.lua", "last-hit-window-counter.lua", nowMSWinLim, 10, time.Hour, "greedy", 1.9},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := c.args
-			if c.twin == "penalty-sliding-log.lua" {
+			switch c.twin {
+			case "penalty-sliding-log.lua":
 				args = nowWinLimID
+			case "block-sliding-log.lua":
+				args = append(append([]string{}, blockArgs...), "{request_id}")
 			}
 			b := verifyAt(t, c.broken, c.args, c.count, c.window, 0)
 			f := family(t, b, c.family)

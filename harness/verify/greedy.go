@@ -12,7 +12,7 @@ import (
 )
 
 // runGreedy runs the adaptive trials p.greedy (greedy, cautious, expiry,
-// search) side by side, each one call at a time in virtual time (their
+// search, probes) side by side, each one call at a time in virtual time (their
 // arrivals depend on the answers), and stores their judgements in results.
 func (s *study) runGreedy(ctx context.Context, p plan, results []*trialResult) error {
 	var wg sync.WaitGroup
@@ -22,8 +22,12 @@ func (s *study) runGreedy(ctx context.Context, p plan, results []*trialResult) e
 		go func() {
 			defer wg.Done()
 			t := p.trials[i]
-			if t.Search != nil {
+			switch {
+			case t.Search != nil:
 				results[i], errs[k] = s.runSearch(ctx, t, fmt.Sprintf("%s%d:", s.prefix, i))
+				return
+			case t.Probe != nil:
+				results[i], errs[k] = s.runProbe(ctx, t, fmt.Sprintf("%s%d:", s.prefix, i))
 				return
 			}
 			job := s.job(t, fmt.Sprintf("%s%d:", s.prefix, i))

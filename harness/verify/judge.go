@@ -32,6 +32,23 @@ type trialResult struct {
 	failure      *measure.CounterExample
 	// src is what reproduces failure (nil when there is none)
 	src *traceSrc
+	// byLimit is the safety judgement on each of the study's limits
+	// alone, by their index; failure is the worst of them when the trial
+	// violated one (the same *CounterExample).
+	byLimit []limitJudged
+	// starved is the trial's starvation and starvedSrc what reproduces it,
+	// set whether or not a violation was found too (failure is then the
+	// violation).
+	starved    *measure.CounterExample
+	starvedSrc *traceSrc
+}
+
+// limitJudged is one trial judged against one limit: the largest accepted
+// / limit in one window, and the worst violation with what reproduces it.
+type limitJudged struct {
+	ratio   float64
+	failure *measure.CounterExample
+	src     *traceSrc
 }
 
 // traceSrc is the trial and the requests behind a failure: what shrink
@@ -49,6 +66,7 @@ type traceSrc struct {
 	// the indexes (in arrivals) of the accepted requests of the worst
 	// window, lo and hi its first and last times.
 	broke  limit.Limit
+	brokeK int // broke's index in the study's limits
 	judged time.Duration
 	set    []int
 	lo, hi time.Duration

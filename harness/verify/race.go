@@ -96,7 +96,7 @@ func (s *study) race(ctx context.Context, rep *measure.VerifyReport) error {
 		if err != nil {
 			return err
 		}
-		s.addTrial(rep, &fr, rt.trial, tr, true)
+		s.addTrial(rep, &fr, rt.trial, tr, true, &s.chosen)
 	}
 	rep.Families = append(rep.Families, fr)
 	if rep.Errors > before && rep.Verdict == measure.Holds {

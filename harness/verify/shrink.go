@@ -74,16 +74,44 @@ func (s *study) replayable(tr *trialResult) string {
 // starvation and interference, the trial's trace as replayed. Either gets
 // its Trace. A counter-example that cannot be replayed is left as found,
 // with a note saying why. Errors: ctx's, or Redis's.
+//
+// With several limits, each limit's own counter-example (PerLimit) is
+// shrunk the same way, each with its own budget; one that is the report's
+// is shrunk once. A limit's violation that does not fail again makes that
+// limit's verdict, and the report's, Inconclusive.
 func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
-	ce := rep.CounterExample
-	if ce == nil {
+	say := func(what string) func(string) {
+		return func(note string) { rep.Notes = append(rep.Notes, what+note) }
+	}
+	if rep.CounterExample != nil {
+		if err := s.shrinkOne(ctx, rep.CounterExample, s.chosen, say("the counter-example "), func() { unreproduced(rep) }); err != nil {
+			return err
+		}
+	}
+	for k := range rep.PerLimit {
+		lr := &rep.PerLimit[k]
+		if lr.CounterExample == nil || lr.CounterExample == rep.CounterExample || k >= len(s.perLimit) {
+			continue
+		}
+		if err := s.shrinkOne(ctx, lr.CounterExample, s.perLimit[k], say(fmt.Sprintf("the counter-example of %s ", lr.Limit)), func() {
+			lr.Verdict = measure.Inconclusive
+			unreproduced(rep)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shrinkOne shrinks ce, the failure of judgement chosen (see shrink),
+// telling note what a person should know ("cannot be replayed ...") and
+// calling unrepro when a violation does not fail again.
+func (s *study) shrinkOne(ctx context.Context, ce *measure.CounterExample, chosen *trialResult, note func(string), unrepro func()) error {
+	if why := s.replayable(chosen); why != "" {
+		note("cannot be replayed (" + why + "): it is shown as found")
 		return nil
 	}
-	if why := s.replayable(s.chosen); why != "" {
-		rep.Notes = append(rep.Notes, "the counter-example cannot be replayed ("+why+"): it is shown as found")
-		return nil
-	}
-	src := s.chosen.src
+	src := chosen.src
 	sh := &shrinker{s: s, src: src, budget: s.cfg.shrinkBudget()}
 	if ce.Kind != measure.Violated || s.cfg.ShrinkBudget < 0 {
 		// replayed once, whole: a starvation or interference as found, or
@@ -96,10 +124,10 @@ func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
 		}
 		if tr.failure == nil {
 			if ce.Kind == measure.Violated {
-				unreproduced(rep)
+				unrepro()
 				return nil
 			}
-			rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys: it is shown as found, without a trace")
+			note("did not fail again when replayed on fresh keys: it is shown as found, without a trace")
 			return nil
 		}
 		ce.Trace = s.trace(src, jr, false)
@@ -115,7 +143,7 @@ func (s *study) shrink(ctx context.Context, rep *measure.VerifyReport) error {
 		// hold: what failed depended on something besides the limiter
 		// and its input (a call slowed on a loaded machine, a key gone on
 		// the real clock). Never a false alarm: no verdict.
-		unreproduced(rep)
+		unrepro()
 		return nil
 	}
 	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: src.count()}
@@ -323,7 +351,7 @@ func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scena
 	case src.floor > 0:
 		j.checkLiveness(own, src.floor)
 	default:
-		j.checkSafety(src.broke, src.judged)
+		j.checkSafety(src.brokeK, src.broke, src.judged)
 		j.named = len(s.limits) > 1
 	}
 	feed(j, jr)
@@ -381,6 +409,9 @@ func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []sce
 // when its requests were replayed at the same virtual instants on fresh
 // keys, so it depended on more than the limiter and its input.
 func unreproduced(rep *measure.VerifyReport) {
+	if rep.Unreproduced {
+		return // said once
+	}
 	rep.Verdict, rep.Unreproduced = measure.Inconclusive, true
 	rep.Notes = append(rep.Notes, "the counter-example did not fail again when replayed on fresh keys in virtual time: "+
 		"the violation depended on more than the limiter and its input (e.g. a machine too loaded for the call timeout); not a verdict, verify again")

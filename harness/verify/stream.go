@@ -42,6 +42,11 @@ type judgement struct {
 	// verified (a failure names the one that broke).
 	safety []*safetyCheck
 	named  bool
+	// lives are the liveness check's keys (cause: classifying a
+	// starvation) and costs the cost units offered, accepted and accepted
+	// by the ideal log, by cost.
+	lives map[string]*keyLife
+	costs map[int64]*[3]int64
 	// live is the ideal log of a liveness check (floor > 0) against
 	// liveLimit while the job runs, ideal what it accepted (settle);
 	// accepted is the cost the target accepted.
@@ -75,6 +80,7 @@ type judgement struct {
 // trailing window of its accepted decisions while the job runs (virtual
 // time), then its worst window (settle).
 type safetyCheck struct {
+	k     int // l's index in the study's limits
 	l     limit.Limit
 	w     time.Duration
 	keys  map[string]*trailingWindow
@@ -104,8 +110,8 @@ func (s *study) judgement(t scenarios.Trial, virtual, controlled bool) *judgemen
 	}
 	onClock := j.tr.mode == "virtual" || (j.exact && len(t.Skew) == 0)
 	if t.Judge == scenarios.Safety || t.Judge == scenarios.Liveness {
-		for _, l := range s.limits {
-			j.checkSafety(l, judgedWindow(l.Window, s.caps.Resolution, onClock))
+		for k, l := range s.limits {
+			j.checkSafety(k, l, judgedWindow(l.Window, s.caps.Resolution, onClock))
 		}
 		j.named = len(s.limits) > 1
 	}
@@ -119,14 +125,18 @@ func (s *study) judgement(t scenarios.Trial, virtual, controlled bool) *judgemen
 	return j
 }
 
-// checkSafety adds limit l, judged on window w.
-func (j *judgement) checkSafety(l limit.Limit, w time.Duration) {
-	j.safety = append(j.safety, &safetyCheck{l: l, w: w, keys: map[string]*trailingWindow{}})
+// checkSafety adds limit l, the study's k-th, judged on window w.
+func (j *judgement) checkSafety(k int, l limit.Limit, w time.Duration) {
+	j.safety = append(j.safety, &safetyCheck{k: k, l: l, w: w, keys: map[string]*trailingWindow{}})
+	if len(j.tr.byLimit) <= k {
+		j.tr.byLimit = append(j.tr.byLimit, make([]limitJudged, k+1-len(j.tr.byLimit))...)
+	}
 }
 
 // checkLiveness adds the liveness check against limit l under floor.
 func (j *judgement) checkLiveness(l limit.Limit, floor float64) {
 	j.live, j.liveLimit, j.floor = measure.NewIdealLog(l.Count, l.Window), l, floor
+	j.lives, j.costs = map[string]*keyLife{}, map[int64]*[3]int64{}
 }
 
 // checkIsolation adds the isolation check against limit l, with a
@@ -225,10 +235,11 @@ func (j *judgement) Add(o harness.Outcome) {
 // control: x no earlier than the decision before it.
 func (j *judgement) offer(x timed) {
 	if j.live != nil {
-		j.live.Offer(measure.Event{At: x.lo, Cost: x.cost})
+		ideal := j.live.Offer(measure.Event{At: x.lo, Cost: x.cost})
 		if x.ok {
 			j.accepted += x.cost
 		}
+		j.observe(x, ideal) // cause.go
 	}
 	if j.isolation && x.key == scenarios.IsolationKey {
 		j.iso = append(j.iso, x)
@@ -286,25 +297,38 @@ func (j *judgement) finish() *trialResult {
 		tr.judgeIsolation(j.t, j.iso, ctl, j.isoLimit, j.control != nil)
 	}
 	if tr.slow {
-		tr.failure, tr.src = nil, nil
+		tr.failure, tr.src, tr.starved, tr.starvedSrc = nil, nil, nil, nil
+		for k := range tr.byLimit {
+			tr.byLimit[k].failure, tr.byLimit[k].src = nil, nil
+		}
 	}
-	if tr.src != nil {
-		// a violation's requests end with the one that closed it;
-		// starvation's and interference's are the whole trial (a run
-		// told its every outcome: as many as it made)
-		tr.src.trial, tr.src.anchor = j.t, j.anchor
-		whole := int(tr.decisions)
-		if j.sent != nil {
-			whole = len(j.sent)
-		}
-		if tr.src.n == 0 || tr.src.n > whole {
-			tr.src.n = whole
-		}
-		if j.sent != nil {
-			tr.src.arrivals = j.sent[:tr.src.n]
-		}
+	j.complete(tr.src)
+	j.complete(tr.starvedSrc)
+	for _, lj := range tr.byLimit {
+		j.complete(lj.src)
 	}
 	return tr
+}
+
+// complete gives src (nil: none) its trial, anchor and requests: a
+// violation's end with the one that closed it; starvation's and
+// interference's are the whole trial (a run told its every outcome: as
+// many as it made).
+func (j *judgement) complete(src *traceSrc) {
+	if src == nil {
+		return
+	}
+	src.trial, src.anchor = j.t, j.anchor
+	whole := int(j.tr.decisions)
+	if j.sent != nil {
+		whole = len(j.sent)
+	}
+	if src.n == 0 || src.n > whole {
+		src.n = whole
+	}
+	if j.sent != nil {
+		src.arrivals = j.sent[:src.n]
+	}
 }
 
 // violation records the worst set of one key on check c (sum accepted
@@ -315,26 +339,32 @@ func (j *judgement) violation(c *safetyCheck, sum int64, lo, hi time.Duration, s
 	tr, l := j.tr, c.l
 	ratio := float64(sum) / float64(l.Count)
 	tr.ratio = max(tr.ratio, ratio)
-	if sum <= l.Count || tr.failure != nil && ratio <= tr.failure.Ratio() {
+	lj := &tr.byLimit[c.k]
+	lj.ratio = max(lj.ratio, ratio)
+	if sum <= l.Count || lj.failure != nil && ratio <= lj.failure.Ratio() {
 		return
 	}
 	t := j.t
-	tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
+	ce := &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Violated,
 		Accepted: sum, Limit: l.Count, StartUS: lo.Microseconds(), EndUS: hi.Microseconds(),
 		Decisions: evidence(set, tr.mode == "real"),
 		Explain: fmt.Sprintf("%d accepted within %s (less than the window %s): %.2fx the limit of %d",
 			sum, (hi - lo).String(), limit.FormatWindow(l.Window), ratio, l.Count)}
 	if j.named {
-		tr.failure.WindowMS = l.Window.Milliseconds()
-		tr.failure.Explain += fmt.Sprintf(" (the limit %s broke)", l)
+		ce.WindowMS = l.Window.Milliseconds()
+		ce.Explain += fmt.Sprintf(" (the limit %s broke)", l)
 	}
 	closing := 0
-	tr.src = &traceSrc{broke: l, judged: c.w, lo: lo, hi: hi}
+	src := &traceSrc{broke: l, brokeK: c.k, judged: c.w, lo: lo, hi: hi}
 	for _, x := range set {
 		closing = max(closing, x.seq)
-		tr.src.set = append(tr.src.set, x.seq)
+		src.set = append(src.set, x.seq)
 	}
-	tr.src.n = closing + 1
+	src.n = closing + 1
+	lj.failure, lj.src = ce, src
+	if tr.failure == nil || ratio > tr.failure.Ratio() {
+		tr.failure, tr.src = ce, src
+	}
 }
 
 // starvation compares what was accepted with what an exact sliding-window
@@ -346,12 +376,18 @@ func (j *judgement) starvation() {
 	if ideal > 0 {
 		tr.fidelity = float64(j.accepted) / float64(ideal)
 	}
-	if tr.fidelity < j.floor && tr.failure == nil {
-		tr.src = &traceSrc{broke: l, floor: j.floor}
-		tr.failure = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
-			Accepted: j.accepted, Limit: l.Count, Ideal: ideal, Fidelity: tr.fidelity, MinFidelity: j.floor,
-			Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f, under %.2f): legitimate traffic is starved",
-				j.accepted, ideal, tr.fidelity, j.floor)}
+	if tr.fidelity >= j.floor {
+		return
+	}
+	cause, detail := j.cause()
+	tr.starvedSrc = &traceSrc{broke: l, floor: j.floor}
+	tr.starved = &measure.CounterExample{Family: t.Family, Trial: t.Name, Kind: measure.Starved,
+		Accepted: j.accepted, Limit: l.Count, Ideal: ideal, Fidelity: tr.fidelity, MinFidelity: j.floor,
+		Cause: cause, CauseDetail: detail,
+		Explain: fmt.Sprintf("accepted %d where an exact sliding-window log accepts %d (%.2f, under %.2f): legitimate traffic is starved: %s",
+			j.accepted, ideal, tr.fidelity, j.floor, detail)}
+	if tr.failure == nil {
+		tr.failure, tr.src = tr.starved, tr.starvedSrc
 	}
 }
 

@@ -67,8 +67,14 @@ func TestJudgedAsItRuns(t *testing.T) {
 		}
 		streamed := j.finish()
 		for _, x := range []*trialResult{whole, streamed} {
-			if x.src != nil {
-				x.src.trial, x.src.arrivals = scenarios.Trial{}, nil
+			srcs := []*traceSrc{x.src, x.starvedSrc}
+			for _, lj := range x.byLimit {
+				srcs = append(srcs, lj.src)
+			}
+			for _, src := range srcs {
+				if src != nil {
+					src.trial, src.arrivals = scenarios.Trial{}, nil
+				}
 			}
 		}
 		if !reflect.DeepEqual(whole, streamed) {

@@ -32,8 +32,58 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("absolute key expiries (%s) compare the virtual clock with Redis's real one: not emulated in virtual time", strings.Join(found, "; ")))
 	}
-	slow, judged := 0, 0
-	var skipped int64
+	slow, judged, skipped := s.tallyFamilies(rep, p, res, nil, &s.chosen)
+	for i, t := range p.trials {
+		for _, tr := range []*trialResult{res.virtual[i], res.real[i]} {
+			if tr != nil && t.Judge == scenarios.Liveness {
+				s.livenessTrials++
+				if c := tr.starved; c != nil && (s.starved == nil || c.Fidelity < s.starved.Fidelity) {
+					s.starved = c
+				}
+			}
+		}
+	}
+	if len(s.limits) > 1 {
+		s.perLimit = make([]*trialResult, len(s.limits))
+		for k, l := range s.limits {
+			lr := &measure.VerifyReport{Verdict: measure.Holds}
+			s.tallyFamilies(lr, p, res, func(t scenarios.Trial, tr *trialResult) (scenarios.Trial, *trialResult) {
+				return s.viewFor(t, tr, k)
+			}, &s.perLimit[k])
+			rep.PerLimit = append(rep.PerLimit, measure.LimitResult{Limit: l.String(), Count: l.Count, WindowMS: l.Window.Milliseconds(),
+				Verdict: lr.Verdict, MaxRatio: gatedRatio(lr.Families, s.cfg.Skew > 0), Families: lr.Families, CounterExample: lr.CounterExample})
+		}
+	}
+	if skipped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("bursts thinned: %d requests of bursts denied %d times in a row were not sent (%d decisions made); "+
+			"a fault that needs more denials in a row than that is not reached within a burst", skipped, harness.ThinAfter, rep.Decisions))
+	}
+	if rep.Verdict == measure.Holds && (judged == 0 || slow == judged) {
+		rep.Verdict = measure.Inconclusive
+	}
+	if rep.Errors > 0 {
+		// a failed call is no answer: what it would have done is unknown,
+		// so neither "holds" nor a failure found beside it is a verdict
+		rep.Verdict = measure.Inconclusive
+		note := rep.Reason() + ": errors are not a verdict (fix them and verify again)"
+		if rep.CounterExample != nil {
+			note += fmt.Sprintf("; the answered calls alone show the counter-example below (%s)", rep.CounterExample.Kind)
+		}
+		rep.Notes = append(rep.Notes, note)
+	}
+	return rep
+}
+
+// tallyFamilies adds every judged trial of p (res) to rep, family by
+// family in scenarios.Families order (a trial run on both clocks counts
+// once, with both judgements): rep's families, totals, counter-example
+// and verdict, the judgement of the counter-example in *chosen. view,
+// when not nil, is what each trial and judgement are taken as (a limit's
+// own view of them: viewFor). It returns how many judgements were too
+// slow, how many trials were judged, and the requests of thinned bursts
+// not sent.
+func (s *study) tallyFamilies(rep *measure.VerifyReport, p plan, res results,
+	view func(scenarios.Trial, *trialResult) (scenarios.Trial, *trialResult), chosen **trialResult) (slow, judged int, skipped int64) {
 	for _, fam := range scenarios.Families {
 		fr := measure.FamilyResult{Family: fam, Verdict: measure.Holds}
 		modes := map[string]bool{}
@@ -48,7 +98,11 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 				}
 				modes[tr.mode] = true
 				skipped += tr.skipped
-				if s.addTrial(rep, &fr, t, tr, !counted) {
+				vt, vtr := t, tr
+				if view != nil {
+					vt, vtr = view(t, tr)
+				}
+				if s.addTrial(rep, &fr, vt, vtr, !counted, chosen) {
 					slow++
 				}
 				counted = true
@@ -75,24 +129,55 @@ func (s *study) summarize(p plan, res results) *measure.VerifyReport {
 		judged += fr.Trials
 		rep.Families = append(rep.Families, fr)
 	}
-	if skipped > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("bursts thinned: %d requests of bursts denied %d times in a row were not sent (%d decisions made); "+
-			"a fault that needs more denials in a row than that is not reached within a burst", skipped, harness.ThinAfter, rep.Decisions))
-	}
-	if rep.Verdict == measure.Holds && (judged == 0 || slow == judged) {
-		rep.Verdict = measure.Inconclusive
-	}
-	if rep.Errors > 0 {
-		// a failed call is no answer: what it would have done is unknown,
-		// so neither "holds" nor a failure found beside it is a verdict
-		rep.Verdict = measure.Inconclusive
-		note := rep.Reason() + ": errors are not a verdict (fix them and verify again)"
-		if rep.CounterExample != nil {
-			note += fmt.Sprintf("; the answered calls alone show the counter-example below (%s)", rep.CounterExample.Kind)
+	return slow, judged, skipped
+}
+
+// ownLimit is the index in the study's limits of the limit trial t was
+// built for (its liveness and isolation are judged against it); -1 when
+// none matches.
+func (s *study) ownLimit(t scenarios.Trial) int {
+	for k, l := range s.limits {
+		if l.Count == t.Schedule.Params.Limit && l.Window == t.Schedule.Params.Window {
+			return k
 		}
-		rep.Notes = append(rep.Notes, note)
 	}
-	return rep
+	return -1
+}
+
+// viewFor is trial t and its judgement tr as limit k sees them: its ratio
+// and violation on limit k alone; its starvation or interference only
+// when t was built for limit k (else t counts as a safety trial).
+func (s *study) viewFor(t scenarios.Trial, tr *trialResult, k int) (scenarios.Trial, *trialResult) {
+	v := *tr
+	v.ratio, v.failure, v.src = 0, nil, nil
+	if k < len(tr.byLimit) {
+		v.ratio, v.failure, v.src = tr.byLimit[k].ratio, tr.byLimit[k].failure, tr.byLimit[k].src
+	}
+	switch {
+	case s.ownLimit(t) != k:
+		if t.Judge == scenarios.Liveness {
+			t.Judge = scenarios.Safety
+		}
+	case v.failure != nil:
+	case tr.starved != nil:
+		v.failure, v.src = tr.starved, tr.starvedSrc
+	case tr.failure != nil && tr.failure.Kind == measure.Interfered:
+		v.failure, v.src = tr.failure, tr.src
+	}
+	return t, &v
+}
+
+// gatedRatio is the largest MaxRatio of families (the skew family's only
+// when skewed is set: otherwise it is a sensitivity figure).
+func gatedRatio(families []measure.FamilyResult, skewed bool) float64 {
+	var top float64
+	for _, f := range families {
+		if f.Family == "skew" && !skewed {
+			continue
+		}
+		top = max(top, f.MaxRatio)
+	}
+	return top
 }
 
 // clockName says how the target was driven (VerifyReport.Clock).
@@ -133,10 +218,10 @@ func ungatedNote(kind measure.Verdict) string {
 // totals (first: the trial's first judgement, counted in fr.Trials); its
 // failure sets the family's verdict (the first one) and, when gated,
 // becomes the report's counter-example when it is the most serious so far
-// (moreSerious), across every family and trial.
+// (moreSerious), across every family and trial, its judgement in *chosen.
 // The skew family's failures count only when Skew is set. It reports
 // whether the trial was too slow to be judged.
-func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t scenarios.Trial, tr *trialResult, first bool) bool {
+func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t scenarios.Trial, tr *trialResult, first bool, chosen **trialResult) bool {
 	if first {
 		fr.Trials++
 	}
@@ -175,7 +260,7 @@ func (s *study) addTrial(rep *measure.VerifyReport, fr *measure.FamilyResult, t 
 	if moreSerious(tr.failure, rep.CounterExample) {
 		rep.CounterExample = tr.failure
 		rep.Verdict = tr.failure.Kind
-		s.chosen = tr
+		*chosen = tr
 	}
 	return tr.slow
 }
@@ -236,4 +321,44 @@ func (s *study) skipNote(fam string, p plan) string {
 		return fmt.Sprintf("real-time family skipped: window %s is longer than %s", limit.FormatWindow(s.limit.Window), limit.FormatWindow(s.cfg.RealTimeMax))
 	}
 	return ""
+}
+
+// parts tells rep's verdict in its two parts (VerifyReport.Safety and
+// Liveness), once it is final (after shrinking): safety from the families
+// that are part of the verdict and the violations; liveness from the
+// worst starvation found, gated or not, its cause read from its trial
+// (cause.go), and from interference when isolation is checked.
+func (s *study) parts(rep *measure.VerifyReport) {
+	safety := &measure.Safety{Verdict: measure.Holds, MaxRatio: gatedRatio(rep.Families, s.cfg.Skew > 0)}
+	for _, f := range rep.Families {
+		if f.Verdict == measure.Violated && (f.Family != "skew" || s.cfg.Skew > 0) {
+			safety.Verdict = measure.Violated
+		}
+	}
+	live := &measure.Liveness{Verdict: measure.Holds, Gated: s.cfg.MinFidelity > 0, Floor: s.cfg.livenessFloor()}
+	for _, f := range rep.Families {
+		if f.MinFidelity > 0 && (live.MinFidelity == 0 || f.MinFidelity < live.MinFidelity) {
+			live.MinFidelity = f.MinFidelity
+		}
+		if f.Family == "isolation" && f.Verdict == measure.Interfered && s.cfg.CheckIsolation {
+			live.Verdict, live.Gated = measure.Interfered, true
+		}
+	}
+	switch {
+	case s.starved != nil:
+		live.Verdict, live.Cause, live.Detail = measure.Starved, s.starved.Cause, s.starved.CauseDetail
+	case s.livenessTrials == 0 && live.Verdict == measure.Holds:
+		live.Verdict = measure.Skipped
+	}
+	if rep.Verdict == measure.Inconclusive {
+		// calls failed, a violation did not replay or nothing was judged:
+		// a part without a failure is not known to hold
+		if safety.Verdict == measure.Holds || rep.Unreproduced {
+			safety.Verdict = measure.Inconclusive
+		}
+		if live.Verdict == measure.Holds {
+			live.Verdict = measure.Inconclusive
+		}
+	}
+	rep.Safety, rep.Liveness = safety, live
 }

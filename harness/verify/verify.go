@@ -383,6 +383,7 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 			return nil, fmt.Errorf("shrink the counter-example: %w", err)
 		}
 	}
+	st.parts(rep)
 	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
 }
@@ -434,6 +435,13 @@ type study struct {
 	// chosen is the judgement whose failure is the report's
 	// counter-example (summarize), shrunk then (shrink).
 	chosen *trialResult
+	// perLimit are, with several limits, the judgements whose failures
+	// are each limit's counter-example (by index; nil: it holds).
+	perLimit []*trialResult
+	// starved is the worst starvation found (the lowest fidelity), gated
+	// or not; livenessTrials counts the liveness judgements (parts).
+	starved        *measure.CounterExample
+	livenessTrials int
 }
 
 // onExpiryClock reports whether the target reads no clock and still runs

@@ -2,6 +2,7 @@ package verifyjob
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ratelab/ratelab/harness/verify"
@@ -29,10 +30,45 @@ func TestOutcome(t *testing.T) {
 	}
 	for i, c := range cases {
 		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"}}
-		msg, failed := Outcome(rep, c.replay)
+		msg, failed := Outcome(rep, c.replay, GateBoth)
 		if msg != c.msg || failed != c.wantFailed {
 			t.Errorf("case %d (%s, replay %v): got %q, failed %v; want %q, %v", i, c.verdict, c.replay, msg, failed, c.msg, c.wantFailed)
 		}
+	}
+}
+
+// A gate fails on its part alone: safety on a violation, liveness on a
+// gated starvation (from the report's liveness part), both on either.
+func TestOutcomeGate(t *testing.T) {
+	starved := &measure.Liveness{Verdict: measure.Starved, Gated: true}
+	reported := &measure.Liveness{Verdict: measure.Starved} // --min-fidelity 0: not gated
+	cases := []struct {
+		verdict  measure.Verdict
+		liveness *measure.Liveness
+		gate     Gate
+		failed   bool
+	}{
+		{measure.Starved, starved, GateBoth, true},
+		{measure.Starved, starved, GateSafety, false},
+		{measure.Starved, starved, GateLiveness, true},
+		{measure.Violated, reported, GateSafety, true},
+		{measure.Violated, reported, GateLiveness, false},
+		{measure.Violated, starved, GateLiveness, true},
+		{measure.Violated, nil, GateBoth, true},
+		{measure.Starved, nil, GateLiveness, true}, // a replay's report: its verdict
+	}
+	for i, c := range cases {
+		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Liveness: c.liveness}
+		msg, failed := Outcome(rep, false, c.gate)
+		if failed != c.failed || (msg != "") != c.failed {
+			t.Errorf("case %d (%s, gate %s): got %q, failed %v; want failed %v", i, c.verdict, c.gate, msg, failed, c.failed)
+		}
+	}
+	if g, err := ParseGate("safety"); g != GateSafety || err != nil {
+		t.Errorf("ParseGate(safety) = %q, %v", g, err)
+	}
+	if _, err := ParseGate("all"); err == nil || !strings.Contains(err.Error(), "gate") {
+		t.Errorf("ParseGate(all): got %v, want an error naming gate", err)
 	}
 }
 

@@ -93,13 +93,62 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 	return rep, outdir.Join(runErr, werr)
 }
 
-// Outcome is what rep's verdict means to the command that verified it:
-// "" and not failed when it holds; the limiter failed (exit 1), with the
-// message saying so, when it was violated or starved; else inconclusive,
-// not failed (exit 2: nothing was checked, or calls failed; no verdict on
-// the limiter). replay says rep is verify.Replay's, its counter-example
-// sent again.
-func Outcome(rep *measure.VerifyReport, replay bool) (msg string, failed bool) {
+// Gate is which part of a verdict fails a verification (exit 1): both
+// (the zero Gate and GateBoth), safety alone or liveness alone.
+type Gate string
+
+// Gates.
+const (
+	// GateBoth fails on any failure the report's verdict holds: a
+	// violation, a starvation when a minimum fidelity was asked for,
+	// interference when isolation was checked.
+	GateBoth Gate = "both"
+	// GateSafety fails on a violation alone ("no 2x burst").
+	GateSafety Gate = "safety"
+	// GateLiveness fails on a gated starvation or interference alone.
+	GateLiveness Gate = "liveness"
+)
+
+// Gates are the gates a command line takes, in the order it lists them.
+var Gates = []Gate{GateBoth, GateSafety, GateLiveness}
+
+// ParseGate reads a gate's name; another name is a *field.Error naming
+// "gate".
+func ParseGate(name string) (Gate, error) {
+	for _, g := range Gates {
+		if string(g) == name {
+			return g, nil
+		}
+	}
+	return "", field.Errorf("gate", "want both, safety or liveness, got %q", name)
+}
+
+// failure is the failure of rep that gate fails on, if any: the verdict
+// for GateBoth; a violation for GateSafety; a gated starvation or
+// interference for GateLiveness (from rep.Liveness, or the verdict of a
+// report without it, such as a replay's).
+func (gate Gate) failure(rep *measure.VerifyReport) (measure.Verdict, bool) {
+	v := rep.Verdict
+	switch gate {
+	case GateSafety:
+		return v, v == measure.Violated
+	case GateLiveness:
+		if lv := rep.Liveness; lv != nil {
+			return lv.Verdict, lv.Gated && (lv.Verdict == measure.Starved || lv.Verdict == measure.Interfered)
+		}
+		return v, v == measure.Starved || v == measure.Interfered
+	}
+	return v, true
+}
+
+// Outcome is what rep's verdict means to the command that verified it,
+// under gate: "" and not failed when it holds, or when its failure is of
+// a part gate leaves out; the limiter failed (exit 1), with the message
+// saying so, when it was violated, starved or interfered and gate covers
+// it; else inconclusive, not failed (exit 2: nothing was checked, or
+// calls failed; no verdict on the limiter). replay says rep is
+// verify.Replay's, its counter-example sent again.
+func Outcome(rep *measure.VerifyReport, replay bool, gate Gate) (msg string, failed bool) {
 	switch rep.Verdict {
 	case measure.Holds:
 		return "", false
@@ -109,10 +158,14 @@ func Outcome(rep *measure.VerifyReport, replay bool) (msg string, failed bool) {
 		}
 		return fmt.Sprintf("%s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason()), false
 	}
-	if replay {
-		return fmt.Sprintf("%s %s again (see the counter-example above)", rep.Target, rep.Verdict), true
+	v, fails := gate.failure(rep)
+	if !fails {
+		return "", false
 	}
-	return fmt.Sprintf("%s %s (see the counter-example above)", rep.Target, rep.Verdict), true
+	if replay {
+		return fmt.Sprintf("%s %s again (see the counter-example above)", rep.Target, v), true
+	}
+	return fmt.Sprintf("%s %s (see the counter-example above)", rep.Target, v), true
 }
 
 // writeTraceCSV writes the trace of ce (if any) to dir's TraceCSV and
