@@ -8,7 +8,7 @@
 // missing program fails the test: CI never passes by skipping them.
 //
 // redis-server is not one of these: every test of behaviour needs a real
-// Redis and fails without one (harness/engine/enginetest).
+// Redis and fails without one (harness/localredis/redistest).
 package testenv
 
 import (
