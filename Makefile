@@ -28,21 +28,27 @@ TEST_TIMEOUT ?= 30m
 # the packages whose own code starts goroutines (go statements, AfterFunc), where a data race can
 # live. In the -race run, tests marked testenv.SkipUnderRace (tables of verdicts, large strings:
 # CPU under the race detector, not more of the same code) skip; they run in the other run.
-# internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code.
-RACE_PKGS := ./custom/clientside ./harness ./harness/bench ./harness/busy ./harness/capacity ./harness/demo/live \
-  ./harness/evict ./harness/leftovers ./harness/localredis ./harness/replay ./harness/server ./harness/verify \
-  ./internal/progress ./reports/plots
+# internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code. go vet ./... checks every
+# package and its tests first, so go test's own vet pass (a subset of it) is off in both runs.
+# Test binaries link without DWARF (-ldflags=-w: stack traces keep file and line; only a debugger
+# would miss it), which halves each link: make test links some 70 of them.
+# The packages whose tests take longest come first in each run, so that they start first and the
+# runs do not end on one long package alone (go test runs packages in the order they are listed).
+RACE_PKGS := ./harness/verify ./reports/plots ./harness/bench ./harness ./harness/capacity ./harness/replay \
+  ./custom/clientside ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
+  ./harness/server ./internal/progress
+LONG_PKGS := ./harness/verify ./cmd/ratelab ./harness/engine
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	@image=$$($(GO) run ./harness/engine/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
-	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./..."; \
-	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS)"; \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(LONG_PKGS) ./..."; \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -vet=off -ldflags=-w -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS)"; \
 	  racelog=$$(mktemp); trap 'rm -f "$$racelog"' EXIT; \
-	  $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS) >"$$racelog" 2>&1 & racepid=$$!; \
-	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...; rc=$$?; \
+	  $(GO) test -vet=off -ldflags=-w -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS) >"$$racelog" 2>&1 & racepid=$$!; \
+	  $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(LONG_PKGS) ./...; rc=$$?; \
 	  wait $$racepid; racerc=$$?; cat "$$racelog"; \
 	  [ $$rc -eq 0 ] && [ $$racerc -eq 0 ]
 

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -116,7 +116,7 @@ func (c noLoad) ScriptLoad(ctx context.Context, src string) *redis.StringCmd {
 func TestScriptPipeLoadRefused(t *testing.T) {
 	s := counter(t.Name())
 	key := server.KeyPrefix + srv.Key(t) // the ACL user's keys
-	if err := enginetest.SetACLUser(ctx, srv.Client(), "pipe-noload", "pw", []string{"evalsha", "ping", "multi", "exec"}); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), "pipe-noload", "pw", []string{"evalsha", "ping", "multi", "exec"}); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Client().Do(ctx, "ACL", "DELUSER", "pipe-noload")

@@ -12,7 +12,7 @@ import (
 	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/busy"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
@@ -25,7 +25,7 @@ import (
 // 500 ms (the Runner reads it), so the kill comes within a second.
 func TestLoopingScriptIsKilled(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Start().Redis // its own server: the looping script blocks it
+	rd := redistest.Start().Redis // its own server: the looping script blocks it
 	defer rd.Close()
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", "500").Err(); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 func busyServer(t *testing.T, threshold time.Duration, script string, keys ...string) (*server.Redis, <-chan error) {
 	t.Helper()
 	ctx := context.Background()
-	rd := enginetest.Start().Redis
+	rd := redistest.Start().Redis
 	t.Cleanup(func() { _ = rd.Close() })
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", fmt.Sprint(threshold.Milliseconds())).Err(); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestOtherClientsScriptIsLeftAlone(t *testing.T) {
 // killed: the error says so and names SHUTDOWN NOSAVE.
 func TestUnkillableScriptIsNamed(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Start().Redis
+	rd := redistest.Start().Redis
 	defer rd.Close()
 	if err := rd.Client.ConfigSet(ctx, "busy-reply-threshold", "1000").Err(); err != nil {
 		t.Fatal(err)

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/usercmd"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	_ = srv.Close()
 	os.Exit(code)

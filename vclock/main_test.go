@@ -5,16 +5,16 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 var (
-	srv *enginetest.Server
+	srv *redistest.Server
 	ctx = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // ratelabLine is a command of a CI job in docs/ci.md: "- ratelab ..." (GitLab)
@@ -63,7 +63,7 @@ func TestCIRecipe(t *testing.T) {
 	}
 	defer func() { _ = os.Chdir(wd) }()
 
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	t.Setenv("RATELAB_REDIS", "")
 	t.Setenv("GITHUB_ACTIONS", "")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jstemmer/go-junit-report/v2/junit"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/publish/ci"
 )
@@ -72,7 +72,7 @@ func validateJUnitFile(t *testing.T, path string) junit.Testsuites {
 // 1 naming it, a JUnit file with a testcase per target and family, the
 // flag winning over the environment, RATELAB_REDIS over REDIS_URL.
 func TestVerifySuiteFromEnv(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	url := "redis://" + srv.Info.Addr
 	dir := t.TempDir()
@@ -144,7 +144,7 @@ func TestVerifySuiteFromEnv(t *testing.T) {
 // --junit - writes the JUnit report, alone, to stdout; --format json of a
 // suite is one object; GitHub's annotations and job summary.
 func TestVerifyCIOutputs(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	url := "redis://" + srv.Info.Addr
 	dir := t.TempDir()
@@ -210,7 +210,7 @@ func escapeForTest(s string) string {
 // ratelab.yaml in the working directory is the target when none is given.
 func TestVerifyFindsRatelabYAML(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ratelab.yaml"), []byte("algorithm: fixed-window\nlimits: [{limit: 5, window: 1d}]\n"), 0o644); err != nil {
@@ -262,7 +262,7 @@ func TestJSONErrorAndQuiet(t *testing.T) {
 			t.Errorf("%v: --quiet stderr is more than the error:\n%s", args, stderr)
 		}
 	}
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	code, stdout, stderr := ratelab(t, "verify", "--algorithm", "sliding-log", "--limit", "10/300ms", "--redis", "redis://"+srv.Info.Addr, "--quiet")
 	if code != exitOK || stderr != "" || !strings.Contains(stdout, "HOLDS") {
@@ -277,7 +277,7 @@ func TestJSONErrorAndQuiet(t *testing.T) {
 // input; a CSV whose only time-like column is timestamp_ms needs no
 // --time-field.
 func TestRunTrafficFromStdin(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	var log strings.Builder
 	for i := 0; i < 200; i++ {

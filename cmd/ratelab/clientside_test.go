@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // TestClientSide drives client-side limiters through the command line on a
@@ -17,7 +17,7 @@ import (
 // client_side, run's concurrent-burst, and capacity and bench refusing.
 func TestClientSide(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	url := "redis://" + srv.Info.Addr
 	twins := filepath.Join("..", "..", "custom", "clientside", "testdata")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // docsFiles are the Markdown files whose quoted outputs TestDocs checks.
@@ -88,7 +88,7 @@ func docsNormal(t *testing.T, s string) string {
 // fresh output (make docs-check runs this test).
 func TestDocs(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..")) // the commands' paths are the repository's, as a reader types them
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	total := 0
 	for _, file := range docsFiles(t) {

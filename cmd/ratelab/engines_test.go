@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -56,15 +56,15 @@ func TestRunOnCluster(t *testing.T) {
 
 // Bad Redis input: exit 2 and one line naming what failed, within the connect timeout.
 func TestRedisEngineErrors(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
-	tlsSrv, err := enginetest.StartTLS(t.TempDir())
+	tlsSrv, err := redistest.StartTLS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tlsSrv.Close)
 	ctx := context.Background()
-	if err := enginetest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", enginetest.Without(server.ACLCommands, "zadd")); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), "ratelab", "s3cret", redistest.Without(server.ACLCommands, "zadd")); err != nil {
 		t.Fatal(err)
 	}
 	addr, port := srv.Info.Addr, strings.TrimPrefix(tlsSrv.Addr(), "127.0.0.1:")

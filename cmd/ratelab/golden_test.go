@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/")
@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // Rewrite with: go test ./cmd/ratelab/ -run Golden -update
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 

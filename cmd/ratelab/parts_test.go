@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -37,7 +37,7 @@ func readVerifyJSON(t *testing.T, dir string) *measure.VerifyReport {
 // safety passes them (exit 0), --gate liveness fails them, a bad gate is a
 // usage error naming the flag.
 func TestVerifySafetyAndLivenessApart(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	url := "redis://" + srv.Info.Addr
 	cases := []struct {
@@ -102,7 +102,7 @@ func TestVerifySafetyAndLivenessApart(t *testing.T) {
 // a fixed window): each limit is named with its own ratio and
 // counter-example, in the table, verify.json and JUnit.
 func TestVerifyEveryLimitItsOwnVerdict(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	dir := t.TempDir()
 	out, junitFile := filepath.Join(dir, "out"), filepath.Join(dir, "junit.xml")

@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // verify --out writes report.html with the counter-example drawn first
 // and the families' worst ratios, and their PNG and SVG files.
 func TestVerifyOutDrawsCounterExample(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	out := filepath.Join(t.TempDir(), "v")
 	code, _, stderr := ratelab(t, "verify", "--algorithm", "fixed-window", "--limit", "20", "--window", "1m",

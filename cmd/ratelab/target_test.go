@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // examples is where the README's worked examples live.
@@ -18,7 +18,7 @@ var examples = filepath.Join("..", "..", "docs", "examples")
 // honest verdict. The commands are the README's, but for --redis.
 func TestVerifyPublishedShapes(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 	cases := []struct {
@@ -60,7 +60,7 @@ func TestVerifyPublishedShapes(t *testing.T) {
 // reply and the predicate shown, in under 100 ms from the start of the
 // command (Redis already running), never through the outage path.
 func TestVerifyBadReplyStopsAtOnce(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	dir := t.TempDir()
 	// allowed on a key's first call (the probe passes), then a Lua false
@@ -157,7 +157,7 @@ limits:
 // script runs under the guard; capacity and bench need --trust-script.
 func TestScriptBesideBuiltins(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 	log := filepath.Join(examples, "sliding-log-count.lua")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -25,7 +25,7 @@ var slidingArgs = []string{"--arg", "{now_us}", "--arg", "{window_us}", "--arg",
 // file has nothing to replay. run --traffic replays the traffic file.
 func TestVerifyReplay(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 	dir := t.TempDir()
@@ -113,7 +113,7 @@ func TestVerifyReplay(t *testing.T) {
 // sliding log and a shaping GCRA pass.
 func TestVerifyStarvedByDefault(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 	// --timeout 5s: under load a call past the default 500ms is an error (exit 2), not what these pin;
@@ -149,7 +149,7 @@ func TestVerifyStarvedByDefault(t *testing.T) {
 // is violated without it (it admits everything).
 func TestVerifySetupFlag(t *testing.T) {
 	t.Parallel()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	t.Cleanup(func() { srv.Close() })
 	redisURL := "redis://" + srv.Info.Addr
 	dir := t.TempDir()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // ownAnnotation is a line of ratelab's own annotations (reports.WriteAnnotations).
@@ -33,7 +33,7 @@ func forgedCommands(out string) []string {
 // line break and a workflow command: no line of stdout or stderr is a
 // command the runner obeys, but ratelab's own annotations.
 func TestNoForgedWorkflowCommands(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	url := "redis://" + srv.Info.Addr
 	t.Setenv("GITHUB_ACTIONS", "true")
@@ -90,7 +90,7 @@ func TestJSONOnlyOnStdout(t *testing.T) {
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("RATELAB_REDIS", "")
 	down := []string{"--redis", "redis://127.0.0.1:1", "--connect-timeout", "300ms", "--format", "json"}
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	up := []string{"--redis", "redis://" + srv.Info.Addr, "--format", "json"}
 	dir := t.TempDir()

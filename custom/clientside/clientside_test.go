@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/ratelab/ratelab/custom/clientside"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/vclock"
 )
 
 var (
-	srv *enginetest.Server
+	srv *redistest.Server
 	ctx = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/harness/busy"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -29,7 +29,7 @@ func TestKillOnlyOwn(t *testing.T) {
 		{"ratelab's own script", false, busy.Killed},
 	}
 	for _, tc := range cases {
-		rd := enginetest.Open(t)
+		rd := redistest.Open(t)
 		c := rd.Client.(*redis.Client)
 		if err := c.ConfigSet(ctx, "busy-reply-threshold", "1000").Err(); err != nil {
 			t.Fatal(err)

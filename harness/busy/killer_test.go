@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/harness/busy"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -28,7 +28,7 @@ func TestKiller(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	c := rd.Client.(*redis.Client)
 	if err := c.ConfigSet(ctx, "busy-reply-threshold", "200").Err(); err != nil {
 		t.Fatal(err)

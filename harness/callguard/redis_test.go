@@ -12,14 +12,14 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/callguard"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/limit"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

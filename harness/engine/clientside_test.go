@@ -8,7 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/custom"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -52,7 +52,7 @@ func TestClusterClientSide(t *testing.T) {
 			t.Errorf("%s on a Cluster: verdict %s, race family %s (%d trials), %d errors %v; want %s",
 				c.lim.Name(), rep.Verdict, race.Verdict, race.Trials, rep.Errors, rep.ErrorSamples, c.want)
 		}
-		left, err := enginetest.KeysByNode(ctx, cluster.Client(), "ratelab:"+runID+":")
+		left, err := redistest.KeysByNode(ctx, cluster.Client(), "ratelab:"+runID+":")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,6 @@
 //
 // engine is the only package of ratelab that imports Docker's client
 // (testcontainers-go, moby, OpenTelemetry through them): only cmd/ratelab
-// and the tests' helper (harness/engine/enginetest) import it. A Go program that
+// and the container tests' image helper (harness/engine/enginetest) import it. A Go program that
 // brings its own Redis imports harness/server (go-redis only) instead.
 package engine

@@ -21,6 +21,7 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
@@ -30,23 +31,23 @@ import (
 )
 
 var (
-	srv     *enginetest.Server // one node: the reference, and the ACL server
-	cluster *enginetest.Cluster
-	tlsSrv  *enginetest.TLSServer
+	srv     *redistest.Server // one node: the reference, and the ACL server
+	cluster *redistest.Cluster
+	tlsSrv  *redistest.TLSServer
 	ctx     = context.Background()
 )
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
-	cluster = enginetest.StartCluster()
+	srv = redistest.Start()
+	cluster = redistest.StartCluster()
 	dir, err := os.MkdirTemp("", "ratelab-tls-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	tlsSrv, err = enginetest.StartTLS(dir)
+	tlsSrv, err = redistest.StartTLS(dir)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "enginetest: these tests need a redis-server built with TLS (Debian's is): %v\n", err)
+		fmt.Fprintf(os.Stderr, "redistest: these tests need a redis-server built with TLS (Debian's is): %v\n", err)
 		os.Exit(2)
 	}
 	code := m.Run()
@@ -190,7 +191,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			}
 		}
 		for _, name := range algorithms.Names() {
-			nodes, err := enginetest.KeysByNode(ctx, cluster.Client(), prefix+name+":")
+			nodes, err := redistest.KeysByNode(ctx, cluster.Client(), prefix+name+":")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func TestClusterURLErrors(t *testing.T) {
 			t.Errorf("%s: %v", spec, err)
 			continue
 		}
-		nodes, err := enginetest.KeysByNode(ctx, rd.Client, "none:")
+		nodes, err := redistest.KeysByNode(ctx, rd.Client, "none:")
 		if rd.Owned() || rd.Info.Mode != "cluster-url" || err != nil || len(nodes) != engine.ClusterMasters {
 			t.Errorf("%s: owned %v mode %s, %d masters (%v)", spec, rd.Owned(), rd.Info.Mode, len(nodes), err)
 		}
@@ -389,7 +390,7 @@ func aclWorkload(c *redis.Client) error {
 // a wrong password and a missing permission are one-line errors.
 func TestACL(t *testing.T) {
 	const user, pass = "ratelab", "s3cret"
-	if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, server.ACLCommands); err != nil {
+	if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, server.ACLCommands); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Client().Do(ctx, "ACL", "DELUSER", user)
@@ -414,7 +415,7 @@ func TestACL(t *testing.T) {
 	}
 
 	for _, missing := range []string{"zadd", "evalsha", "memory|usage"} {
-		if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, enginetest.Without(server.ACLCommands, missing)); err != nil {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, missing)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := engine.Open(ctx, url, time.Second)
@@ -426,7 +427,7 @@ func TestACL(t *testing.T) {
 	// a Redis Cluster: the same user on every node, plus server.ACLClusterCommands
 	setOnCluster := func(commands []string) {
 		err := cluster.Client().ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
-			return enginetest.SetACLUser(ctx, n, user, pass, commands)
+			return redistest.SetACLUser(ctx, n, user, pass, commands)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -472,7 +473,7 @@ func TestACLMinimal(t *testing.T) {
 	defer c.Close()
 	var needed, unneeded []string
 	for _, cmd := range server.ACLCommands {
-		if err := enginetest.SetACLUser(ctx, srv.Client(), user, pass, enginetest.Without(server.ACLCommands, cmd)); err != nil {
+		if err := redistest.SetACLUser(ctx, srv.Client(), user, pass, redistest.Without(server.ACLCommands, cmd)); err != nil {
 			t.Fatal(err)
 		}
 		srv.Client().ScriptFlush(ctx) // EVAL is only needed for scripts not yet cached

@@ -9,13 +9,13 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/engine"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // OpenChecked checks the options before it opens anything, names the Redis
 // it could not open (its password hidden), and carries AllowEviction.
 func TestOpenChecked(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer func() { _ = srv.Close() }() // the test's own server
 	url := "redis://" + srv.Info.Addr
 	closed := "redis://user:secret@127.0.0.1:1" // nothing listens on port 1

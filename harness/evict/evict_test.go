@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/evict"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -57,7 +57,7 @@ func TestCheckEviction(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%d/%d", tc.policy, tc.headroom, tc.estimate), func(t *testing.T) {
-			r := enginetest.Open(t)
+			r := redistest.Open(t)
 			pressure(t, r, tc.policy, 100, tc.headroom)
 			ms, err := evict.Check(context.Background(), r.Client, r.Info.Addr, tc.estimate)
 			var ee *evict.Error
@@ -89,7 +89,7 @@ func TestWatchEvictions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := enginetest.Open(t)
+			r := redistest.Open(t)
 			pressure(t, r, "allkeys-lru", 2000, 16<<20)
 			ctx := context.Background()
 			ms, err := evict.Check(ctx, r.Client, r.Info.Addr, 1<<20)
@@ -153,7 +153,7 @@ func TestWatchEvictions(t *testing.T) {
 // A user the ACL refuses CONFIG still gets maxmemory and the policy, from
 // INFO memory.
 func TestReadMemoryWithoutConfig(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	pressure(t, r, "volatile-lfu", 10, 8<<20)
 	if err := r.Client.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "+@all", "-config").Err(); err != nil {

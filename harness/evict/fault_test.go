@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/evict"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -44,7 +44,7 @@ func (h failInfo) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // report an outage) and stops nothing for them; once readings come back,
 // it stops the command on an eviction it missed meanwhile.
 func TestWatchSkipsFailedReadings(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	pressure(t, r, "allkeys-lru", 2000, 16<<20)
 	ctx := context.Background()
 	opt := *r.Client.(*redis.Client).Options()

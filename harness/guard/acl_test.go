@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -17,7 +17,7 @@ import (
 // keys are untouched. What a limiter needs still works.
 func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	c := rd.Client
 	if err := c.Set(ctx, "users:1", "alice", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestGuardRefusesWhatHarmsTheUser(t *testing.T) {
 // database, and the script's keys land where cleanup scans.
 func TestGuardKeepsTheURLDatabase(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	opt := *rd.Client.(*redis.Client).Options()
 	opt.DB = 3
 	c := redis.NewClient(&opt)

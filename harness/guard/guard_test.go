@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/targets"
 )
 
@@ -98,7 +98,7 @@ func TestZeroScripts(t *testing.T) {
 // guard there). One that compiles is loaded and nothing is said; a
 // client-side script is not Redis's to compile.
 func TestCompiles(t *testing.T) {
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	ctx := context.Background()
 	good := targets.Spec{Name: "good.lua", Script: "good.lua", Source: "return 1\n"}

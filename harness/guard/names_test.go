@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -17,7 +17,7 @@ import (
 // own SCAN of the run's keys still works on the guarded client.
 func TestGuardKeepsKeyNamesAndFunctions(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	c := rd.Client
 	if err := c.Set(ctx, "app:session:4f2a", "alice", 0).Err(); err != nil {
 		t.Fatal(err)

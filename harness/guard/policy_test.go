@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -16,7 +16,7 @@ import (
 // that cannot guard.
 func TestForScript(t *testing.T) {
 	ctx := context.Background()
-	own := enginetest.Open(t)
+	own := redistest.Open(t)
 	users := &server.Redis{Client: own.Client, Info: own.Info}
 	users.Info.Mode = "url" // the same server, as if given by URL
 	cases := []struct {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/busy"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -31,7 +31,7 @@ func TestProbeScript(t *testing.T) {
 		{"loops on its third call", "if redis.call('INCR', KEYS[1]) > 2 then while true do end end return 1", busy.Unkillable, true},
 	}
 	for _, tc := range cases {
-		probe := enginetest.Open(t)
+		probe := redistest.Open(t)
 		start := time.Now()
 		found, err := guard.ProbeScript(ctx, probe, 4, 200*time.Millisecond, func(ctx context.Context, c redis.UniversalClient) error {
 			return c.Eval(ctx, tc.script, []string{"ratelab:probe:{k}"}).Err()
@@ -45,7 +45,7 @@ func TestProbeScript(t *testing.T) {
 			_ = probe.Client.Do(ctx, "SHUTDOWN", "NOSAVE").Err()
 		}
 	}
-	users := &server.Redis{Client: enginetest.Open(t).Client}
+	users := &server.Redis{Client: redistest.Open(t).Client}
 	users.Info.Mode = "url"
 	if _, err := guard.ProbeScript(ctx, users, 1, time.Second, func(context.Context, redis.UniversalClient) error { return nil }); err == nil {
 		t.Error("a user's Redis was used as the probe")

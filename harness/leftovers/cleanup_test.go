@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -14,7 +14,7 @@ import (
 // is kept unless named (--run), then removed.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	rd := srv.Redis
 	for i, tc := range []struct {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/leftovers"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -50,7 +50,7 @@ func (h refuseMarker) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // neither the heartbeat nor the environment's check calls them vanished.
 // Removed together, marker and record, they are.
 func TestRefusedHeartbeatIsNotVanished(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	opt := *r.Client.(*redis.Client).Options()
 	c := redis.NewClient(&opt)

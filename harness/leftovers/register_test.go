@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/leftovers"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -23,7 +23,7 @@ var short = leftovers.Heartbeat{TTL: 500 * time.Millisecond, Every: 50 * time.Mi
 // A registered run refreshes its marker beyond short.TTL, notices when it
 // vanishes, and stops refreshing at Stop.
 func TestRegisterHeartbeat(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	id := server.NewRunID()
 	reg, err := leftovers.Register(ctx, r.Client, id, short)
@@ -62,7 +62,7 @@ func TestRegisterHeartbeat(t *testing.T) {
 // (kill -9) is not live: clean need not wait out the marker's TTL. A process that
 // runs is live.
 func TestKilledRunNotLive(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
@@ -108,7 +108,7 @@ func TestKilledRunNotLive(t *testing.T) {
 // leaves its keys (removed, the resumed run would find its state gone
 // and say VIOLATED). Once the process is gone, they are removed.
 func TestSuspendedRunLive(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {

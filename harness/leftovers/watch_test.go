@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/leftovers"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -15,7 +15,7 @@ import (
 // *server.EnvError (Vanished) within a few looks once the run's keys are
 // removed; a change the last look missed is fired by stop.
 func TestWatch(t *testing.T) {
-	r := enginetest.Open(t)
+	r := redistest.Open(t)
 	ctx := context.Background()
 	cfg := leftovers.WatchConfig{Every: 20 * time.Millisecond, Last: time.Second}
 	watch := func(id string) (*leftovers.Registration, func(), chan error) {

@@ -5,14 +5,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/measure"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

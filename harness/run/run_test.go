@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/run"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/limit"
@@ -19,10 +19,10 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)

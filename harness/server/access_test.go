@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -16,7 +16,7 @@ import (
 // names that command, and CheckAccess's message names the grant.
 func TestAccessProbe(t *testing.T) {
 	ctx := context.Background()
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	admin := rd.Client.(*redis.Client)
 	const user, pass = "ratelab-probe", "pw"
 	c := redis.NewClient(&redis.Options{Addr: rd.Info.Addr, Username: user, Password: pass, MaxRetries: -1})
@@ -33,7 +33,7 @@ func TestAccessProbe(t *testing.T) {
 		{"pexpire", "PEXPIRE"},
 	}
 	for _, tc := range cases {
-		if err := enginetest.SetACLUser(ctx, admin, user, pass, enginetest.Without(server.ACLCommands, tc.missing)); err != nil {
+		if err := redistest.SetACLUser(ctx, admin, user, pass, redistest.Without(server.ACLCommands, tc.missing)); err != nil {
 			t.Fatal(err)
 		}
 		c.Do(ctx, "CLIENT", "KILL", "USER", user)
@@ -53,7 +53,7 @@ func TestAccessProbe(t *testing.T) {
 		}
 	}
 	// with every command, CheckAccess passes and leaves no key behind
-	if err := enginetest.SetACLUser(ctx, admin, user, pass, server.ACLCommands); err != nil {
+	if err := redistest.SetACLUser(ctx, admin, user, pass, server.ACLCommands); err != nil {
 		t.Fatal(err)
 	}
 	if err := server.CheckAccess(ctx, c); err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -21,7 +21,7 @@ import (
 // probe key is made only by SET ... PX/EX, and every other command that
 // could make a key lands on a key so made and not removed since.
 func TestCheckAccessKeysBornWithTTL(t *testing.T) {
-	rd := enginetest.Open(t)
+	rd := redistest.Open(t)
 	host, port, _ := strings.Cut(rd.Client.(*redis.Client).Options().Addr, ":")
 	mon := exec.Command("redis-cli", "-h", host, "-p", port, "MONITOR")
 	out, err := mon.StdoutPipe()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 )
 
@@ -47,7 +47,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := enginetest.Open(t)
+			rd := redistest.Open(t)
 			c := rd.Client.(*redis.Client)
 			if tc.state != nil {
 				if err := tc.state(c); err != nil {

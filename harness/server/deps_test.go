@@ -8,7 +8,9 @@ import (
 
 // The library packages compile no Docker client: only harness/engine
 // (provisioning) imports testcontainers-go, moby and, through them,
-// OpenTelemetry; only cmd/ratelab and harness/engine/enginetest import engine. And
+// OpenTelemetry; only cmd/ratelab and harness/engine/enginetest (the
+// container tests' image) import engine, so the test binaries of every
+// other package, on redistest's servers, link no container engine. And
 // harness/server, which the access check lives in, runs no algorithm; nor
 // do the safety rooms but guard (which builds the user's scripts), and
 // none of them imports package harness.
@@ -44,6 +46,7 @@ func TestNoDockerInLibrary(t *testing.T) {
 		{"targets", nil},
 		{"harness/localredis", []string{mod + "harness/engine"}},
 		{"ratelabtest", []string{mod + "harness/engine"}},
+		{"harness/localredis/redistest", []string{mod + "harness/engine"}},
 		{"harness/demo/live", []string{mod + "harness", mod + "harness/demo"}},
 	}
 	for _, tc := range cases {

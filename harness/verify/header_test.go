@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness/verify"
+	"github.com/ratelab/ratelab/internal/testenv"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
@@ -18,6 +19,7 @@ import (
 // error gets the same header, marked incomplete.
 func TestVerifyHeader(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	limits := []limit.Limit{{Count: 5, Window: time.Second}, {Count: 20, Window: time.Minute}}
 	lim, err := algorithms.NewBucketedHash(srv.Client(), limits...)
 	if err != nil {

@@ -70,6 +70,7 @@ func TestVerifyDefaultMinFidelity(t *testing.T) {
 // clock, it holds.
 func TestVerifySetup(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {

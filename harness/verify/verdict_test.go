@@ -156,6 +156,7 @@ func TestWeightedLogUnpackLimit(t *testing.T) {
 // answered call holds; its twin without the failing path holds.
 func TestVerifyErrorsAreNoVerdict(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	for _, c := range []struct {
 		file string
@@ -197,6 +198,7 @@ func TestVerifyErrorsAreNoVerdict(t *testing.T) {
 // predicate its author writes, reply[1] == 1, and under the default one.
 func TestVerifyStringReply(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 20, Window: 500 * time.Millisecond}
 	src, err := os.ReadFile(filepath.Join("testdata", "string-reply-sliding-log.lua"))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/custom"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/internal/testenv"
@@ -21,10 +21,10 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	srv.Close()
 	os.Exit(code)
@@ -315,6 +315,7 @@ func TestVerifySeedScripts(t *testing.T) {
 // reported, not gated), and fails only when a minimum fidelity is asked.
 func TestVerifyStrictLimiterHolds(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	rep := verifyScript(t, scriptRun{file: "gcra.lua", args: nowWinLim})
 	if rep.Verdict != measure.Holds || rep.CounterExample != nil {
 		t.Fatalf("verdict %s, counter-example %+v; want holds", rep.Verdict, rep.CounterExample)
@@ -367,6 +368,7 @@ func TestVerifySeveralLimits(t *testing.T) {
 // violation came out INCONCLUSIVE).
 func TestVerifyNoShrink(t *testing.T) {
 	t.Parallel()
+	testenv.SkipUnderRace(t)
 	l := limit.Limit{Count: 5, Window: time.Second}
 	lim, err := algorithms.New("fixed-window", srv.Client(), l)
 	if err != nil {

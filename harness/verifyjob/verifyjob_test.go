@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
@@ -26,7 +26,7 @@ import (
 // anything runs.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
-	srv := enginetest.Start()
+	srv := redistest.Start()
 	defer srv.Close()
 	rd := srv.Redis
 	cfg := verify.Config{Limits: []limit.Limit{{Count: 10, Window: time.Second}}, Seed: 1, Budget: -1}

@@ -11,18 +11,18 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
-	"github.com/ratelab/ratelab/harness/engine/enginetest"
 	"github.com/ratelab/ratelab/harness/guard"
+	"github.com/ratelab/ratelab/harness/localredis/redistest"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/targets"
 )
 
-var srv *enginetest.Server
+var srv *redistest.Server
 
 func TestMain(m *testing.M) {
-	srv = enginetest.Start()
+	srv = redistest.Start()
 	code := m.Run()
 	_ = srv.Close() // the tests' own server
 	os.Exit(code)

@@ -8,7 +8,7 @@
 // missing program fails the test: CI never passes by skipping them.
 //
 // redis-server is not one of these: every test of behaviour needs a real
-// Redis and fails without one (harness/engine/enginetest).
+// Redis and fails without one (harness/localredis/redistest).
 package testenv
 
 import (
@@ -47,6 +47,11 @@ func Tool(t testing.TB, target string, names ...string) string {
 	t.Skip(msg + "; skipped (" + RequireEnv + "=1, as in `make test`, makes this a failure)")
 	return ""
 }
+
+// Race reports whether the test binary was built with -race: a test of
+// concurrent code may then run on a smaller input, the same code paths
+// with less CPU under the race detector.
+func Race() bool { return raceEnabled }
 
 // SkipUnderRace skips t in a test binary built with -race. It marks a
 // heavy test (a table of verdicts, large strings) of a package that make

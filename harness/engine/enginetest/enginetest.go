@@ -1,57 +1,40 @@
-// Package enginetest starts a real, throwaway redis-server for tests.
+// Package enginetest gives the container tests their Redis image. It is
+// apart from redistest, the throwaway servers every other test uses, so
+// that only the tests that start a container link the container engine.
 package enginetest
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/ratelab/ratelab/harness/engine"
-	"github.com/ratelab/ratelab/harness/server"
-	"github.com/redis/go-redis/v9"
 )
 
-// Server is a redis-server started for a test package. Its data is the
-// tests' own: Flush may be called freely.
-type Server struct {
-	*server.Redis
-	seq atomic.Int64
-}
-
-// Start starts a redis-server from PATH (see engine.Open "exec"). It exits
-// the process with a message when there is none: tests of behaviour need a
-// real Redis and are never skipped. Call Close when the package's tests end
-// (TestMain).
-func Start() *Server {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// Image returns the container image the container tests use: the
+// RATELAB_REDIS_IMAGE environment variable (`make test` builds the image
+// and sets it), else engine.LocalImage, built here from the host's
+// redis-server when Docker answers. It skips t when no Docker engine
+// answers and RATELAB_REDIS_IMAGE is unset (Docker may truly be absent);
+// with RATELAB_REDIS_IMAGE set, Docker is expected and its absence fails t.
+func Image(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := engine.Open(ctx, "exec", 5*time.Second)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "enginetest: these tests need a real Redis: %v\n(run `make test`, which installs redis-server)\n", err)
-		os.Exit(2)
+	// also turns testcontainers' reaper off before its configuration is read
+	err := engine.DockerHealthy(ctx, 5*time.Second)
+	if img := os.Getenv(engine.ImageEnv); img != "" {
+		if err != nil {
+			t.Fatalf("%s=%s but %v", engine.ImageEnv, img, err)
+		}
+		return img
 	}
-	return &Server{Redis: r}
+	testcontainers.SkipIfProviderIsNotHealthy(t)
+	if err := engine.BuildLocalImage(ctx, engine.LocalImage, nil); err != nil {
+		t.Fatalf("build %s: %v", engine.LocalImage, err)
+	}
+	return engine.LocalImage
 }
-
-// Open starts a throwaway redis-server (as Start) for test t alone and
-// stops it when t and its subtests end: for tests that change the server's
-// configuration or fault it, which other tests must not see.
-func Open(t testing.TB) *server.Redis {
-	t.Helper()
-	srv := Start()
-	t.Cleanup(func() { _ = srv.Close() })
-	return srv.Redis
-}
-
-// Key returns a key unique to this test and call, so tests can share the
-// server in parallel.
-func (s *Server) Key(t testing.TB) string {
-	t.Helper()
-	return fmt.Sprintf("test:%s:%d", t.Name(), s.seq.Add(1))
-}
-
-// Client is the server's client.
-func (s *Server) Client() *redis.Client { return s.Redis.Client.(*redis.Client) }

@@ -1,4 +1,4 @@
-package enginetest
+package redistest
 
 import (
 	"context"
@@ -19,17 +19,15 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/redis/go-redis/v9"
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // Cluster is a local 3-master Redis Cluster started for a test package
-// (engine.Open "cluster"). Its data is the tests' own.
+// (localredis.StartCluster, as `--redis cluster`). Its data is the tests' own.
 type Cluster struct {
 	*server.Redis
 }
@@ -40,9 +38,10 @@ type Cluster struct {
 func StartCluster() *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, err := engine.Open(ctx, "cluster", 10*time.Second)
+	server.QuietLogs()
+	r, err := localredis.StartCluster(ctx, localredis.StartTimeout, 10*time.Second)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "enginetest: these tests need a local Redis Cluster: %v\n(run `make test`, which installs redis-server)\n", err)
+		fmt.Fprintf(os.Stderr, "redistest: these tests need a local Redis Cluster: %v\n(run `make test`, which installs redis-server)\n", err)
 		os.Exit(2)
 	}
 	return &Cluster{Redis: r}
@@ -228,31 +227,6 @@ func Without(list []string, drop string) []string {
 		}
 	}
 	return out
-}
-
-// Image returns the container image the container tests use: the
-// RATELAB_REDIS_IMAGE environment variable (`make test` builds the image
-// and sets it), else engine.LocalImage, built here from the host's
-// redis-server when Docker answers. It skips t when no Docker engine
-// answers and RATELAB_REDIS_IMAGE is unset (Docker may truly be absent);
-// with RATELAB_REDIS_IMAGE set, Docker is expected and its absence fails t.
-func Image(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// also turns testcontainers' reaper off before its configuration is read
-	err := engine.DockerHealthy(ctx, 5*time.Second)
-	if img := os.Getenv(engine.ImageEnv); img != "" {
-		if err != nil {
-			t.Fatalf("%s=%s but %v", engine.ImageEnv, img, err)
-		}
-		return img
-	}
-	testcontainers.SkipIfProviderIsNotHealthy(t)
-	if err := engine.BuildLocalImage(ctx, engine.LocalImage, nil); err != nil {
-		t.Fatalf("build %s: %v", engine.LocalImage, err)
-	}
-	return engine.LocalImage
 }
 
 // KeysByNode counts the keys under prefix on every master of c (SCAN per
