@@ -140,7 +140,7 @@ func Verify(violated bool) *measure.VerifyReport {
 		},
 	}
 	if violated {
-		r.Verdict = measure.Violated
+		r.Verdict, r.Dir = measure.Violated, "verify-report"
 		r.Families[0].Verdict, r.Families[0].MaxRatio = measure.Violated, 2
 		var ds []measure.Evidence
 		trace := &measure.Trace{AnchorUS: 1767225600000000, WindowMS: 2000, Shrunk: true, FromRequests: 40, Replays: 12, Minimal: true, CSV: "counter-example.csv"}
