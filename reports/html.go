@@ -92,7 +92,8 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 		doc.Incomplete = incompleteText(r.Error)
 	}
 	t := HTMLTable{Title: "Results",
-		Header: []string{"algorithm", "scenario", "limit", "offered", "accepted", "max in W", "ratio", "ideal", "fidelity", "memory", "keys", "p50 µs", "p99 µs", "errors"},
+		Header: []string{"algorithm", "scenario", "limit", "offered (cost, total)", "accepted (cost, total)", "max in W (cost, one window)", "ratio (max in W / L)",
+			"ideal (cost, total)", "fidelity (accepted / ideal)", "memory", "keys", "p50 µs", "p99 µs", "errors (requests)"},
 		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
 		Key:    strings.ReplaceAll(strings.ReplaceAll(columnKey, "*", ""), "\n", " "),
 	}
@@ -295,7 +296,7 @@ type htmlFigure struct {
 func FigureCaption(name string) string {
 	switch {
 	case strings.HasPrefix(name, "trailing-"):
-		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most."
+		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most, drawn at its width W; t is from the anchor, the aligned window boundary the scenario aims at (solid line), the other window boundaries dotted; under an algorithm that broke, what it accepted on each side of the boundary."
 	case strings.HasPrefix(name, "timeline-"):
 		return strings.TrimPrefix(name, "timeline-") + ": total accepted since the start (cumulative, not a window's count: compare the trailing-window plot with the limit)."
 	case name == "ratio":
@@ -365,6 +366,9 @@ func algorithmVerdicts(r *measure.Results) []HTMLVerdict {
 		} else {
 			out[i].Text = fmt.Sprintf("exceeded the limit: %d accepted within one %s window on %s — %sx the limit of %d",
 				w.MaxInWindow, FormatWindow(w.WindowMS), w.Scenario, FormatFixed(w.Ratio, 2), w.Limit)
+			if why := WhyBroke(w); why != "" {
+				out[i].Text += "; " + why
+			}
 		}
 	}
 	return out

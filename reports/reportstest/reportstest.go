@@ -67,10 +67,11 @@ func BurstRun() *measure.Results {
 			ev = append(ev, measure.Event{At: time.Second + time.Duration(i)*time.Millisecond, Cost: 1})
 		}
 		maxIn, end := measure.MaxInWindow(ev, window)
+		worst := measure.SplitWindow(ev, window, end)
 		r.Results = append(r.Results, measure.Row{Algorithm: alg.name, Scenario: "boundary-burst",
 			Limit: limit, WindowMS: window.Milliseconds(), MaxInWindow: maxIn,
 			MaxWindowEndMS: float64(end.Microseconds()) / 1000, Ratio: float64(maxIn) / limit,
-			Trailing: measure.WindowSeries(ev, window, 0, measure.MaxTrailingPoints)})
+			Trailing: measure.WindowSeries(ev, window, 0, measure.MaxTrailingPoints), Worst: &worst})
 	}
 	return r
 }
