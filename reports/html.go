@@ -94,8 +94,8 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 	t := HTMLTable{Title: "Results",
 		Header: []string{"algorithm", "scenario", "limit", "offered (cost, total)", "accepted (cost, total)", "max in W (cost, one window)", "ratio (max in W / L)",
 			"ideal (cost, total)", "fidelity (accepted / ideal)", "memory", "keys", "p50 µs", "p99 µs", "errors (requests)"},
-		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
-		Key:    strings.ReplaceAll(strings.ReplaceAll(columnKey, "*", ""), "\n", " "),
+		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
+		Key:   strings.ReplaceAll(strings.ReplaceAll(columnKey, "*", ""), "\n", " "),
 	}
 	for _, row := range r.Results {
 		t.Rows = append(t.Rows, HTMLRow{Over: row.Ratio > 1, Cells: []string{

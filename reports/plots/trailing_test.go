@@ -72,7 +72,7 @@ func TestPlotTrailingRun(t *testing.T) {
 	if len(bx) != 2 {
 		t.Fatalf("vertical dotted boundary lines at %v (x: panels), want two x's in both panels", boundaryX)
 	}
-	w := math.Abs(bx[1]-bx[0]) / 2 // W on the page
+	w := math.Abs(bx[1]-bx[0]) / 2                      // W on the page
 	for i, bw := range bandWidths[:len(bandWidths)-1] { // the legend's sample apart
 		if math.Abs(bw-w) > 1 {
 			t.Errorf("panel %d: the worst window is %.1f wide, want W = %.1f (cut by the axis?)", i, bw, w)
