@@ -156,18 +156,22 @@ func writeCounterExample(w io.Writer, c *measure.CounterExample, of string, main
 				fmt.Fprint(&tl, " (minimal)")
 			}
 		}
+		var cmds []string // on lines of their own, never wrapped: to copy whole
 		switch {
 		case !main:
 			fmt.Fprint(&tl, "; kept in verify.json under per_limit")
 		case dir != "": // written with --out, beside verify.json
-			fmt.Fprintf(&tl, "; replay it with ratelab verify --replay %s", filepath.Join(dir, "verify.json"))
+			cmds = append(cmds, "replay it: ratelab verify --replay "+filepath.Join(dir, "verify.json"))
 			if t.CSV != "" {
-				fmt.Fprintf(&tl, "; traffic file %s", filepath.Join(dir, t.CSV))
+				cmds = append(cmds, "traffic file: "+filepath.Join(dir, t.CSV))
 			}
 		default:
 			fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
 		}
 		fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
+		for _, c := range cmds {
+			fmt.Fprintln(w, "  "+c)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func TestWriteVerifyGolden(t *testing.T) {
 		}
 		golden(t, "verify-first-hit.golden", b.Bytes())
 		for _, want := range []string{"from the first request", "12 requests, every one needed", "     +0.000000 s  user  cost 1  client 0  accepted\n",
-			"+60.001007 s  user  cost 1  client 0  accepted, in the window", "verify-report/verify.json; traffic file verify-report/counter-example.csv"} {
+			"+60.001007 s  user  cost 1  client 0  accepted, in the window", "  replay it: ratelab verify --replay verify-report/verify.json\n  traffic file: verify-report/counter-example.csv\n"} {
 			if !strings.Contains(b.String(), want) {
 				t.Errorf("the first-hit counter-example lacks %q:\n%s", want, b.String())
 			}
