@@ -54,6 +54,10 @@ func summarize(jr JobResult, clock ClockMode) measure.Row {
 	row.MaxInWindow, end = measure.MaxInWindow(accepted, l.Window)
 	row.MaxWindowEndMS = float64(end.Microseconds()) / 1000
 	row.Ratio = float64(row.MaxInWindow) / float64(l.Count)
+	if row.MaxInWindow > 0 {
+		w := measure.SplitWindow(accepted, l.Window, end)
+		row.Worst = &w
+	}
 	row.Ideal = measure.Ideal(offered, l.Count, l.Window)
 	row.DurationMS = jr.Duration.Milliseconds()
 	row.Fidelity = 1

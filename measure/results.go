@@ -1,5 +1,7 @@
 package measure
 
+import "time"
+
 // Results is everything one ratelab command measured: the run's
 // configuration and Redis next to one Row per algorithm x scenario. It is
 // what results.json holds; reports render it and never talk to Redis.
@@ -103,6 +105,10 @@ type Row struct {
 	// are the worst key's, and Ideal sums the exact log's acceptance per key.
 	PerKey   *PerKey       `json:"per_key,omitempty"`
 	Trailing []WindowPoint `json:"trailing,omitempty"`
+	// Worst is the worst window told apart at its aligned boundary (see
+	// WindowSplit); nil when nothing was accepted, and for traffic
+	// replays (their worst window is a key's).
+	Worst *WindowSplit `json:"worst,omitempty"`
 }
 
 // Point is one step of a Row's timeline.
@@ -112,4 +118,62 @@ type Point struct {
 	// Accepted and Denied are cumulative cost sums up to and including TMS.
 	Accepted int64 `json:"accepted"`
 	Denied   int64 `json:"denied"`
+}
+
+// WindowSplit is a row's worst window (t-W, t] told apart at the aligned
+// window boundary inside it (a half-open window of length W holds exactly
+// one multiple of W from the anchor): what the limiter accepted on each
+// side of the boundary, which is why a window limiter breaks (a count
+// that restarts there, a bucket that refilled, a previous window weighed
+// in at part).
+type WindowSplit struct {
+	// StartMS and EndMS bound the window (StartMS, EndMS]; BoundaryMS is
+	// the boundary inside it; all ms from the scenario's anchor.
+	StartMS    float64 `json:"start_ms"`
+	EndMS      float64 `json:"end_ms"`
+	BoundaryMS float64 `json:"boundary_ms"`
+	// Before is what was accepted in (StartMS, BoundaryMS), After in
+	// [BoundaryMS, EndMS].
+	Before WindowPart `json:"before"`
+	After  WindowPart `json:"after"`
+}
+
+// WindowPart is the accepted decisions of one side of a WindowSplit.
+type WindowPart struct {
+	// Accepted sums their cost; Requests counts them.
+	Accepted int64 `json:"accepted"`
+	Requests int64 `json:"requests"`
+	// FirstMS and LastMS are the first and last of them, ms from the
+	// anchor; both 0 when there are none.
+	FirstMS float64 `json:"first_ms"`
+	LastMS  float64 `json:"last_ms"`
+}
+
+// SplitWindow is the WindowSplit of the window (end-window, end] over
+// events (accepted, sorted by At, times from an anchor aligned on window).
+// A window of zero gives the zero WindowSplit.
+func SplitWindow(events []Event, window, end time.Duration) WindowSplit {
+	if window <= 0 {
+		return WindowSplit{}
+	}
+	start := end - window
+	b := end - ((end%window)+window)%window // the multiple of window in (start, end]
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	s := WindowSplit{StartMS: ms(start), EndMS: ms(end), BoundaryMS: ms(b)}
+	for _, e := range events {
+		if e.At <= start || e.At > end {
+			continue
+		}
+		p := &s.After
+		if e.At < b {
+			p = &s.Before
+		}
+		if p.Requests == 0 {
+			p.FirstMS = ms(e.At)
+		}
+		p.Accepted += e.Cost
+		p.Requests++
+		p.LastMS = ms(e.At)
+	}
+	return s
 }

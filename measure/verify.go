@@ -94,6 +94,10 @@ type VerifyReport struct {
 	Decisions       int64    `json:"decisions"`
 	Errors          int64    `json:"errors"`
 	ErrorSamples    []string `json:"error_samples,omitempty"`
+	// Dir is the directory this report was written to (verify.json and
+	// the trace's CSV beside it), as the caller named it, so that what is
+	// printed can name the files; "" when it was not written. Not saved.
+	Dir string `json:"-"`
 	// Unreproduced: a violation was found but did not fail again when its
 	// requests were replayed on fresh keys at the same virtual instants:
 	// it depended on more than the limiter and its input (a loaded
@@ -240,6 +244,37 @@ type CounterExample struct {
 	// (`ratelab verify --replay`); nil when it cannot be replayed exactly
 	// (it was found in real time).
 	Trace *Trace `json:"trace,omitempty"`
+	// FromHit says the target's windows start at a key's hit, not at
+	// aligned boundaries: it reads no clock, so the only time it knows is
+	// its keys' expiry (a fixed window from the first hit, one whose
+	// expiry every hit pushes out). Its times are then shown from the
+	// trace's first request (Origin); the data keep them from the trial's
+	// boundary.
+	FromHit bool `json:"from_hit,omitempty"`
+}
+
+// Origin is the time, µs from the trial's boundary, that c's times are
+// shown from: its trace's first request (else its first decision) when
+// FromHit, else 0 (the aligned boundary).
+func (c *CounterExample) Origin() int64 {
+	if !c.FromHit {
+		return 0
+	}
+	if c.Trace != nil && len(c.Trace.Requests) > 0 {
+		o := c.Trace.Requests[0].AtUS
+		for _, s := range c.Trace.Requests {
+			o = min(o, s.AtUS)
+		}
+		return o
+	}
+	if len(c.Decisions) > 0 {
+		o := c.Decisions[0].AtUS
+		for _, d := range c.Decisions {
+			o = min(o, d.AtUS)
+		}
+		return o
+	}
+	return 0
 }
 
 // Ratio is Accepted / Limit: the severity of a violation.
@@ -261,6 +296,10 @@ type Found struct {
 	// Requests is how many requests the trial had sent when the window
 	// closed (the trace before shrinking).
 	Requests int `json:"requests"`
+	// Decisions are the accepted decisions inside that window, in time
+	// order (as CounterExample.Decisions); empty in files of older
+	// ratelabs.
+	Decisions []Evidence `json:"decisions,omitempty"`
 }
 
 // Trace is a replayable sequence of requests: sent in order, each at

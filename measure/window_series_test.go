@@ -63,3 +63,31 @@ func TestWindowSeriesPeakMatchesMaxInWindow(t *testing.T) {
 		}
 	}
 }
+
+// SplitWindow tells the worst window apart at the one aligned boundary
+// inside it: a boundary burst's 50 before and 50 after, a window that
+// ends on a boundary (which is then inside it, its last instant), and the
+// zero split for a zero window.
+func TestSplitWindow(t *testing.T) {
+	const w = 10 * time.Second
+	var burst []Event
+	for i := range 100 {
+		at := -time.Second + time.Duration(i%50)*time.Millisecond
+		if i >= 50 {
+			at += 2 * time.Second
+		}
+		burst = append(burst, Event{At: at, Cost: 1})
+	}
+	_, end := MaxInWindow(burst, w)
+	s := SplitWindow(burst, w, end)
+	if s.BoundaryMS != 0 || s.Before.Accepted != 50 || s.After.Accepted != 50 || s.Before.FirstMS != -1000 || s.After.LastMS != 1049 {
+		t.Errorf("boundary burst: %+v", s)
+	}
+	onBoundary := SplitWindow([]Event{{At: 5 * time.Second, Cost: 2}, {At: w, Cost: 3}}, w, w)
+	if onBoundary.BoundaryMS != 10000 || onBoundary.Before.Accepted != 2 || onBoundary.After.Accepted != 3 {
+		t.Errorf("a window ending on a boundary: %+v", onBoundary)
+	}
+	if z := SplitWindow(burst, 0, end); z != (WindowSplit{}) {
+		t.Errorf("zero window: %+v", z)
+	}
+}

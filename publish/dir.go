@@ -96,9 +96,10 @@ func WriteCapacityDir(dir string, r *measure.CapacityResults) error {
 }
 
 // WriteVerifyDir writes a verify's results to dir (which exists):
-// verify.json (r in JSON), its plots (plots.DrawVerify: counterexample and
-// families, PNG and SVG each) and report.html (reports.WriteVerifyHTMLFigures,
-// the SVGs inlined, the counter-example first). Errors as
+// verify.json (r in JSON), its plots (plots.DrawVerify: the counter-example
+// as found and shrunk, families; PNG and SVG each) and report.html
+// (reports.WriteVerifyHTMLFigures, the SVGs inlined, the counter-example
+// first, as found beside shrunk). Errors as
 // outdir.WriteFile's, or the plots'.
 func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
 	if err := outdir.WriteFile(filepath.Join(dir, "verify.json"), func(w io.Writer) error { return reports.Render(w, reports.JSON, r) }); err != nil {
@@ -111,6 +112,9 @@ func WriteVerifyDir(dir string, r *measure.VerifyReport) error {
 	figs, err := readFigures(dir, names)
 	if err != nil {
 		return err
+	}
+	if len(figs) > 1 && figs[0].Name == "counterexample-found" && figs[1].Name == "counterexample" {
+		figs[0].Beside, figs[1].Beside = true, true // the headline's window, the shrunk trace beside it
 	}
 	return outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTMLFigures(w, r, figs) })
 }

@@ -105,6 +105,17 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := bytes.Count(dom, []byte("<tr class=")); n != len(r.Results) {
 		t.Errorf("the rendered DOM has %d result rows, want %d", n, len(r.Results))
 	}
+	// the window's picture says where the boundaries are, what t counts
+	// from, in which unit, and why fixed-window broke
+	for _, want := range []string{"anchor", "boundaries (every W)", "time t from the anchor (s); t = 0 is the aligned window boundary",
+		"fixed-window: counter reset at the boundary at +0s", "offered (cost, total)", "max in W (cost, one window)"} {
+		if !bytes.Contains(dom, []byte(want)) {
+			t.Errorf("the rendered DOM lacks %q", want)
+		}
+	}
+	if n := bytes.Count(dom, []byte("stroke-dasharray:2,2")); n < 6 {
+		t.Errorf("%d dotted window boundaries in the rendered plots, want at least one per panel (6)", n)
+	}
 
 	shot := filepath.Join(dir, "report.png")
 	if out, err := exec.CommandContext(ctx, bin, args("--screenshot="+shot)...).CombinedOutput(); err != nil {

@@ -35,6 +35,7 @@ func Rerender(w io.Writer, dir string, f reports.Format) error {
 		if err != nil {
 			return err
 		}
+		rep.Dir = dir
 		if err := outdir.WriteFile(filepath.Join(dir, "report.html"), func(w io.Writer) error { return reports.WriteVerifyHTML(w, rep) }); err != nil {
 			return err
 		}

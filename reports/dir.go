@@ -77,13 +77,14 @@ func WriteReport(w io.Writer, r *measure.Results, plots []string) error {
 }
 
 // columnKey explains the table's columns (DESIGN.md's metric definitions).
-const columnKey = `Columns: *offered* and *accepted* sum request cost (cost units); *max in W*
+const columnKey = `Columns: *offered*, *accepted* and *ideal* are totals over the scenario and
+*max in W* is one window's, all in cost units (a request of cost 3 counts 3); *max in W*
 is the largest accepted cost whose decision times fit in one window (t-W, t];
 *ratio* = max in W / limit (above 1: the limit was exceeded); *ideal* is what an
 exact sliding-window log accepts at the same times and *fidelity* = accepted /
 ideal (below 1: legitimate traffic was refused); *memory* is MEMORY USAGE
 (SAMPLES 0) summed over the algorithm's keys; *p50 µs* and *p99 µs* are decision
-latencies; *errors* counts failed decisions.
+latencies; *errors* counts failed decisions (requests).
 `
 
 // FileSafe maps a scenario name to a file-name part: letters, digits,

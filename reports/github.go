@@ -43,7 +43,9 @@ func annotationText(r *measure.VerifyReport) string {
 	if c := r.CounterExample; c != nil {
 		s := fmt.Sprintf("%s (family %s, trial %q)", c.Explain, c.Family, c.Trial)
 		if c.Kind == measure.Violated {
-			s += fmt.Sprintf("\nwindow %s to %s from the aligned boundary, %d accepted for a limit of %d", us(c.StartUS), us(c.EndUS), c.Accepted, c.Limit)
+			o := c.Origin()
+			at := newTimeScale(c.StartUS-o, c.EndUS-o)
+			s += fmt.Sprintf("\nwindow %s to %s from %s, %d accepted for a limit of %d", at.format(c.StartUS-o), at.format(c.EndUS-o), TimesFrom(c), c.Accepted, c.Limit)
 		}
 		return s
 	}

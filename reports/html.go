@@ -20,6 +20,9 @@ type Figure struct {
 	SVG  []byte
 	// Caption, when set, is shown under the figure instead of Name.
 	Caption string
+	// Beside shows the figure at half the page's width, beside the next
+	// or previous figure that is Beside too (a pair to compare).
+	Beside bool
 }
 
 // HTMLDoc is one self-contained HTML report: what WriteHTMLDoc renders.
@@ -89,9 +92,10 @@ func WriteHTML(w io.Writer, r *measure.Results, figures []Figure) error {
 		doc.Incomplete = incompleteText(r.Error)
 	}
 	t := HTMLTable{Title: "Results",
-		Header: []string{"algorithm", "scenario", "limit", "offered", "accepted", "max in W", "ratio", "ideal", "fidelity", "memory", "keys", "p50 µs", "p99 µs", "errors"},
-		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
-		Key:    strings.ReplaceAll(strings.ReplaceAll(columnKey, "*", ""), "\n", " "),
+		Header: []string{"algorithm", "scenario", "limit", "offered (cost, total)", "accepted (cost, total)", "max in W (cost, one window)", "ratio (max in W / L)",
+			"ideal (cost, total)", "fidelity (accepted / ideal)", "memory", "keys", "p50 µs", "p99 µs", "errors (requests)"},
+		Right: []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
+		Key:   strings.ReplaceAll(strings.ReplaceAll(columnKey, "*", ""), "\n", " "),
 	}
 	for _, row := range r.Results {
 		t.Rows = append(t.Rows, HTMLRow{Over: row.Ratio > 1, Cells: []string{
@@ -119,6 +123,7 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 	page := htmlPage{HTMLDoc: doc}
 	page.Tables = make([]HTMLTable, len(doc.Tables))
 	for i, t := range doc.Tables {
+		t = dropEmptyColumns(t)
 		n := len(t.Header)
 		for _, r := range t.Rows {
 			n = max(n, len(r.Cells))
@@ -135,7 +140,7 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 		if caption == "" {
 			caption = f.Name
 		}
-		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg, Caption: caption})
+		page.Inline = append(page.Inline, htmlFigure{Name: f.Name, SVG: svg, Caption: caption, Half: f.Beside})
 	}
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, page); err != nil {
@@ -143,6 +148,45 @@ func WriteHTMLDoc(w io.Writer, doc HTMLDoc) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// dropEmptyColumns is t without the columns whose every row's cell is
+// empty (a column nobody could read anything in); t as it is when it has
+// no rows.
+func dropEmptyColumns(t HTMLTable) HTMLTable {
+	if len(t.Rows) == 0 {
+		return t
+	}
+	var keep []int
+	for c := range t.Header {
+		for _, r := range t.Rows {
+			if c < len(r.Cells) && strings.TrimSpace(r.Cells[c]) != "" {
+				keep = append(keep, c)
+				break
+			}
+		}
+	}
+	if len(keep) == len(t.Header) {
+		return t
+	}
+	out := t
+	out.Header, out.Right, out.Rows = nil, nil, nil
+	for _, c := range keep {
+		out.Header = append(out.Header, t.Header[c])
+		out.Right = append(out.Right, c < len(t.Right) && t.Right[c])
+	}
+	for _, r := range t.Rows {
+		row := HTMLRow{Over: r.Over}
+		for _, c := range keep {
+			cell := ""
+			if c < len(r.Cells) {
+				cell = r.Cells[c]
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
 }
 
 // WriteCapacityHTML writes report.html for capacity results: the
@@ -221,17 +265,16 @@ func WriteVerifyHTMLFigures(w io.Writer, r *measure.VerifyReport, figures []Figu
 		doc.Notes = append(doc.Notes, fmt.Sprintf("skew sensitivity: client clocks ±%gms apart let it accept %.2fx the limit in one true window", r.SkewDeltaMS, r.SkewSensitivity))
 	}
 	doc.Notes = append(doc.Notes, r.ErrorSamples...)
-	if c := r.CounterExample; c != nil && len(c.Decisions) > 0 {
-		ce := HTMLTable{Title: "Counter-example", Header: []string{"at (from the boundary)", "answered", "key", "cost", "client"},
-			Right: []bool{true, true, false, true, true}}
-		for _, d := range c.Decisions {
-			recv := ""
-			if d.RecvUS != 0 {
-				recv = us(d.RecvUS)
+	if c := r.CounterExample; c != nil {
+		if rows, head := counterExampleRows(c); len(rows) > 0 {
+			from := TimesFrom(c)
+			ce := HTMLTable{Title: "Counter-example", Header: []string{"time from " + from, "key", "cost", "client", "answer"},
+				Right: []bool{true, false, true, true, false}, Key: strings.TrimSuffix(head, ":")}
+			for _, r := range rows {
+				ce.Rows = append(ce.Rows, HTMLRow{Cells: r[:], Over: strings.HasSuffix(r[4], "in the window")})
 			}
-			ce.Rows = append(ce.Rows, HTMLRow{Cells: []string{us(d.AtUS), recv, d.Key, strconv.FormatInt(d.Cost, 10), strconv.Itoa(d.Client)}})
+			doc.Tables = append(doc.Tables, ce)
 		}
-		doc.Tables = append(doc.Tables, ce)
 	}
 	return WriteHTMLDoc(w, doc)
 }
@@ -244,6 +287,7 @@ type htmlPage struct {
 type htmlFigure struct {
 	Name, Caption string
 	SVG           template.HTML
+	Half          bool
 }
 
 // FigureCaption says in a sentence what the plot named name (a file name
@@ -252,15 +296,17 @@ type htmlFigure struct {
 func FigureCaption(name string) string {
 	switch {
 	case strings.HasPrefix(name, "trailing-"):
-		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most."
+		return strings.TrimPrefix(name, "trailing-") + ": how much each algorithm had accepted within the trailing window (t-W, t] at every instant t, against the limit L (dashed); red is accepted above L; the grey band is the window that holds the most, drawn at its width W; t is from the anchor, the aligned window boundary the scenario aims at (solid line), the other window boundaries dotted; under an algorithm that broke, what it accepted on each side of the boundary."
 	case strings.HasPrefix(name, "timeline-"):
 		return strings.TrimPrefix(name, "timeline-") + ": total accepted since the start (cumulative, not a window's count: compare the trailing-window plot with the limit)."
 	case name == "ratio":
 		return "The most accepted within any one window divided by the limit, per scenario and algorithm; above 1.0 the limit was exceeded."
 	case name == "families":
 		return "Each family's worst window against the limit (max in W / L); above 1.0 the family found a violation."
+	case name == "counterexample-found":
+		return "The worst window as the trials found it (the verdict's ratio): its accepted decisions against time (cumulative, one dot each), the limit dashed, the excess in red, the window that broke shaded."
 	case name == "counterexample":
-		return "The counter-example: the accepted decisions of the trial that broke the property against time (cumulative, one dot each), the limit dashed, the excess in red, the window that broke shaded."
+		return "The counter-example: the accepted decisions of the trial that broke the property against time (cumulative, one dot each), the limit dashed, the excess in red, the window that broke shaded; shrunk, the fewest requests that still break the limit."
 	}
 	return ""
 }
@@ -320,6 +366,9 @@ func algorithmVerdicts(r *measure.Results) []HTMLVerdict {
 		} else {
 			out[i].Text = fmt.Sprintf("exceeded the limit: %d accepted within one %s window on %s — %sx the limit of %d",
 				w.MaxInWindow, FormatWindow(w.WindowMS), w.Scenario, FormatFixed(w.Ratio, 2), w.Limit)
+			if why := WhyBroke(w); why != "" {
+				out[i].Text += "; " + why
+			}
 		}
 	}
 	return out
@@ -362,7 +411,7 @@ tr.over td { background: #fdf1ea; }
 ul.notes { color: #444; font-size: .9em; }
 p.key { color: #555; font-size: .85em; }
 ol.explain li { margin: .4em 0; }
-figure { margin: 1.2em 0; } figure svg { max-width: 100%; height: auto; display: block; }
+figure { margin: 1.2em 0; } figure.half { display: inline-block; width: 48.5%; vertical-align: top; margin-right: 1%; } figure svg { max-width: 100%; height: auto; display: block; }
 figcaption { color: #555; font-size: .85em; }
 </style>
 </head>
@@ -388,5 +437,5 @@ figcaption { color: #555; font-size: .85em; }
 </body>
 </html>
 {{define "figures"}}{{if .Inline}}<h2>Plots</h2>
-{{range .Inline}}<figure id="{{.Name}}">{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
+{{range .Inline}}<figure id="{{.Name}}"{{if .Half}} class="half"{{end}}>{{.SVG}}<figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}{{end}}`))

@@ -124,7 +124,7 @@ func TestJUnitReadBack(t *testing.T) {
 	if !strings.Contains(f.Failure.Message, ce.Explain) {
 		t.Errorf("failure message %q lacks the counter-example's sentence %q", f.Failure.Message, ce.Explain)
 	}
-	for _, want := range []string{"COUNTER-EXAMPLE (VIOLATED)", "window: -7µs to +6µs", "14 decisions (time from the boundary", "+6µs  user  cost 1"} {
+	for _, want := range []string{"COUNTER-EXAMPLE (VIOLATED)", "window: -7 µs to +6 µs", "14 requests, every one accepted in the window", "+6 µs  user  cost 1"} {
 		if !strings.Contains(f.Failure.Data, want) {
 			t.Errorf("failure text lacks %q:\n%s", want, f.Failure.Data)
 		}
@@ -164,7 +164,7 @@ func TestAnnotations(t *testing.T) {
 	}
 	want0 := "::error file=ci/ratelab.yaml,title=ratelab verify%3A limiter.lua violated (50 per 2s)::14 accepted within 13µs (less than the window 2s)%3A"
 	if !strings.HasPrefix(lines[0], "::error file=ci/ratelab.yaml,title=ratelab verify%3A limiter.lua violated (50 per 2s)::") ||
-		!strings.Contains(lines[0], "%0Awindow -7µs to +6µs") {
+		!strings.Contains(lines[0], "%0Awindow -7 µs to +6 µs") {
 		t.Errorf("annotation\n%s\nwant it to start %s... and hold the window on a second line", lines[0], want0)
 	}
 	if !strings.HasPrefix(lines[1], "::warning title=") || !strings.HasSuffix(lines[1], "::redis: EOF") {

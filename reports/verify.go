@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -97,7 +100,7 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 		if len(r.PerLimit) > 0 {
 			of = " of " + r.PerLimit[i].Limit
 		}
-		writeCounterExample(w, c, of, c == r.CounterExample, width)
+		writeCounterExample(w, c, of, c == r.CounterExample, width, r.Dir)
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -105,21 +108,42 @@ func writeVerifyTable(out io.Writer, r *measure.VerifyReport, wide bool) error {
 
 // writeCounterExample writes c under the title "COUNTER-EXAMPLE" + of,
 // sentences wrapped at width (0: not wrapped); main says c is the
-// report's own (the one --replay sends), not only one limit's.
-func writeCounterExample(w io.Writer, c *measure.CounterExample, of string, main bool, width int) {
+// report's own (the one --replay sends), not only one limit's; dir is
+// where verify.json was written ("" when it was not).
+//
+// The requests listed are those the failure depends on: every request of
+// a minimal trace (no single one can be dropped: a first-hit window's
+// opening request with the rest), else the accepted decisions of the
+// window that broke. Times are from the aligned window boundary, or from
+// the trace's first request when the target's windows start at a hit
+// (CounterExample.FromHit).
+func writeCounterExample(w io.Writer, c *measure.CounterExample, of string, main bool, width int, dir string) {
 	fmt.Fprintf(w, "\n%s\n  %s\n", wrapText(fmt.Sprintf("COUNTER-EXAMPLE%s (%s) — family %s, trial %q:", of, strings.ToUpper(string(c.Kind)), c.Family, c.Trial), width, 2),
 		wrapText(c.Explain, width-2, 2))
+	origin, from := c.Origin(), TimesFrom(c)
 	if c.Kind == measure.Violated {
-		fmt.Fprintf(w, "  window: %s to %s from the aligned window boundary\n", us(c.StartUS), us(c.EndUS))
+		at := newTimeScale(c.StartUS-origin, c.EndUS-origin)
+		where := fmt.Sprintf("window: %s to %s from %s", at.format(c.StartUS-origin), at.format(c.EndUS-origin), from)
+		if c.FromHit {
+			where += " (the limiter reads no clock: its windows start at a key's hit, not at aligned boundaries)"
+		}
+		fmt.Fprintln(w, "  "+wrapText(where, width-2, 4))
 	}
-	if len(c.Decisions) > 0 {
-		fmt.Fprintf(w, "  %d decisions (time from the boundary, key, cost, client):\n", len(c.Decisions))
-		for _, d := range c.Decisions { // every one: the last closes the window
-			at := us(d.AtUS)
-			if d.RecvUS != 0 {
-				at = fmt.Sprintf("sent %s, answered %s", us(d.AtUS), us(d.RecvUS))
+	rows, head := counterExampleRows(c)
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "  "+wrapText(head, width-2, 4))
+		var tw [4]int
+		for _, r := range rows {
+			for i := range tw {
+				tw[i] = max(tw[i], utf8.RuneCountInString(r[i]))
 			}
-			fmt.Fprintf(w, "    %s  %s  cost %d  client %d\n", at, d.Key, d.Cost, d.Client)
+		}
+		for _, r := range rows {
+			line := fmt.Sprintf("    %s  %s  cost %s  client %s", padLeft(r[0], tw[0]), padRight(r[1], tw[1]), padRight(r[2], tw[2]), padRight(r[3], tw[3]))
+			if r[4] != "" {
+				line += "  " + r[4]
+			}
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
 	}
 	writeInterleaving(w, c)
@@ -132,16 +156,150 @@ func writeCounterExample(w io.Writer, c *measure.CounterExample, of string, main
 				fmt.Fprint(&tl, " (minimal)")
 			}
 		}
+		var cmds []string // on lines of their own, never wrapped: to copy whole
 		switch {
 		case !main:
 			fmt.Fprint(&tl, "; kept in verify.json under per_limit")
-		case t.CSV != "": // written with --out, beside verify.json
-			fmt.Fprintf(&tl, "; replay it with ratelab verify --replay verify.json; traffic file %s", t.CSV)
+		case dir != "": // written with --out, beside verify.json
+			cmds = append(cmds, "replay it: ratelab verify --replay "+filepath.Join(dir, "verify.json"))
+			if t.CSV != "" {
+				cmds = append(cmds, "traffic file: "+filepath.Join(dir, t.CSV))
+			}
 		default:
 			fmt.Fprint(&tl, "; --out keeps it in verify.json for ratelab verify --replay")
 		}
 		fmt.Fprintln(w, "  "+wrapText(strings.TrimPrefix(tl.String(), "  "), width-2, 4))
+		for _, c := range cmds {
+			fmt.Fprintln(w, "  "+c)
+		}
 	}
+}
+
+// TimesFrom names the instant c's times are shown from: "the first
+// request" when its windows start at a hit (FromHit), else "the aligned
+// window boundary".
+func TimesFrom(c *measure.CounterExample) string {
+	if c.FromHit {
+		return "the first request"
+	}
+	return "the aligned window boundary"
+}
+
+// counterExampleRows are the requests a person reads in c, as cells:
+// time (from c.Origin()), key, cost, client, and a note ("accepted, in
+// the window", "denied"; "" when every row is in the window), with the
+// line that heads them. A minimal trace is listed whole; otherwise the
+// decisions of the window (a starvation's: none).
+func counterExampleRows(c *measure.CounterExample) (rows [][5]string, head string) {
+	origin := c.Origin()
+	from := TimesFrom(c)
+	if from == "the aligned window boundary" {
+		from = "the boundary"
+	}
+	if t := c.Trace; t != nil && t.Minimal && c.Kind == measure.Violated && len(t.Requests) > 0 {
+		inWindow := map[string]bool{}
+		for _, d := range c.Decisions {
+			inWindow[d.Key] = true
+		}
+		var in int
+		for _, s := range t.Requests {
+			note := "denied"
+			if s.Allowed {
+				note = "accepted"
+				if inWindow[s.Key] && s.AtUS >= c.StartUS && s.AtUS <= c.EndUS {
+					note, in = "accepted, in the window", in+1
+				}
+			}
+			rows = append(rows, [5]string{"", s.Key, strconv.FormatInt(s.Cost, 10), strconv.Itoa(s.Client), note})
+		}
+		var ts []int64
+		for _, s := range t.Requests {
+			ts = append(ts, s.AtUS-origin)
+		}
+		at := newTimeScale(ts...)
+		for i, s := range t.Requests {
+			rows[i][0] = at.format(s.AtUS - origin)
+		}
+		if in == len(rows) {
+			for i := range rows {
+				rows[i][4] = ""
+			}
+			return rows, fmt.Sprintf("%d requests, every one accepted in the window and needed (time from %s, key, cost, client):", len(rows), from)
+		}
+		return rows, fmt.Sprintf("%d requests, every one needed: none can be dropped and still break the limit (time from %s, key, cost, client, answer):", len(rows), from)
+	}
+	var ts []int64
+	for _, d := range c.Decisions {
+		ts = append(ts, d.AtUS-origin, d.RecvUS-origin)
+	}
+	sc := newTimeScale(ts...)
+	for _, d := range c.Decisions { // every one: the last closes the window
+		at := sc.format(d.AtUS - origin)
+		if d.RecvUS != 0 {
+			at = fmt.Sprintf("sent %s, answered %s", sc.format(d.AtUS-origin), sc.format(d.RecvUS-origin))
+		}
+		rows = append(rows, [5]string{at, d.Key, strconv.FormatInt(d.Cost, 10), strconv.Itoa(d.Client), ""})
+	}
+	return rows, fmt.Sprintf("%d decisions (time from %s, key, cost, client):", len(rows), from)
+}
+
+// timeScale shows times of one list in one unit: µs under a
+// millisecond, ms under a second, else s, with as many decimals as the
+// list needs to show every time exactly (µs resolution).
+type timeScale struct {
+	unit     string
+	div      float64
+	decimals int
+}
+
+// newTimeScale is the scale for times (µs).
+func newTimeScale(times ...int64) timeScale {
+	var top int64
+	for _, t := range times {
+		top = max(top, t, -t)
+	}
+	sc := timeScale{unit: "µs", div: 1}
+	step := int64(1)
+	switch {
+	case top >= 1_000_000:
+		sc.unit, sc.div, step, sc.decimals = "s", 1e6, 1_000_000, 6
+	case top >= 1000:
+		sc.unit, sc.div, step, sc.decimals = "ms", 1e3, 1000, 3
+	}
+	// fewer decimals while every time stays exact
+	for sc.decimals > 0 {
+		exact := true
+		q := int64(1)
+		for range sc.decimals - 1 {
+			q *= 10
+		}
+		unitOf := step / q // µs in one step of the last decimal kept
+		for _, t := range times {
+			if t%unitOf != 0 {
+				exact = false
+				break
+			}
+		}
+		if !exact {
+			break
+		}
+		sc.decimals--
+	}
+	return sc
+}
+
+// format is n µs in the scale's unit, signed: "+59.999989 s", "-1 µs".
+func (sc timeScale) format(n int64) string {
+	return fmt.Sprintf("%+.*f %s", sc.decimals, float64(n)/sc.div, sc.unit)
+}
+
+// padLeft and padRight pad s with spaces to n runes.
+func padLeft(s string, n int) string {
+	return strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0)) + s
+}
+
+func padRight(s string, n int) string {
+	return s + strings.Repeat(" ", max(n-utf8.RuneCountInString(s), 0))
 }
 
 // LimitLine is the verdict on one of several limits in one line: "600 per

@@ -25,6 +25,22 @@ func TestWriteVerifyGolden(t *testing.T) {
 			golden(t, c.name+".golden", b.Bytes())
 		})
 	}
+	// a fixed window from the first hit: times from the first request,
+	// every request of the minimal trace (the first hit with the 11 in
+	// the window), the replay hint with the --out folder's path
+	t.Run("verify-first-hit", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := WriteVerify(&b, Table, reportstest.VerifyFirstHit()); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "verify-first-hit.golden", b.Bytes())
+		for _, want := range []string{"from the first request", "12 requests, every one needed", "     +0.000000 s  user  cost 1  client 0  accepted\n",
+			"+60.001007 s  user  cost 1  client 0  accepted, in the window", "  replay it: ratelab verify --replay verify-report/verify.json\n  traffic file: verify-report/counter-example.csv\n"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("the first-hit counter-example lacks %q:\n%s", want, b.String())
+			}
+		}
+	})
 	var b bytes.Buffer
 	if err := WriteVerify(&b, "json", reportstest.Verify(true)); err != nil {
 		t.Fatal(err)

@@ -102,11 +102,14 @@ func TestDocs(t *testing.T) {
 		changed := false
 		for k := len(blocks) - 1; k >= 0; k-- { // from the end: rewriting keeps earlier line numbers
 			b := blocks[k]
-			// the command's own --out (or results/<run id>) goes to a temporary directory
+			// the command's own --out (or results/<run id>) goes to a temporary directory,
+			// named as the docs name it in what the command prints
 			args := slices.Clone(b.args)
+			var outAs [2]string // the temporary --out, and as the docs name it
 			if i := slices.Index(args, "--out"); i >= 0 && i+1 < len(args) {
-				args[i+1] = filepath.Join(t.TempDir(), filepath.Base(args[i+1]))
-			} else {
+				outAs = [2]string{filepath.Join(t.TempDir(), filepath.Base(args[i+1])), args[i+1]}
+				args[i+1] = outAs[0]
+			} else if len(args) == 0 || args[0] != "verify" { // verify writes nothing without --out, and says so
 				args = append(args, "--out", t.TempDir())
 			}
 			args = append(args, "--redis", "redis://"+srv.Info.Addr)
@@ -116,6 +119,9 @@ func TestDocs(t *testing.T) {
 				continue
 			}
 			fresh := strings.TrimRight(stdout, "\n")
+			if outAs[0] != "" { // the paths it prints, as the reader's command makes them
+				fresh = strings.ReplaceAll(fresh, outAs[0], outAs[1])
+			}
 			if docsNormal(t, fresh) == docsNormal(t, b.quoted) {
 				continue
 			}

@@ -57,6 +57,11 @@ func TestGolden(t *testing.T) {
 		{"verify-sliding-log-table", append([]string{"verify", "--algorithm", "sliding-log", "--format", "table"}, verifyArgs...), maskVerifyTable},
 		{"verify-sliding-log-json", append([]string{"verify", "--algorithm", "sliding-log", "--format", "json"}, verifyArgs...), maskVerifyJSON},
 		{"verify-fixed-window-table", append([]string{"verify", "--algorithm", "fixed-window", "--format", "table"}, verifyArgs...), maskVerifyTable},
+		// a fixed window from the first hit (a script that reads no clock):
+		// times from the first request, and every request of the trace, the
+		// first hit that opened the window with the rest
+		{"verify-first-hit-table", append([]string{"verify", "--script", "../../harness/verify/testdata/fw-first-hit.lua",
+			"--arg", "{limit}", "--arg", "{window_ms}", "--format", "table"}, verifyArgs...), maskVerifyTable},
 		// the help: a screen before the flags, the long form a topic of its own
 		{"help-verify", []string{"verify", "--help"}, asPrinted},
 		{"help-verify-families", []string{"help", "verify-families"}, asPrinted},
@@ -64,9 +69,10 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			args := append(slices.Clip(c.args), "--redis", redisURL, "--out", t.TempDir())
+			out := t.TempDir()
+			args := append(slices.Clip(c.args), "--redis", redisURL, "--out", out)
 			code, stdout, stderr := ratelab(t, args...)
-			got := fmt.Sprintf("exit: %d\n%s", code, c.mask(t, stdout))
+			got := fmt.Sprintf("exit: %d\n%s", code, c.mask(t, maskOut(stdout, out)))
 			path := filepath.Join("testdata", "golden", c.name+".golden")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -87,6 +93,11 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// maskOut names the --out folder out "<out>" in s.
+func maskOut(s, out string) string {
+	return strings.ReplaceAll(s, out, "<out>")
 }
 
 // asPrinted masks nothing: the output does not vary.

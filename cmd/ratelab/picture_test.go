@@ -21,7 +21,7 @@ func TestVerifyOutDrawsCounterExample(t *testing.T) {
 	if code != exitFail {
 		t.Fatalf("exit %d, want 1 (violated)\n%s", code, stderr)
 	}
-	for _, f := range []string{"counterexample.png", "counterexample.svg", "families.png", "families.svg"} {
+	for _, f := range []string{"counterexample-found.png", "counterexample-found.svg", "counterexample.png", "counterexample.svg", "families.png", "families.svg"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() < 2000 {
 			t.Errorf("%s: %v", f, err)
 		}
@@ -30,9 +30,10 @@ func TestVerifyOutDrawsCounterExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ce, fam := bytes.Index(page, []byte(`<figure id="counterexample">`)), bytes.Index(page, []byte(`<figure id="families">`))
-	if ce < 0 || fam < ce {
-		t.Errorf("report.html: counter-example figure at %d, families at %d; want both, the counter-example first", ce, fam)
+	found, ce, fam := bytes.Index(page, []byte(`<figure id="counterexample-found"`)), bytes.Index(page, []byte(`<figure id="counterexample"`)),
+		bytes.Index(page, []byte(`<figure id="families">`))
+	if found < 0 || ce < found || fam < ce {
+		t.Errorf("report.html: the worst window as found at %d, shrunk at %d, families at %d; want all three in that order", found, ce, fam)
 	}
 	for _, want := range []string{"40 accepted within 39µs", "the window that broke", "limit L = 20"} {
 		if !bytes.Contains(page, []byte(want)) {

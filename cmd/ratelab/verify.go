@@ -136,7 +136,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	msg, failed := verifyjob.Outcome(rep, false, f.gated)
+	msg, failed := verifyjob.Outcome(rep, false, f.gated, f.shown())
 	return outcome(prefix("verify: ", msg), failed)
 }
 
@@ -211,8 +211,20 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	if err := f.format.Renderer(rep)(stdout); err != nil {
 		return err
 	}
-	msg, failed := verifyjob.Outcome(rep, true, f.gated)
+	msg, failed := verifyjob.Outcome(rep, true, f.gated, f.shown())
 	return outcome(prefix("verify --replay: ", msg), failed)
+}
+
+// shown is where the report went on stdout: the text, the JSON object
+// (--format json, alone or in a suite's), or nowhere (--junit -).
+func (f *verifyFlags) shown() verifyjob.Shown {
+	switch {
+	case f.ci.JUnit == "-":
+		return verifyjob.Nowhere
+	case f.format.Format == reports.JSON:
+		return verifyjob.InJSON
+	}
+	return verifyjob.Above
 }
 
 // prefix is p+msg, or "" when msg is "".

@@ -57,8 +57,8 @@ func TestVerifyReplay(t *testing.T) {
 	if spec == nil || spec.Script != script || len(spec.ScriptSHA1) != 40 || len(spec.Args) != 3 {
 		t.Errorf("target %+v: want the whole target", spec)
 	}
-	if !strings.Contains(stdout, "+299.99") && !strings.Contains(stdout, "11 decisions") {
-		t.Errorf("table: want every decision of the window:\n%s", stdout)
+	if !strings.Contains(stdout, "11 requests, every one accepted in the window") || !strings.Contains(stdout, "replay it: ratelab verify --replay "+filepath.Join(out, "verify.json")) {
+		t.Errorf("table: want every request of the trace and the replay command with its path:\n%s", stdout)
 	}
 	csv, err := os.ReadFile(filepath.Join(out, "counter-example.csv"))
 	if err != nil || strings.Count(string(csv), "\n") != 12 || ce.Trace.CSV != "counter-example.csv" {

@@ -84,7 +84,7 @@ func Replay(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg C
 		fr.MinFidelity = tr.fidelity
 	}
 	if f := tr.failure; f != nil {
-		f.Family, f.Trial = ce.Family, ce.Trial
+		f.Family, f.Trial, f.FromHit = ce.Family, ce.Trial, st.expiryClock
 		f.Trace = st.trace(src, jr, ce.Trace.Shrunk)
 		f.Trace.FromRequests, f.Trace.Replays, f.Trace.Minimal = ce.Trace.FromRequests, ce.Trace.Replays, ce.Trace.Minimal
 		fr.Verdict, rep.Verdict, rep.CounterExample = f.Kind, f.Kind, f

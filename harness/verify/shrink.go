@@ -146,7 +146,8 @@ func (s *study) shrinkOne(ctx context.Context, ce *measure.CounterExample, chose
 		unrepro()
 		return nil
 	}
-	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: src.count()}
+	found := &measure.Found{Accepted: ce.Accepted, StartUS: ce.StartUS, EndUS: ce.EndUS, Ratio: ce.Ratio(), Requests: src.count(),
+		Decisions: ce.Decisions}
 	f := bestTR.failure
 	ce.Accepted, ce.StartUS, ce.EndUS, ce.Decisions = f.Accepted, f.StartUS, f.EndUS, f.Decisions
 	ce.Found = found

@@ -375,6 +375,7 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 		return nil, err
 	}
 	rep := st.summarize(p, res)
+	st.markFromHit(rep)
 	if err := st.race(ctx, rep); err != nil { // a client-side target's interleavings (race.go)
 		return nil, harness.GuardErr(guard, err)
 	}
@@ -457,6 +458,23 @@ func (s *study) onExpiryClock() bool {
 	}
 	s.caps.InjectsTime, s.caps.Resolution = true, time.Millisecond
 	return true
+}
+
+// markFromHit marks rep's counter-examples (the report's and each
+// limit's) FromHit when the target reads no clock (expiryClock): its
+// windows can only start at a key's hit.
+func (s *study) markFromHit(rep *measure.VerifyReport) {
+	if !s.expiryClock {
+		return
+	}
+	if rep.CounterExample != nil {
+		rep.CounterExample.FromHit = true
+	}
+	for k := range rep.PerLimit {
+		if c := rep.PerLimit[k].CounterExample; c != nil {
+			c.FromHit = true
+		}
+	}
 }
 
 // AbsoluteExpirer is a limiter that can say which absolute key expiries

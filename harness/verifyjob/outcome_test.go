@@ -12,25 +12,31 @@ import (
 
 // Outcome: a verdict that holds says nothing; violated and starved fail
 // (exit 1) with the counter-example pointed at; inconclusive does not fail
-// and says why; a replay says "again" and no notes.
+// and says why; a replay says "again" and no notes. The message points
+// at the report where it was printed: above, in the JSON, or nowhere.
 func TestOutcome(t *testing.T) {
 	cases := []struct {
 		verdict    measure.Verdict
 		replay     bool
+		shown      Shown
 		msg        string
 		wantFailed bool
 	}{
-		{measure.Holds, false, "", false},
-		{measure.Holds, true, "", false},
-		{measure.Violated, false, "fw violated (see the counter-example above)", true},
-		{measure.Starved, false, "fw starved (see the counter-example above)", true},
-		{measure.Violated, true, "fw violated again (see the counter-example above)", true},
-		{measure.Inconclusive, false, "fw: inconclusive — 2 of 10 calls failed; the first: boom (see the notes above)", false},
-		{measure.Inconclusive, true, "fw: inconclusive — 2 of 10 calls failed; the first: boom", false},
+		{measure.Holds, false, Above, "", false},
+		{measure.Holds, true, Above, "", false},
+		{measure.Violated, false, Above, "fw violated (see the counter-example above)", true},
+		{measure.Starved, false, Above, "fw starved (see the counter-example above)", true},
+		{measure.Violated, true, Above, "fw violated again (see the counter-example above)", true},
+		{measure.Inconclusive, false, Above, "fw: inconclusive — 2 of 10 calls failed; the first: boom (see the notes above)", false},
+		{measure.Inconclusive, true, Above, "fw: inconclusive — 2 of 10 calls failed; the first: boom", false},
+		{measure.Violated, false, InJSON, `fw violated (see "counter_example" in the JSON on stdout)`, true},
+		{measure.Violated, true, InJSON, `fw violated again (see "counter_example" in the JSON on stdout)`, true},
+		{measure.Inconclusive, false, InJSON, `fw: inconclusive — 2 of 10 calls failed; the first: boom (see "notes" in the JSON on stdout)`, false},
+		{measure.Violated, false, Nowhere, "fw violated", true},
 	}
 	for i, c := range cases {
 		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"}}
-		msg, failed := Outcome(rep, c.replay, GateBoth)
+		msg, failed := Outcome(rep, c.replay, GateBoth, c.shown)
 		if msg != c.msg || failed != c.wantFailed {
 			t.Errorf("case %d (%s, replay %v): got %q, failed %v; want %q, %v", i, c.verdict, c.replay, msg, failed, c.msg, c.wantFailed)
 		}
@@ -59,7 +65,7 @@ func TestOutcomeGate(t *testing.T) {
 	}
 	for i, c := range cases {
 		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Liveness: c.liveness}
-		msg, failed := Outcome(rep, false, c.gate)
+		msg, failed := Outcome(rep, false, c.gate, Above)
 		if failed != c.failed || (msg != "") != c.failed {
 			t.Errorf("case %d (%s, gate %s): got %q, failed %v; want failed %v", i, c.verdict, c.gate, msg, failed, c.failed)
 		}

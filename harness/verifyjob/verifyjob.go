@@ -89,6 +89,7 @@ func (j Job) Run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, 
 		runErr = fmt.Errorf("%w: %v", guard.ErrRefused, runErr)
 	case runErr == nil && werr == nil:
 		input.CleanStrings(rep) // replies of a user's script or endpoint, shown in the tables
+		rep.Dir = j.Out
 	}
 	return rep, outdir.Join(runErr, werr)
 }
@@ -141,14 +142,39 @@ func (gate Gate) failure(rep *measure.VerifyReport) (measure.Verdict, bool) {
 	return v, true
 }
 
+// Shown is where a report went before Outcome's message, so that the
+// message points at it: Above, the text printed on stdout; InJSON, the
+// JSON object on stdout; Nowhere, neither (the message stands alone).
+type Shown int
+
+// Where a report went.
+const (
+	Above Shown = iota
+	InJSON
+	Nowhere
+)
+
+// see is the pointer to what (a "counter-example", the "notes") where
+// shown has put it: " (see the counter-example above)"; "" for Nowhere.
+func (shown Shown) see(what, key string) string {
+	switch shown {
+	case Above:
+		return " (see the " + what + " above)"
+	case InJSON:
+		return " (see " + key + " in the JSON on stdout)"
+	}
+	return ""
+}
+
 // Outcome is what rep's verdict means to the command that verified it,
 // under gate: "" and not failed when it holds, or when its failure is of
 // a part gate leaves out; the limiter failed (exit 1), with the message
 // saying so, when it was violated, starved or interfered and gate covers
 // it; else inconclusive, not failed (exit 2: nothing was checked, or
 // calls failed; no verdict on the limiter). replay says rep is
-// verify.Replay's, its counter-example sent again.
-func Outcome(rep *measure.VerifyReport, replay bool, gate Gate) (msg string, failed bool) {
+// verify.Replay's, its counter-example sent again; shown says where the
+// report was printed, which the message points at.
+func Outcome(rep *measure.VerifyReport, replay bool, gate Gate, shown Shown) (msg string, failed bool) {
 	switch rep.Verdict {
 	case measure.Holds:
 		return "", false
@@ -156,16 +182,17 @@ func Outcome(rep *measure.VerifyReport, replay bool, gate Gate) (msg string, fai
 		if replay {
 			return fmt.Sprintf("%s: inconclusive — %s", rep.Target, rep.Reason()), false
 		}
-		return fmt.Sprintf("%s: inconclusive — %s (see the notes above)", rep.Target, rep.Reason()), false
+		return fmt.Sprintf("%s: inconclusive — %s%s", rep.Target, rep.Reason(), shown.see("notes", `"notes"`)), false
 	}
 	v, fails := gate.failure(rep)
 	if !fails {
 		return "", false
 	}
+	again := ""
 	if replay {
-		return fmt.Sprintf("%s %s again (see the counter-example above)", rep.Target, v), true
+		again = " again"
 	}
-	return fmt.Sprintf("%s %s (see the counter-example above)", rep.Target, v), true
+	return fmt.Sprintf("%s %s%s%s", rep.Target, v, again, shown.see("counter-example", `"counter_example"`)), true
 }
 
 // writeTraceCSV writes the trace of ce (if any) to dir's TraceCSV and

@@ -97,13 +97,32 @@ func DrawCapacity(dir string, r *measure.CapacityResults) ([]string, error) {
 	return []string{"memory.png"}, nil
 }
 
+// verifyCE is r's counter-example; nil when there is none (or no r).
+func verifyCE(r *measure.VerifyReport) *measure.CounterExample {
+	if r == nil {
+		return nil
+	}
+	return r.CounterExample
+}
+
 // DrawVerify draws a verification's plots into dir (which exists), PNG
-// and SVG each: counterexample (PlotCounterExample) when r has a
-// counter-example with decisions, families (PlotFamilies) when a family
-// has a ratio. It returns the PNG names in that order (the
-// counter-example first) and stops at the first error.
+// and SVG each: counterexample-found (PlotFoundCounterExample: the worst
+// window as found, which the verdict's ratio is of) when the
+// counter-example was shrunk and keeps it, counterexample
+// (PlotCounterExample) when r has a counter-example with decisions,
+// families (PlotFamilies) when a family has a ratio. It returns the PNG
+// names in that order (the counter-example first) and stops at the first
+// error.
 func DrawVerify(dir string, r *measure.VerifyReport) ([]string, error) {
 	var plots []string
+	if c := verifyCE(r); c != nil && c.Found != nil && len(c.Found.Decisions) > 0 && len(c.Decisions) > 0 {
+		for _, ext := range exts {
+			if err := PlotFoundCounterExample(r, filepath.Join(dir, "counterexample-found"+ext)); err != nil {
+				return nil, err
+			}
+		}
+		plots = append(plots, "counterexample-found.png")
+	}
 	if r != nil && r.CounterExample != nil && len(r.CounterExample.Decisions) > 0 {
 		for _, ext := range exts {
 			if err := PlotCounterExample(r, filepath.Join(dir, "counterexample"+ext)); err != nil {

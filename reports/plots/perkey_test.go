@@ -41,7 +41,7 @@ func TestPlotTrailing(t *testing.T) {
 		}
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "trailing.svg"))
-	for _, want := range []string{"fixed-window", "1 of 3 keys over the limit", "limit L = 100 per key", "time t from the scenario&#39;s anchor (h)"} {
+	for _, want := range []string{"fixed-window", "1 of 3 keys over the limit", "limit L = 100 per key", "time t from the anchor (h); t = 0 is the aligned window boundary"} {
 		if !bytes.Contains(svg, []byte(want)) {
 			t.Errorf("the SVG lacks %q", want)
 		}

@@ -20,11 +20,26 @@ var (
 	overColor = color.NRGBA{0xD0, 0x10, 0x10, 0xA0}
 	bandColor = color.NRGBA{0x80, 0x80, 0x80, 0x38}
 	peakColor = color.RGBA{0x00, 0x00, 0x00, 0xFF}
+	// boundaryColor draws the aligned window boundaries (every W from the
+	// anchor); whyColor the sentence under a panel that broke.
+	boundaryColor = color.Gray{0x70}
+	whyColor      = color.RGBA{0x8A, 0x1C, 0x00, 0xFF}
 )
+
+// boundaryDashes is the pattern of a window boundary's line; the
+// anchor's is solid.
+var boundaryDashes = []vg.Length{vg.Points(2), vg.Points(2)}
+
+// anchorLine is the vertical line at the anchor (t = 0), top high.
+func anchorLine(top float64) *plotter.Line {
+	l := refLine(0, 0, 0, top, nil)
+	l.Color, l.Width = color.Black, vg.Points(1)
+	return l
+}
 
 // Trailing-window figure geometry.
 const (
-	panelHeight  = 1.3 * vg.Inch
+	panelHeight  = 1.5 * vg.Inch
 	titleHeight  = 0.45 * vg.Inch
 	legendHeight = 0.35 * vg.Inch
 )
@@ -47,12 +62,16 @@ func timeUnit(spanMS float64) (unit string, div float64) {
 // panel per algorithm (stacked, sharing both axes) of its trailing-window
 // series (Row.Trailing: the accepted cost within (t-W, t] against t, from
 // the scenario's anchor, as steps), with the limit L as a dashed line, the
-// excess above L filled red, and the window that holds the most (the
-// window ending at Row.MaxWindowEndMS) as a grey band with a marker at its
-// peak. Time is in ms, s, min or h, as the span needs. The figure's title
+// excess above L filled red, the window that holds the most (the window
+// ending at Row.MaxWindowEndMS) as a grey band at its whole width W with a
+// marker at its end, the anchor (t = 0: the aligned window boundary the
+// scenario aims at) as a solid vertical line and the other aligned window
+// boundaries (every W from it) dotted. Under the panel of an algorithm
+// that exceeded its limit, one sentence says why (reports.WhyBroke).
+// Time is in ms, s, min or h, as the span needs. The figure's title
 // names the scenario, W and L; a legend row under the panels names the
 // marks. path's extension picks ".png" (150 dpi) or ".svg"; the figure is
-// 8 inches wide and 1.3 inches tall per panel (plus 0.8). It is an error
+// 8 inches wide and 1.5 inches tall per panel (plus 0.8). It is an error
 // when no row of scenario has a trailing-window series, or when the file
 // cannot be written.
 func PlotTrailing(r *measure.Results, scenario string, path string) error {
@@ -90,6 +109,11 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 	}
 	limit, windowMS := rows[0].Limit, rows[0].WindowMS
 	xmin = math.Min(xmin, 0)
+	for _, row := range rows { // each worst window whole: (end-W, end]
+		if row.MaxInWindow > 0 && finite(row.MaxWindowEndMS) {
+			xmin = math.Min(xmin, row.MaxWindowEndMS-float64(windowMS))
+		}
+	}
 	unit, div := timeUnit(xmax - xmin)
 	left, right := xmin/div, xmax/div
 	if pad := 0.02 * (right - left); pad > 0 {
@@ -109,15 +133,20 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 		if err != nil {
 			return nil, fmt.Errorf("reports: %s: %s: %w", path, row.Algorithm, err)
 		}
-		if i == len(rows)-1 {
-			p.X.Label.Text = fmt.Sprintf("time t from the scenario's anchor (%s)", unit)
-		} else {
+		why := reports.WhyBroke(row)
+		if why != "" {
+			p.X.Label.Text = row.Algorithm + ": " + why
+			p.X.Label.TextStyle.Font = font.From(sans, 9)
+			p.X.Label.TextStyle.Color = whyColor
+		}
+		if i < len(rows)-1 {
 			p.X.Tick.Marker = unlabelled{niceTicks{n: 8}} // one set of labels, under the last panel
 		}
 		panels[i] = []*plot.Plot{p}
 	}
 
-	height := vg.Length(len(rows))*panelHeight + titleHeight + legendHeight
+	axisH := vg.Points(16) // the time axis's title, under the last panel's labels
+	height := vg.Length(len(rows))*panelHeight + titleHeight + legendHeight + axisH
 	fig, err := newFigureSized(path, figWidth, height)
 	if err != nil {
 		return nil, err
@@ -131,13 +160,16 @@ func trailingFigure(r *measure.Results, scenario string, path string) (*figure, 
 	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 13), XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.New().Title.TextStyle.Handler}
 	fig.dc.FillText(ts, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: inner.Max.Y}, title)
 
-	body := draw.Crop(inner, 0, 0, legendHeight, -titleHeight)
+	body := draw.Crop(inner, 0, 0, legendHeight+axisH, -titleHeight)
 	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadY: vg.Points(6)}
 	canvases := plot.Align(panels, tiles, body)
 	for i := range panels {
 		panels[i][0].Draw(canvases[i][0])
 	}
 	dataLeft := panels[0][0].DataCanvas(canvases[0][0]).Min.X
+	axis := fmt.Sprintf("time t from the anchor (%s); t = 0 is the aligned window boundary the scenario aims at", unit)
+	ats := draw.TextStyle{Color: color.Black, Font: font.From(sans, 11), XAlign: draw.XCenter, YAlign: draw.YCenter, Handler: ts.Handler}
+	fig.dc.FillText(ats, vg.Point{X: (inner.Min.X + inner.Max.X) / 2, Y: inner.Min.Y + legendHeight + axisH/2}, axis)
 	drawLegendRow(draw.Crop(inner, dataLeft-inner.Min.X, 0, 0, -(inner.Size().Y-legendHeight)), trailingLegend(limit))
 	return fig, nil
 }
@@ -166,6 +198,22 @@ func trailingPanel(row measure.Row, limit, windowMS int64, div, left, right, top
 	}
 	if len(xys) > 0 && xys[0].X > left {
 		xys = append(plotter.XYs{{X: left, Y: 0}}, xys...)
+	}
+
+	// the aligned window boundaries in view, the anchor (t = 0) apart
+	if windowMS > 0 {
+		w := float64(windowMS) / div
+		for k := math.Ceil(left / w); k*w <= right; k++ {
+			if k == 0 {
+				continue
+			}
+			l := refLine(k*w, 0, k*w, top, boundaryDashes)
+			l.Color, l.Width = boundaryColor, vg.Points(0.8)
+			p.Add(l)
+		}
+	}
+	if left <= 0 && right >= 0 {
+		p.Add(anchorLine(top))
 	}
 
 	// the window that holds the most: (end-W, end]
@@ -270,11 +318,17 @@ func trailingLegend(limit int64) []legendEntry {
 	band.Color, band.LineStyle.Width = bandColor, 0
 	peak, _ := plotter.NewScatter(plotter.XYs{{X: 0, Y: 0}})
 	peak.GlyphStyle = draw.GlyphStyle{Color: peakColor, Radius: vg.Points(3), Shape: draw.PyramidGlyph{}}
+	boundary := refLine(0, 0, 1, 0, boundaryDashes)
+	boundary.Color, boundary.Width = boundaryColor, vg.Points(0.8)
+	anchor := refLine(0, 0, 1, 0, nil)
+	anchor.Color, anchor.Width = color.Black, vg.Points(1)
 	return []legendEntry{
-		{limitLine(0, 1, 0), fmt.Sprintf("limit L = %d", limit)},
-		{over, "accepted above L"},
-		{band, "the window with the most"},
-		{peak, "its peak"},
+		{limitLine(0, 1, 0), fmt.Sprintf("L = %d", limit)},
+		{over, "above L"},
+		{band, "worst window (width W)"},
+		{peak, "its end"},
+		{anchor, "anchor"},
+		{boundary, "boundaries (every W)"},
 	}
 }
 

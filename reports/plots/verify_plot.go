@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/reports"
@@ -128,20 +129,72 @@ func swatch(c color.Color) plot.Thumbnailer {
 }
 
 // PlotCounterExample draws a verification's counter-example: its accepted
-// decisions (CounterExample.Decisions) against time from the trial's
-// aligned window boundary, as the cumulative accepted cost (steps, one dot
-// per decision, at the time it was answered when that is known), with the
-// limit as a dashed line, the cost above it filled red and the window that
-// broke ([StartUS, EndUS]) shaded. Time is in µs, ms, s, min or h, as the
-// span needs. path's extension picks ".png" (150 dpi) or ".svg"; the figure
-// is 8 x 4.5 inches. It is an error when r has no counter-example with
-// decisions, or the file cannot be written.
+// decisions (CounterExample.Decisions) against time, as the cumulative
+// accepted cost (steps, one dot per decision, at the time it was answered
+// when that is known), with the limit as a dashed line, the cost above it
+// filled red and the window that broke ([StartUS, EndUS]) shaded. Time is
+// from the aligned window boundary, or from the trace's first request for
+// a limiter whose windows start at a hit (CounterExample.FromHit); when
+// the decisions sit far from that instant (a first-hit window a whole W
+// after its first request), from the window's start, which the axis label
+// places. Its unit is µs, ms, s, min or h, as the span needs. path's
+// extension picks ".png" (150 dpi) or ".svg"; the figure is 8 x 4.5
+// inches. It is an error when r has no counter-example with decisions, or
+// the file cannot be written.
 func PlotCounterExample(r *measure.VerifyReport, path string) error {
 	if r == nil || r.CounterExample == nil || len(r.CounterExample.Decisions) == 0 {
 		return fmt.Errorf("reports: %s: no counter-example to plot", path)
 	}
 	c := r.CounterExample
-	ds := append([]measure.Evidence(nil), c.Decisions...)
+	title := fmt.Sprintf("%s: counter-example (%s), family %s", r.Target, c.Kind, c.Family)
+	if c.Found != nil {
+		title = fmt.Sprintf("%s: the counter-example shrunk to %d requests, %sx", r.Target, len(traceRequests(c)), reports.FormatFixed(c.Ratio(), 2))
+	}
+	return drawCounterExample(ceView{title: title, explain: c.Explain, decisions: c.Decisions, start: c.StartUS, end: c.EndUS,
+		limit: c.Limit, origin: c.Origin(), from: reports.TimesFrom(c)}, path)
+}
+
+// PlotFoundCounterExample draws the counter-example as the trials found
+// it, before shrinking (CounterExample.Found: the worst window, which the
+// verdict's ratio is of), as PlotCounterExample draws the shrunk one. It
+// is an error when r's counter-example was not shrunk or keeps no
+// decisions of it (a file of an older ratelab), or the file cannot be
+// written.
+func PlotFoundCounterExample(r *measure.VerifyReport, path string) error {
+	if r == nil || r.CounterExample == nil || r.CounterExample.Found == nil || len(r.CounterExample.Found.Decisions) == 0 {
+		return fmt.Errorf("reports: %s: no counter-example as found to plot", path)
+	}
+	c, f := r.CounterExample, r.CounterExample.Found
+	title := fmt.Sprintf("%s: the worst window found, %sx (family %s)", r.Target, reports.FormatFixed(f.Ratio, 2), c.Family)
+	explain := fmt.Sprintf("as found: %d accepted within %s, %sx the limit of %d, after %d requests of trial %q",
+		f.Accepted, usText(f.EndUS-f.StartUS), reports.FormatFixed(f.Ratio, 2), c.Limit, f.Requests, c.Trial)
+	return drawCounterExample(ceView{title: title, explain: explain, decisions: f.Decisions, start: f.StartUS, end: f.EndUS,
+		limit: c.Limit, origin: c.Origin(), from: reports.TimesFrom(c)}, path)
+}
+
+// traceRequests is c's trace's requests (none without a trace).
+func traceRequests(c *measure.CounterExample) []measure.Step {
+	if c.Trace == nil {
+		return nil
+	}
+	return c.Trace.Requests
+}
+
+// ceView is one counter-example drawing: its decisions, the window that
+// broke [start, end], µs from the trial's boundary, and origin, the
+// instant (same scale) that the time axis counts from, named by from.
+type ceView struct {
+	title, explain string
+	decisions      []measure.Evidence
+	start, end     int64
+	limit          int64
+	origin         int64
+	from           string
+}
+
+// drawCounterExample draws v into path (see PlotCounterExample).
+func drawCounterExample(v ceView, path string) error {
+	ds := append([]measure.Evidence(nil), v.decisions...)
 	at := func(d measure.Evidence) int64 {
 		if d.RecvUS != 0 {
 			return d.RecvUS
@@ -149,40 +202,47 @@ func PlotCounterExample(r *measure.VerifyReport, path string) error {
 		return d.AtUS
 	}
 	sort.SliceStable(ds, func(a, b int) bool { return at(ds[a]) < at(ds[b]) })
-	lo, hi := min(c.StartUS, at(ds[0])), max(c.EndUS, at(ds[len(ds)-1]))
+	lo, hi := min(v.start, at(ds[0])), max(v.end, at(ds[len(ds)-1]))
 	span := float64(hi - lo)
 	unit, div := "µs", 1.0
 	if span >= 2000 {
 		unit, div = timeUnit(span / 1000)
 		div *= 1000
 	}
+	// the axis counts from origin, or from the window's start when the
+	// decisions are far from it (their offsets would be long numbers
+	// that differ in the last digits)
+	zero, axis := v.origin, fmt.Sprintf("time from %s (%s)", v.from, unit)
+	if far := float64(lo - v.origin); math.Abs(far) > 10*math.Max(span, 1) {
+		zero = v.start
+		axis = fmt.Sprintf("time from the window's start (%s); the window starts %s after %s", unit, usText(v.start-v.origin), v.from)
+	}
+	x := func(t int64) float64 { return float64(t-zero) / div }
 	pad := math.Max(0.05*span, 1) / div
-	left, right := float64(lo)/div-pad, float64(hi)/div+pad
+	left, right := x(lo)-pad, x(hi)+pad
 
 	var steps, dots plotter.XYs
 	var sum int64
 	steps = append(steps, plotter.XY{X: left, Y: 0})
 	for _, d := range ds {
 		sum += d.Cost
-		x := float64(at(d)) / div
-		steps = append(steps, plotter.XY{X: x, Y: float64(sum)})
-		dots = append(dots, plotter.XY{X: x, Y: float64(sum)})
+		steps = append(steps, plotter.XY{X: x(at(d)), Y: float64(sum)})
+		dots = append(dots, plotter.XY{X: x(at(d)), Y: float64(sum)})
 	}
 	steps = append(steps, plotter.XY{X: right, Y: float64(sum)})
-	limit := float64(c.Limit)
+	limit := float64(v.limit)
 	top := math.Max(float64(sum), limit) * 1.15
 	if top <= 0 {
 		top = 1
 	}
 
-	title := fmt.Sprintf("%s: counter-example (%s), family %s", r.Target, c.Kind, c.Family)
-	p := newPlot(title, fmt.Sprintf("time from the aligned window boundary (%s)", unit), "accepted (cumulative cost)")
+	p := newPlot(v.title, axis, "accepted (cumulative cost)")
 	p.Title.TextStyle.Font = font.From(sans, 12)
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	p.Add(grid)
-	band, err := plotter.NewPolygon(plotter.XYs{{X: float64(c.StartUS) / div, Y: 0}, {X: float64(c.EndUS) / div, Y: 0},
-		{X: float64(c.EndUS) / div, Y: top}, {X: float64(c.StartUS) / div, Y: top}})
+	band, err := plotter.NewPolygon(plotter.XYs{{X: x(v.start), Y: 0}, {X: x(v.end), Y: 0},
+		{X: x(v.end), Y: top}, {X: x(v.start), Y: top}})
 	if err != nil {
 		return fmt.Errorf("reports: %s: %w", path, err)
 	}
@@ -219,7 +279,7 @@ func PlotCounterExample(r *measure.VerifyReport, path string) error {
 	}
 	inner := draw.Crop(fig.dc, figMargin, -figMargin, figMargin, -figMargin)
 	ts := draw.TextStyle{Color: color.Black, Font: font.From(sans, 10), XAlign: draw.XLeft, YAlign: draw.YTop, Handler: p.Title.TextStyle.Handler}
-	lines := wrapWidth(c.Explain, func(s string) bool { return ts.Width(s) <= inner.Size().X })
+	lines := wrapWidth(v.explain, func(s string) bool { return ts.Width(s) <= inner.Size().X })
 	lineH := ts.Height("Xg") * 1.25
 	textH := vg.Length(len(lines)) * lineH
 	p.Draw(draw.Crop(inner, 0, 0, legendHeight+textH+vg.Points(6), 0))
@@ -228,11 +288,16 @@ func PlotCounterExample(r *measure.VerifyReport, path string) error {
 	}
 	drawLegendRow(draw.Crop(inner, 0, 0, 0, -(inner.Size().Y-legendHeight)), []legendEntry{
 		{line, "accepted decisions (cumulative)"},
-		{limitLine(0, 1, 0), fmt.Sprintf("limit L = %d", c.Limit)},
+		{limitLine(0, 1, 0), fmt.Sprintf("limit L = %d", v.limit)},
 		{swatch(overColor), "above L"},
 		{swatch(bandColor), "the window that broke"},
 	})
 	return fig.save()
+}
+
+// usText is n µs as a duration a person reads ("59.999989s", "-1µs").
+func usText(n int64) string {
+	return (time.Duration(n) * time.Microsecond).String()
 }
 
 // wrapWidth breaks s at spaces into lines that fit (by fits), a word

@@ -67,10 +67,11 @@ func BurstRun() *measure.Results {
 			ev = append(ev, measure.Event{At: time.Second + time.Duration(i)*time.Millisecond, Cost: 1})
 		}
 		maxIn, end := measure.MaxInWindow(ev, window)
+		worst := measure.SplitWindow(ev, window, end)
 		r.Results = append(r.Results, measure.Row{Algorithm: alg.name, Scenario: "boundary-burst",
 			Limit: limit, WindowMS: window.Milliseconds(), MaxInWindow: maxIn,
 			MaxWindowEndMS: float64(end.Microseconds()) / 1000, Ratio: float64(maxIn) / limit,
-			Trailing: measure.WindowSeries(ev, window, 0, measure.MaxTrailingPoints)})
+			Trailing: measure.WindowSeries(ev, window, 0, measure.MaxTrailingPoints), Worst: &worst})
 	}
 	return r
 }
@@ -140,7 +141,7 @@ func Verify(violated bool) *measure.VerifyReport {
 		},
 	}
 	if violated {
-		r.Verdict = measure.Violated
+		r.Verdict, r.Dir = measure.Violated, "verify-report"
 		r.Families[0].Verdict, r.Families[0].MaxRatio = measure.Violated, 2
 		var ds []measure.Evidence
 		trace := &measure.Trace{AnchorUS: 1767225600000000, WindowMS: 2000, Shrunk: true, FromRequests: 40, Replays: 12, Minimal: true, CSV: "counter-example.csv"}
@@ -152,6 +153,44 @@ func Verify(violated bool) *measure.VerifyReport {
 			Kind: measure.Violated, Accepted: 14, Limit: 7, StartUS: -7, EndUS: 6, Decisions: ds,
 			Explain: "14 accepted within 13µs (less than the window 2s): 2.00x the limit of 7", Trace: trace}
 	}
+	return r
+}
+
+// VerifyFirstHit is the violated report of a fixed window from the first
+// hit (a script that reads no clock: FromHit), limit 10 per 1m, as verify
+// finds and shrinks it: the trial's first request at 0 opens the key's
+// window, 3 requests just before it ends are counted in it, 8 just after
+// in a new one: 11 within about 1ms; as found, 19 (9 + 10).
+func VerifyFirstHit() *measure.VerifyReport {
+	const w = 60_000_000 // µs
+	r := &measure.VerifyReport{Target: "fw-first-hit.lua", LimitDesc: "10 per 1m", Limit: 10, WindowMS: 60_000,
+		Header:  measure.Header{DurationMS: 900, Complete: true},
+		Verdict: measure.Violated, Clock: "virtual", Decisions: 26294, Dir: "verify-report",
+		Families: []measure.FamilyResult{
+			{Family: "boundary", Trials: 3, Verdict: measure.Holds, MaxRatio: 1, Mode: "virtual"},
+			{Family: "phases", Trials: 32, Verdict: measure.Violated, MaxRatio: 1.9, Mode: "virtual"},
+		},
+	}
+	trace := &measure.Trace{AnchorUS: 1767225600000000, WindowMS: 60_000, Shrunk: true, FromRequests: 21, Replays: 31, Minimal: true,
+		CSV: "counter-example.csv", Requests: []measure.Step{{AtUS: 0, Key: "user", Cost: 1, Allowed: true}}}
+	var ds, found []measure.Evidence
+	for _, at := range []int64{w - 11, w - 8, w - 2, w + 1000, w + 1001, w + 1002, w + 1003, w + 1004, w + 1005, w + 1006, w + 1007} {
+		ds = append(ds, measure.Evidence{Key: "user", Cost: 1, AtUS: at})
+		trace.Requests = append(trace.Requests, measure.Step{AtUS: at, Key: "user", Cost: 1, Allowed: true})
+	}
+	for i := int64(0); i < 19; i++ {
+		at := w - 11 + i
+		if i >= 9 {
+			at = w + 1000 + i - 9
+		}
+		found = append(found, measure.Evidence{Key: "user", Cost: 1, AtUS: at})
+	}
+	r.CounterExample = &measure.CounterExample{Family: "phases", Trial: "probe at 0, L before and L after probe+W+1ms",
+		Kind: measure.Violated, Accepted: 11, Limit: 10, StartUS: w - 11, EndUS: w + 1007, Decisions: ds, FromHit: true,
+		Found: &measure.Found{Accepted: 19, StartUS: w - 11, EndUS: w + 1009, Ratio: 1.9, Requests: 21, Decisions: found},
+		Explain: "worst found: 19 accepted within 1.02ms (less than the window 1m): 1.90x the limit of 10; shrunk to 12 requests " +
+			"(minimal: no single request can be dropped): 11 accepted within 1.018ms (less than the window 1m): 1.10x the limit of 10",
+		Trace: trace}
 	return r
 }
 
@@ -244,7 +283,7 @@ func Run() *measure.Results {
 			Timeline(steadyTimes, steadyOffered, acc), mem[alg][1]))
 	}
 	for i := range r.Results {
-		r.Results[i].Trailing = trailingOf(r.Results[i])
+		r.Results[i].Trailing, r.Results[i].Worst = trailingOf(r.Results[i])
 	}
 	return r
 }
@@ -370,9 +409,10 @@ func Timeline(times []float64, offered, accepted []int64) []measure.Point {
 	return pts
 }
 
-// trailingOf is the trailing-window series of a fixture row, from the
+// trailingOf is the trailing-window series of a fixture row and its worst
+// window split at the boundary (nil when nothing was accepted), from the
 // accepted steps of its timeline.
-func trailingOf(row measure.Row) []measure.WindowPoint {
+func trailingOf(row measure.Row) ([]measure.WindowPoint, *measure.WindowSplit) {
 	var ev []measure.Event
 	var prev int64
 	for _, p := range row.Timeline {
@@ -381,5 +421,11 @@ func trailingOf(row measure.Row) []measure.WindowPoint {
 		}
 		prev = p.Accepted
 	}
-	return measure.WindowSeries(ev, time.Duration(row.WindowMS)*time.Millisecond, 0, 0)
+	w := time.Duration(row.WindowMS) * time.Millisecond
+	var worst *measure.WindowSplit
+	if maxIn, end := measure.MaxInWindow(ev, w); maxIn > 0 {
+		s := measure.SplitWindow(ev, w, end)
+		worst = &s
+	}
+	return measure.WindowSeries(ev, w, 0, 0), worst
 }
