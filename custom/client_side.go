@@ -97,6 +97,16 @@ func (c *ClientSide) Capabilities() algorithms.Capabilities {
 	return c.s.Capabilities()
 }
 
+// Explain is ScriptLimiter.Explain for the script run client-side, whose
+// own errors are the VM's (every error but a cancelled or timed-out call
+// and a network error).
+func (c *ClientSide) Explain(err error) error {
+	if aside(err) {
+		return err
+	}
+	return c.s.explain(err)
+}
+
 // AbsoluteExpiries returns none: on an injected clock the client-side VM
 // runs EXPIREAT and its kin on that clock too.
 func (c *ClientSide) AbsoluteExpiries() []vclock.AbsoluteExpiry { return nil }

@@ -41,6 +41,7 @@ import (
 // DecidedAt is zero. Safe for concurrent use.
 type ScriptLimiter struct {
 	rdb    redis.Scripter
+	src    string // the script as given (Explain reads it)
 	script algorithms.LuaScript
 	// vt is the script rewritten for virtual time when it calls TIME, and
 	// vtScript runs it; vt is nil when it does not (or when it cannot be
@@ -117,7 +118,7 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if err := c.Limit.Validate(); err != nil {
 		return nil, err // a field error: "limit", "window" or "precision"
 	}
-	s := &ScriptLimiter{rdb: rdb, script: algorithms.NewLuaScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: algorithms.NewSalt()}
+	s := &ScriptLimiter{rdb: rdb, src: c.Source, script: algorithms.NewLuaScript(c.Source), allowed: c.Allowed, limit: c.Limit, name: c.Name, salt: algorithms.NewSalt()}
 	if s.allowed.isZero() {
 		s.allowed = ReplyIs(1)
 	}

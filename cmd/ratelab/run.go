@@ -97,6 +97,10 @@ func runRun(c *cobra.Command, f *runFlags, stdout, stderr io.Writer) error {
 	if res == nil { // decisions.jsonl could not be created, or the run stopped before any result
 		return runErr
 	}
+	if te := teachError(c, runErr); te != nil { // a script's first call failed: nothing was run
+		l.Undo()
+		return te
+	}
 	return publish.Publish(c.Context(), stdout, stderr, "run", l.Dir, early.Of(res), res.DurationMS, runErr, f.format.Renderer(res))
 }
 

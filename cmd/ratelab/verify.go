@@ -123,6 +123,9 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 	err, werr := outdir.Split(err)
 	if err != nil {
 		err = errors.Join(err, flagError(c.Flags(), werr))
+		if te := teachError(c, err); te != nil {
+			return te
+		}
 		if spec := p.Spec; spec.Script != "" {
 			return scriptError(spec.Script, spec.Name, err)
 		}

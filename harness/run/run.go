@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ratelab/ratelab/algorithms"
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/server"
@@ -91,7 +93,8 @@ const MaxLimit = 100_000
 // scenario's own) or in 1ms..MaxRunWindow; Limit.Precision as
 // limit.Limit.Validate says for every scenario's window;
 // Cost 0 (each arrival's own) or in 1..the limit of every scenario run;
-// Clock one of harness.ClockModes ("" means virtual); OnError fail-closed or
+// Clock one of harness.ClockModes ("" means virtual), and one every target
+// runs on (checkClocks, an error naming "clock"); OnError fail-closed or
 // fail-open ("" means fail-closed); Timeout and MaxOutage >= 0. The
 // fields of Set are checked first.
 func (cfg Config) Validate() error {
@@ -109,6 +112,9 @@ func (cfg Config) Validate() error {
 		return &field.Error{Name: "algorithms", Err: err}
 	}
 	if err := targets.Check(cfg.Targets); err != nil {
+		return err
+	}
+	if err := cfg.checkClocks(); err != nil {
 		return err
 	}
 	for i, s := range cfg.Scenarios {
@@ -283,13 +289,23 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	defer s.RemoveKeysOrSay(ctx, progress) // nothing left behind, even after Ctrl-C
 	res.Config.TimeoutMS = cfg.Timeout.Milliseconds()
 	res.Config.OnError = string(cfg.OnError)
-	runner := &harness.Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
-		Timeout: cfg.Timeout, AdaptTimeout: cfg.AdaptTimeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
 	virtual := cfg.Clock == harness.VirtualClock
+	newRunner := func() *harness.Runner {
+		r := &harness.Runner{Redis: rd.Client, Clock: cfg.Clock, Log: log, Progress: progress,
+			Timeout: cfg.Timeout, AdaptTimeout: cfg.AdaptTimeout, OnError: cfg.OnError, MaxOutage: cfg.MaxOutage}
+		if virtual {
+			r.Pipeline, r.Parallel = Pipeline, Parallel
+		}
+		return r
+	}
+	// a user's script meets virtual time as in verify: its key TTLs on
+	// the virtual clock, which is all the clock a script that reads none has
+	runner, scripts := newRunner(), newRunner()
+	scripts.Expiry = virtual
 	if virtual {
-		runner.Pipeline, runner.Parallel = Pipeline, Parallel
 		res.Notes = append(res.Notes, LatencyNote)
 	}
+	told := map[string]bool{} // targets whose clock a note explains
 	guard := func() error { return nil }
 	err = func() error {
 		if err := s.Start(ctx); err != nil { // clean skips the live run
@@ -300,6 +316,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 			return err
 		}
 		guard = done
+		if err := cfg.probe(ctx, rd, list, prefix); err != nil {
+			return err
+		}
 		for _, sc := range list {
 			sname := sc.Name
 			lim, p := cfg.LimitFor(sc)
@@ -312,27 +331,41 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 					sched.Arrivals[i].Cost = cfg.Cost
 				}
 			}
-			var jobs []harness.Job
+			var jobs, scriptJobs []harness.Job
 			for _, aname := range names {
 				l, err := targets.NewLimiter(aname, cfg.Targets, rd.Client, lim)
 				if err != nil {
 					return fmt.Errorf("%s: %w", aname, err)
 				}
-				if note := clockNote(l, cfg.Clock, sname); note != "" {
-					res.Notes = append(res.Notes, note)
-					if progress != nil {
-						fmt.Fprintln(progress, note)
-					}
+				if err := clockRefusal(l, cfg.Clock); err != nil { // Validate refused it first
+					return err
+				}
+				j := harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + aname + ":" + sname + ":"}
+				if !virtual || !slices.Contains(targets.Names(cfg.Targets), aname) || !onKeys(l) {
+					jobs = append(jobs, j)
 					continue
 				}
-				jobs = append(jobs, harness.Job{Limiter: l, Limit: lim, Schedule: sched,
-					Prefix: prefix + aname + ":" + sname + ":"})
+				scriptJobs = append(scriptJobs, j)
+				if !l.Capabilities().InjectsTime && !told[aname] {
+					told[aname] = true
+					note := fmt.Sprintf("%s reads no clock: it ran in virtual time, its keys' TTLs on the virtual clock (as verify runs it)", aname)
+					res.Notes = append(res.Notes, note)
+					harness.Say(progress, "%s\n", note)
+				}
 			}
 			if progress != nil {
 				fmt.Fprintf(progress, "%s: %d arrivals, limit %s, %d algorithms, %s clock\n",
-					sname, len(sched.Arrivals), lim, len(jobs), cfg.Clock)
+					sname, len(sched.Arrivals), lim, len(jobs)+len(scriptJobs), cfg.Clock)
 			}
 			rows, err := runner.Run(ctx, jobs)
+			if err == nil && len(scriptJobs) > 0 {
+				var more []measure.Row
+				more, err = scripts.Run(ctx, scriptJobs)
+				if err == nil {
+					err = withoutCompanions(ctx, rd, scriptJobs, more)
+				}
+				rows, jobs = append(rows, more...), append(jobs, scriptJobs...)
+			}
 			if err == nil && virtual {
 				err = sampleLatency(ctx, runner, jobs, prefix+"~latency:", rows)
 			}
@@ -358,7 +391,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 	defer func() {
 		// after the run's own time: a pending SCRIPT KILL is waited for
 		// (the user's Redis must not be left BUSY), then named as the cause
-		if kerr := runner.Settle(); kerr != nil {
+		if kerr := errors.Join(runner.Settle(), scripts.Settle()); kerr != nil {
 			if err == nil {
 				err = kerr
 			} else {
@@ -429,17 +462,105 @@ func sampleLatency(ctx context.Context, r *harness.Runner, jobs []harness.Job, p
 	return nil
 }
 
-// clockNote says why l cannot run on clock (then it is left out of the
-// scenario), or "".
-func clockNote(l algorithms.Limiter, clock harness.ClockMode, scenario string) string {
-	if !l.Capabilities().InjectsTime && clock == harness.VirtualClock {
-		// replayed at full speed, its own clock would see no time pass
-		return fmt.Sprintf("%s was not run on %s: it decides on its own clock, not an injected one, so virtual time cannot reach it (pass the time with an {now_*} argument, or use --clock redis)", l.Name(), scenario)
+// clockRefusal says why l cannot run on clock, or nil: on the virtual
+// clock, a limiter that reads its own clock and is no script on Redis
+// (whose key TTLs would bring it the virtual time); on Redis TIME, one
+// whose key is built from the clock. The error names "clock".
+func clockRefusal(l algorithms.Limiter, clock harness.ClockMode) error {
+	if clock == "" || clock == harness.VirtualClock {
+		if !l.Capabilities().InjectsTime && !onKeys(l) {
+			// replayed at full speed, its own clock would see no time pass
+			return field.Errorf("clock", "%s decides on its own clock, which virtual time cannot reach: pass the time in a template ({now_ms}), or run on the redis clock", l.Name())
+		}
+		return nil
 	}
 	if ck, ok := l.(interface{ ClockKeys() []string }); ok && clock == harness.RedisClock && len(ck.ClockKeys()) > 0 {
-		return fmt.Sprintf("%s was not run on %s: its key %q is built from the clock, which needs an injected clock (use --clock virtual or client)", l.Name(), scenario, ck.ClockKeys()[0])
+		return field.Errorf("clock", "%s: its key %q is built from the clock, which needs an injected one (virtual or client)", l.Name(), ck.ClockKeys()[0])
 	}
-	return ""
+	return nil
+}
+
+// onKeys reports whether l is a script on Redis (server- or client-side)
+// whose state is its keys: on the virtual clock, time reaches it through
+// its keys' TTLs (harness.Runner.Expiry) when it reads no clock.
+func onKeys(l algorithms.Limiter) bool {
+	_, scripted := l.(algorithms.Scripted)
+	_, clientSide := l.(custom.ClientSider)
+	return (scripted || clientSide) && l.Capabilities().UsesKeys
+}
+
+// probe makes one decision of each target, at the first scenario's
+// limit, on a key of its own under prefix, and returns the error of a
+// call that failed for what the script was not given (its Explain: a
+// *field.Error wrapping a *custom.InputsError), so that the run stops
+// before any scenario and says what the script needs; any other failure
+// is left to the scenarios, which count it.
+func (cfg Config) probe(ctx context.Context, rd *server.Redis, list []scenarios.Scenario, prefix string) error {
+	if len(list) == 0 {
+		return nil
+	}
+	lim, _ := cfg.LimitFor(list[0])
+	at := algorithms.At(harness.VirtualEpoch)
+	switch cfg.Clock {
+	case harness.RedisClock:
+		at = algorithms.RedisTime()
+	case harness.ClientClock:
+		at = algorithms.At(time.Now())
+	}
+	for _, t := range cfg.Targets {
+		l, err := t.New(rd.Client, lim)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.Name, err)
+		}
+		ex, ok := l.(interface{ Explain(error) error })
+		if !ok {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(cfg.Timeout, time.Second))
+		_, err = l.Allow(pctx, prefix+"~probe:"+t.Name+":{probe}", 1, at)
+		cancel()
+		if err = ex.Explain(err); errors.As(err, new(*custom.InputsError)) {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkClocks refuses a target that cannot run on cfg.Clock
+// (clockRefusal), built for 1 per 1s without Redis as targets.Load does;
+// one that does not build is left to Run, which says why.
+func (cfg Config) checkClocks() error {
+	for _, t := range cfg.Targets {
+		l, err := t.New(nil, limit.Limit{Count: 1, Window: time.Second})
+		if err != nil {
+			continue
+		}
+		if err := clockRefusal(l, cfg.Clock); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withoutCompanions sets the memory of rows (one per job, in order) to
+// that of their keys without the companion hashes the virtual clock's key
+// TTLs live in (vclock.CompanionKey): the limiter's own keys, as a row of
+// a built-in counts them.
+func withoutCompanions(ctx context.Context, rd *server.Redis, jobs []harness.Job, rows []measure.Row) error {
+	for i, j := range jobs {
+		mctx, cancel := server.CleanupContext(ctx, 30*time.Second)
+		keys, err := server.ScanKeys(mctx, rd.Client, j.Prefix)
+		if err == nil {
+			keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, j.Prefix+"~vt{") })
+			rows[i].Keys = int64(len(keys))
+			rows[i].MemoryBytes, err = server.MemoryUsage(mctx, rd.Client, keys)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("memory of %s: %w", j.Limiter.Name(), err)
+		}
+	}
+	return nil
 }
 
 // estimateBytes is the upper bound of bytes a scenario run writes: every

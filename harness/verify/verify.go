@@ -284,7 +284,9 @@ func (c Config) skewDelta() time.Duration {
 //
 // Errors: an invalid cfg returns Validate's error; a failing probe call (the
 // script does not compile, the reply has the wrong shape, Redis is gone)
-// returns an error before any trial; an outage (see Config.MaxOutage) or a
+// returns an error before any trial (a *field.Error wrapping a
+// *custom.InputsError when the script reads KEYS or ARGV it was not given,
+// or its reply cannot be judged: lim's Explain); an outage (see Config.MaxOutage) or a
 // cancelled ctx stops the trials with an error. Errors of single calls
 // (a script error, a timeout, a reply of the wrong shape) are counted in
 // the report and make its verdict measure.Inconclusive, never Holds nor a
@@ -364,6 +366,9 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 			return nil, fmt.Errorf("%w; SCRIPT KILL: %v", err, kerr)
 		}
 	}
+	if ex, ok := lim.(explainer); ok {
+		err = ex.Explain(err) // a script that reads arguments it was not given: say which
+	}
 	if err == nil && !st.caps.InjectsTime {
 		err = st.answersFit(ctx, time.Since(sent), probeBound)
 	}
@@ -388,6 +393,11 @@ func run(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Conf
 	rep.DurationMS, rep.Complete, rep.Error = s.End(nil)
 	return rep, nil
 }
+
+// explainer is a limiter that can say what its first call's error means
+// for the user (custom.ScriptLimiter.Explain: the KEYS and ARGV a script
+// reads and was not given).
+type explainer interface{ Explain(error) error }
 
 // Incomplete is the report of a verification of lim that Run stopped with
 // err before a verdict (started is when Run was called; rd is nil for a
