@@ -111,7 +111,8 @@ func (s Show) Run(ctx context.Context, rd *server.Redis, cfg Config) error {
 // fittedTable writes the results table fitted to a terminal of width
 // columns and height lines (0: unknown) under a frame of frame lines; when
 // frame and table do not fit together, the frame (the demo's lesson) stays
-// on screen and one line says how to print the table.
+// on screen: only the run's notes follow it, and a line saying how to
+// print the table.
 func (s Show) fittedTable(res *measure.Results, width, height, frame int) error {
 	var b strings.Builder
 	if err := reports.WriteTableFitted(&b, res, width-1); err != nil {
@@ -119,8 +120,13 @@ func (s Show) fittedTable(res *measure.Results, width, height, frame int) error 
 	}
 	const below = 4 // the blank line above the table, where the results are, a prompt
 	if height > 0 && frame+strings.Count(b.String(), "\n")+below > height {
-		_, err := io.WriteString(s.Stdout, live.Wrap(fmt.Sprintf(
+		var short strings.Builder
+		for _, n := range res.Notes { // how the run was made (paced, ...)
+			short.WriteString(live.Wrap(n, width-1))
+		}
+		short.WriteString(live.Wrap(fmt.Sprintf(
 			"The table does not fit this terminal under the picture: ratelab report %s prints it.", s.Out), width-1))
+		_, err := io.WriteString(s.Stdout, short.String())
 		return err
 	}
 	_, err := io.WriteString(s.Stdout, b.String())
