@@ -47,7 +47,7 @@ func Write(w io.Writer, format Format, r *measure.Results) error {
 	var write func(io.Writer, *measure.Results) error
 	switch format {
 	case Table:
-		write = writeTable
+		write = func(w io.Writer, r *measure.Results) error { return writeTable(w, r, TableWidth) }
 	case Wide:
 		write = writeTableWide
 	case Markdown:
@@ -121,12 +121,24 @@ func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
 	return nil
 }
 
-// writeTable writes the table that fits TableWidth: one block per
-// scenario, its limit on a line above its table, the columns a person
-// needs first (algorithm, accepted, max in W, ratio, fidelity), the rest
-// while they fit (errors only when a call failed); then the verdicts and
-// the per-key figures.
-func writeTable(w io.Writer, r *measure.Results) error {
+// WriteTableFitted writes r as the "table" format does, with every line of
+// the results table, its notes and verdicts at most width runes (columns
+// left out to fit, as the note under the table says; at least 40). The
+// per-key table, when r has one, still fits TableWidth. Errors come from w.
+// A terminal narrower than TableWidth takes it (ratelab demo).
+func WriteTableFitted(w io.Writer, r *measure.Results, width int) error {
+	if r == nil {
+		return fmt.Errorf("reports: no results to write")
+	}
+	return writeTable(w, r, max(width, 40))
+}
+
+// writeTable writes the table that fits width: one block per scenario, its
+// limit on a line above its table, the columns a person needs first
+// (algorithm, accepted, max in W, ratio, fidelity), the rest while they fit
+// (errors only when a call failed); then the verdicts and the per-key
+// figures.
+func writeTable(w io.Writer, r *measure.Results, width int) error {
 	var b strings.Builder
 	writeIncomplete(&b, r.Complete, r.Error, false)
 	if len(r.Results) == 0 {
@@ -151,7 +163,7 @@ func writeTable(w io.Writer, r *measure.Results) error {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "%s\n", wrapText(fmt.Sprintf("%s: limit %d per %s, %d requests offered (%d cost units), %s clock",
-			first.Scenario, first.Limit, FormatWindow(first.WindowMS), first.Requests, first.Offered, first.Clock), TableWidth, 2))
+			first.Scenario, first.Limit, FormatWindow(first.WindowMS), first.Requests, first.Offered, first.Clock), width, 2))
 		var rows [][]string
 		for _, row := range sc {
 			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
@@ -163,7 +175,7 @@ func writeTable(w io.Writer, r *measure.Results) error {
 			}
 			rows = append(rows, cells)
 		}
-		t, d, err := fitTable(cols, rows, TableWidth)
+		t, d, err := fitTable(cols, rows, width)
 		if err != nil {
 			return err
 		}
@@ -175,10 +187,10 @@ func writeTable(w io.Writer, r *measure.Results) error {
 		}
 	}
 	if n := droppedNote(append(dropped, "each algorithm's own limit description")); n != "" {
-		b.WriteString(wrapText(n, TableWidth, 2) + "\n")
+		b.WriteString(wrapText(n, width, 2) + "\n")
 	}
 	for _, v := range verdicts(r) {
-		b.WriteString(wrapText(v, TableWidth, 2))
+		b.WriteString(wrapText(v, width, 2))
 		b.WriteByte('\n')
 	}
 	if err := writePerKeyFitted(&b, r); err != nil {

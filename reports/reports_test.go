@@ -324,3 +324,36 @@ func TestWriteJSONNaN(t *testing.T) {
 		t.Errorf("partial output: %.100q", b.String())
 	}
 }
+
+// A table fitted to a terminal's width keeps every line within it, leaving
+// out columns (and saying which) rather than wrapping rows; the columns a
+// person needs first stay.
+func TestWriteTableFitted(t *testing.T) {
+	for _, width := range []int{100, 79, 60} {
+		var b bytes.Buffer
+		if err := WriteTableFitted(&b, reportstest.Run(), width); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, line := range strings.Split(out, "\n") {
+			if n := len([]rune(line)); n > width {
+				t.Errorf("width %d: a line of %d runes: %q", width, n, line)
+			}
+		}
+		for _, want := range []string{"algorithm", "accepted", "max in W", "ratio", "fidelity", "| fixed-window"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("width %d: the table lacks %q:\n%s", width, want, out)
+			}
+		}
+	}
+	var table, fitted bytes.Buffer
+	if err := Write(&table, "table", reportstest.Run()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTableFitted(&fitted, reportstest.Run(), TableWidth); err != nil {
+		t.Fatal(err)
+	}
+	if table.String() != fitted.String() {
+		t.Errorf("fitted to TableWidth differs from the table format:\n%s\nwant:\n%s", fitted.String(), table.String())
+	}
+}

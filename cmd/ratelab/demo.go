@@ -60,6 +60,6 @@ func runDemo(c *cobra.Command, f *demoFlags, stdout, stderr io.Writer) error {
 	cfg := f.cfg
 	cfg.RunID, cfg.Progress = runID, stderr
 	show := demo.Show{Stdout: stdout, Stderr: stderr, JSON: f.format.Format == reports.JSON, Render: f.format.Renderer,
-		Explain: f.explain, Out: l.Dir, Decisions: f.out.logDecisions}
+		Wide: f.format.Wide, Explain: f.explain, Input: c.InOrStdin(), Out: l.Dir, Decisions: f.out.logDecisions}
 	return show.Run(c.Context(), l.Redis, cfg)
 }

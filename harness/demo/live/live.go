@@ -241,10 +241,13 @@ func (l *Demo) labelWidth() int {
 
 func (l *Demo) drawFrame(final bool) {
 	p := l.plan
-	var lines []string
-	lines = append(lines, fmt.Sprintf("\x1b[1mratelab demo\x1b[0m · %d algorithms · limit %s · boundary %s (Redis clock)",
-		len(p.Algorithms), rate(p), p.Boundary.Format("15:04:05.000")),
-		"bursts: "+l.burstsDesc())
+	lines := joinFitting([]string{"\x1b[1mratelab demo\x1b[0m", fmt.Sprintf("%d algorithms", len(p.Algorithms)),
+		"limit " + rate(p), "boundary " + p.Boundary.Format("15:04:05.000") + " (Redis clock)"}, " · ", l.width-1)
+	bursts := l.burstParts()
+	if len(bursts) > 0 {
+		bursts[0] = "bursts: " + bursts[0]
+	}
+	lines = append(lines, joinFitting(bursts, " · ", l.width-1)...)
 	wait := time.Until(p.FirstLocal)
 	switch {
 	case wait > 0 && !final:
@@ -363,13 +366,63 @@ func (l *Demo) timeline(tty bool) []string {
 
 // burstsDesc says when each burst starts, how many requests it holds and
 // how long it lasts: "50 at -1s over 49ms · 50 at +1s over 49ms".
-func (l *Demo) burstsDesc() string {
+func (l *Demo) burstsDesc() string { return strings.Join(l.burstParts(), " · ") }
+
+// burstParts is burstsDesc's parts, one per burst.
+func (l *Demo) burstParts() []string {
 	arr := l.plan.Arrivals
 	var parts []string
 	for _, s := range l.segs {
 		parts = append(parts, fmt.Sprintf("%d at %s over %s", s[1]-s[0], signed(arr[s[0]].At), arr[s[1]-1].At-arr[s[0]].At))
 	}
-	return strings.Join(parts, " · ")
+	return parts
+}
+
+// joinFitting joins parts with sep into as few lines as hold them within
+// width visible columns (escape sequences take none), starting a new line
+// between parts rather than cutting one; the first part of a line opens
+// it, the others follow sep. A part wider than width alone is its own line
+// (cut where drawn). width <= 0: one line.
+func joinFitting(parts []string, sep string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case width > 0 && visibleWidth(cur+sep+p) > width:
+			lines = append(lines, cur)
+			cur = p
+		default:
+			cur += sep + p
+		}
+	}
+	return append(lines, cur)
+}
+
+// visibleWidth is how many columns s takes on a terminal: its runes, less
+// escape sequences.
+func visibleWidth(s string) int {
+	n, inEsc := 0, false
+	for _, r := range s {
+		switch {
+		case inEsc:
+			inEsc = !(r >= '@' && r <= '~' && r != '[')
+		case r == '\x1b':
+			inEsc = true
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// Height is how many lines the last frame drawn on a terminal took (0
+// before the first, and when not on a terminal).
+func (l *Demo) Height() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines
 }
 
 // truncate cuts line to at most width visible columns (escape sequences
@@ -421,18 +474,24 @@ func signed(d time.Duration) string {
 	return d.String()
 }
 
-// terminal reports whether w is a terminal, and its width in columns (0
-// when unknown).
-func Terminal(w io.Writer) (bool, int) {
+// Terminal reports whether w is a terminal, and its size in columns and
+// lines (0, 0 when unknown).
+func Terminal(w io.Writer) (tty bool, width, height int) {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return false, 0
+		return false, 0, 0
 	}
-	width, _, err := term.GetSize(int(f.Fd()))
+	width, height, err := term.GetSize(int(f.Fd()))
 	if err != nil {
-		return true, 0
+		return true, 0, 0
 	}
-	return true, width
+	return true, width, height
+}
+
+// IsTerminal reports whether r is a terminal (a person can answer on it).
+func IsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // wrap breaks s into lines of at most width columns at spaces, followed by
