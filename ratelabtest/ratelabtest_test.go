@@ -98,7 +98,7 @@ func TestVerifyFailsWithCounterExample(t *testing.T) {
 		t.Fatalf("%d errors, want 1: %q", len(r.errors), r.errors)
 	}
 	msg := r.errors[0]
-	for _, want := range []string{"ratelabtest: fixed-window.lua: violated (5 per 200ms", "COUNTER-EXAMPLE (VIOLATED)", "|    family    |", "decisions (time from the boundary"} {
+	for _, want := range []string{"ratelabtest: fixed-window.lua: violated (5 per 200ms", "COUNTER-EXAMPLE (VIOLATED)", "|    family    |", "6 requests, every one accepted in the window and needed (time from the boundary"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the failure lacks %q:\n%s", want, msg)
 		}
