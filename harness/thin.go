@@ -56,7 +56,7 @@ const ThinStep = time.Microsecond
 const ThinStrideDiv = 64
 
 // thins reports whether job j's run thins its bursts: Thin set, and the
-// job pipelined in virtual time (runPipelined).
+// job pipelined in virtual time (runThinned).
 func (r *Runner) thins(j Job) bool {
 	return j.Thin && (r.Clock == VirtualClock || r.Clock == "") && r.pipelined(j)
 }
@@ -81,10 +81,10 @@ type thinner struct {
 	skew func(int) time.Duration
 }
 
-// newThinner returns the thinner of job j: one that sends every arrival
-// in order, depth at a time, unless r thins j.
-func (r *Runner) newThinner(j Job) *thinner {
-	return &thinner{arr: j.Schedule.Arrivals, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter, skew: j.ClockSkew}
+// newThinner returns the thinner of arr, job j's arrivals: one that sends
+// every arrival in order, depth at a time, unless r thins j.
+func (r *Runner) newThinner(j Job, arr []scenarios.Arrival) *thinner {
+	return &thinner{arr: arr, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter, skew: j.ClockSkew}
 }
 
 // sameBurst reports whether b may follow a in one burst; skew is the
