@@ -44,9 +44,9 @@ import (
 // that stopped the drive: the Sink's, a *callguard.StallError,
 // callguard.ErrOutage, a call the run cannot go on after (a script error,
 // a refused command), ctx's cause, the decision log's, or reading the
-// Redis clock for a RedisClock anchor; an unknown clock is an error. A
-// Runner drives one job at a time: for several at once, use one Runner
-// each.
+// Redis clock for a RedisClock anchor; an unknown clock and a j without
+// Limit.Window are errors before any call. A Runner drives one job at a
+// time: for several at once, use one Runner each.
 func (r *Runner) Drive(ctx context.Context, j Job) (JobResult, error) {
 	virtual := r.Clock == VirtualClock || r.Clock == ""
 	if !virtual && r.Clock != RedisClock && r.Clock != ClientClock {

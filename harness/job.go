@@ -221,10 +221,16 @@ func peek(arrivals iter.Seq[scenarios.Arrival]) (a scenarios.Arrival, ok bool, a
 	return a, ok, all, stop
 }
 
-// collect is every arrival of arrivals, in order.
-func collect(arrivals iter.Seq[scenarios.Arrival]) []scenarios.Arrival {
-	if arrivals == nil {
+// collect is every arrival of job j, in order, in a slice made for
+// j.Calls of them (a schedule may hold millions: no slack, no regrowth
+// when Calls is right).
+func collect(j Job) []scenarios.Arrival {
+	if j.Arrivals == nil {
 		return nil
 	}
-	return slices.Collect(arrivals)
+	arr := make([]scenarios.Arrival, 0, max(j.Calls, 0))
+	for a := range j.Arrivals {
+		arr = append(arr, a)
+	}
+	return arr
 }

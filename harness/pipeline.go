@@ -162,9 +162,9 @@ func (r *Runner) runStreamed(ctx context.Context, j Job, tl *teller, anchor time
 // arrivals from 0). One call per round trip; Expiry applies as in
 // Execute. The anchor is chosen as Execute chooses it, from j.Limit.Window
 // and j's first arrival, read for that alone (give the earliest At next
-// may return; no arrival: 0). Errors: a clock other than virtual, or the
-// run's cause when ctx is cancelled, the Sink failed or Redis kept
-// failing (MaxOutage).
+// may return; no arrival: 0). Errors: a clock other than virtual or a j
+// without Limit.Window (before any call), or the run's cause when ctx is
+// cancelled, the Sink failed or Redis kept failing (MaxOutage).
 func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (scenarios.Arrival, bool)) (JobResult, error) {
 	if r.Clock != VirtualClock && r.Clock != "" {
 		return JobResult{}, fmt.Errorf("adaptive runs need the virtual clock, not %q", r.Clock)

@@ -238,8 +238,9 @@ func (t tee) End() {
 // against one anchor, chosen from the first job's first arrival, one
 // goroutine per simulated client per job, so every job sees the same
 // boundary. Every decision is streamed to Log. The results are in the
-// order of jobs; the error is the cause that stopped the run (a Sink's,
-// a stall, an outage, ctx's), else the decision log's.
+// order of jobs; the error is a job without Limit.Window (before any
+// call), the cause that stopped the run (a Sink's, a stall, an outage,
+// ctx's), else the decision log's.
 func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
@@ -292,7 +293,7 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	case RedisClock, ClientClock:
 		arrivals := make([][]scenarios.Arrival, len(jobs))
 		for i := range jobs {
-			arrivals[i] = collect(jobs[i].Arrivals)
+			arrivals[i] = collect(jobs[i])
 		}
 		anchor, offset, err := r.realAnchor(ctx, jobs[0].Scenario, jobs[0].Limit.Window, arrivals[0])
 		if err != nil {
@@ -376,7 +377,7 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, tl *teller, h *hdrhistog
 		r.runStreamed(ctx, j, tl, anchor, h)
 		return anchor, 0
 	}
-	arr := collect(j.Arrivals)
+	arr := collect(j)
 	if len(arr) > 0 {
 		anchor = virtualAnchor(arr[0].At, j.Limit.Window)
 	} else {
