@@ -120,8 +120,8 @@ func ranOf(anchor time.Time, outs []harness.Outcome) ran {
 	return ran{anchor: anchor, outcomes: outs, sent: sent}
 }
 
-// judge applies trial t's property to what the runner measured (jr, with
-// its outcomes): no window of any of the study's limits held more than its
+// judge applies trial t's property to what the runner measured (jr: its
+// outcomes and arrivals sent): no window of any of the study's limits held more than its
 // limit (Safety and Liveness trials), accepted / ideal under overload
 // (Liveness), and for an Isolation trial its requests on
 // scenarios.IsolationKey against ctl, the same requests on a fresh key

@@ -13,7 +13,7 @@ import (
 
 // Judging a trial as it runs.
 //
-// A judgement is the Sink of its trial's job (harness.Job.Sink): it is
+// A judgement is the Sink of its trial's job (harness.Sink): it is
 // told each outcome in schedule order as soon as it is decided, and keeps
 // only what its verdict and counter-example need, so a verification's
 // memory is bounded by the window, not by the limit times the trials
