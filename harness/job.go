@@ -35,12 +35,13 @@ type Job struct {
 	// over it once, so a stream that can be read only once (a traffic
 	// file) will do; to run a Job again, give it a sequence that can be
 	// ranged over again (a slice's values: WithSchedule). How a run reads
-	// them: a pipelined virtual-time run it does not thin (Execute, Drive)
-	// reads them a round trip at a time, holding one round trip's
-	// arrivals; Execute's other virtual-time runs collect a job's when it
-	// starts and drop them when it ends; a real-time Execute collects
-	// every job's at its start; Drive otherwise reads them one call at a
-	// time; Adaptive reads only the first (the anchor's). Nil: no arrival.
+	// them: a pipelined virtual-time run (Execute, Drive) reads them a
+	// round trip at a time, holding one round trip's arrivals (thinned:
+	// and the burst under way); Execute's other virtual-time runs collect
+	// a job's when it starts and drop them when it ends; a real-time
+	// Execute collects every job's at its start; Drive otherwise reads
+	// them one call at a time; Adaptive reads only the first (the
+	// anchor's). Nil: no arrival.
 	Arrivals iter.Seq[scenarios.Arrival]
 	// Calls is how many arrivals Arrivals yields: Execute's progress
 	// total, nothing else (zero: not counted).
@@ -201,24 +202,35 @@ func first(arrivals iter.Seq[scenarios.Arrival]) (scenarios.Arrival, bool) {
 	return scenarios.Arrival{}, false
 }
 
-// peek is the first of arrivals (false when there is none) and all, the
-// same arrivals, that first included, read on from one range over
-// arrivals: all can be ranged over once; stop ends that range (call it
-// when done).
-func peek(arrivals iter.Seq[scenarios.Arrival]) (a scenarios.Arrival, ok bool, all iter.Seq[scenarios.Arrival], stop func()) {
+// peek is the first of arrivals (false when there is none) and next,
+// which returns the same arrivals in order, that first included, from one
+// range over arrivals; stop ends that range (call it when done).
+func peek(arrivals iter.Seq[scenarios.Arrival]) (a scenarios.Arrival, ok bool, next func() (scenarios.Arrival, bool), stop func()) {
 	if arrivals == nil {
-		return a, false, func(func(scenarios.Arrival) bool) {}, func() {}
+		return a, false, func() (scenarios.Arrival, bool) { return a, false }, func() {}
 	}
-	next, stop := iter.Pull(arrivals)
-	a, ok = next()
-	all = func(yield func(scenarios.Arrival) bool) {
-		for b, more := a, ok; more; b, more = next() {
-			if !yield(b) {
+	read, stop := iter.Pull(arrivals)
+	a, ok = read()
+	pending := ok
+	next = func() (scenarios.Arrival, bool) {
+		if pending {
+			pending = false
+			return a, true
+		}
+		return read()
+	}
+	return a, ok, next, stop
+}
+
+// all is the arrivals next returns, as a sequence ranged over once.
+func all(next func() (scenarios.Arrival, bool)) iter.Seq[scenarios.Arrival] {
+	return func(yield func(scenarios.Arrival) bool) {
+		for a, ok := next(); ok; a, ok = next() {
+			if !yield(a) {
 				return
 			}
 		}
 	}
-	return a, ok, all, stop
 }
 
 // collect is every arrival of job j, in order, in a slice made for

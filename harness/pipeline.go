@@ -94,15 +94,16 @@ func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
 	return st
 }
 
-// runThinned runs arr, job j's arrivals, in virtual time, Pipeline calls
-// per round trip, its bursts thinned (thin.go), telling tl the outcomes
-// of each round trip in order as it ends; it returns how many arrivals
-// were left out (they have no outcome; the outcomes' Seq index arr).
-func (r *Runner) runThinned(ctx context.Context, j Job, arr []scenarios.Arrival, tl *teller, anchor time.Time, h *hdrhistogram.Histogram) (skipped int64) {
+// runThinned runs job j in virtual time, Pipeline calls per round trip,
+// its bursts thinned (thin.go), reading its arrivals from read as the
+// thinner needs them and telling tl the outcomes of each round trip in
+// order as it ends; it returns how many arrivals were left out (they have
+// no outcome; the outcomes' Seq count every arrival).
+func (r *Runner) runThinned(ctx context.Context, j Job, read func() (scenarios.Arrival, bool), tl *teller, anchor time.Time, h *hdrhistogram.Histogram) (skipped int64) {
 	st := r.newVTJob(j, anchor)
-	th := r.newThinner(j, arr)
+	th := r.newThinner(j, read)
 	depth := max(r.Pipeline, 1)
-	batch := make([]Outcome, 0, min(depth, len(arr)))
+	batch := make([]Outcome, 0, depth)
 	for ctx.Err() == nil {
 		seqs := th.pick(depth)
 		if len(seqs) == 0 {
@@ -110,7 +111,7 @@ func (r *Runner) runThinned(ctx context.Context, j Job, arr []scenarios.Arrival,
 		}
 		batch = batch[:0]
 		for _, seq := range seqs {
-			batch = append(batch, Outcome{Seq: seq, Arrival: arr[seq]})
+			batch = append(batch, Outcome{Seq: seq, Arrival: th.at(seq)})
 		}
 		r.sendBatch(ctx, j, st, batch, h)
 		th.saw(seqs, batch)

@@ -365,15 +365,19 @@ func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 
 // runVirtual runs job j in virtual time, telling tl its anchor and each
 // outcome in the arrivals' order and h each call's latency; it returns
 // the anchor and how many arrivals thinning left out. It ranges over
-// j.Arrivals once: a pipelined job it does not thin streams them
-// (runStreamed); the others' are collected first.
+// j.Arrivals once: a pipelined job reads them as its round trips go
+// (runStreamed; thinned, a burst at a time: runThinned); the others' are
+// collected first.
 func (r *Runner) runVirtual(ctx context.Context, j Job, tl *teller, h *hdrhistogram.Histogram) (anchor time.Time, skipped int64) {
-	if r.pipelined(j) && !r.thins(j) {
-		a, _, all, stop := peek(j.Arrivals)
+	if r.pipelined(j) {
+		a, _, next, stop := peek(j.Arrivals)
 		defer stop()
 		anchor = virtualAnchor(a.At, j.Limit.Window)
 		tl.anchor(anchor)
-		j.Arrivals = all
+		if r.thins(j) {
+			return anchor, r.runThinned(ctx, j, next, tl, anchor, h)
+		}
+		j.Arrivals = all(next)
 		r.runStreamed(ctx, j, tl, anchor, h)
 		return anchor, 0
 	}
@@ -384,9 +388,6 @@ func (r *Runner) runVirtual(ctx context.Context, j Job, tl *teller, h *hdrhistog
 		anchor = virtualAnchor(0, j.Limit.Window)
 	}
 	tl.anchor(anchor)
-	if r.pipelined(j) {
-		return anchor, r.runThinned(ctx, j, arr, tl, anchor, h)
-	}
 	r.runInstants(ctx, j, arr, tl, anchor, h)
 	return anchor, 0
 }
