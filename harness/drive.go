@@ -65,10 +65,10 @@ func (r *Runner) Drive(ctx context.Context, j Job) (JobResult, error) {
 	switch {
 	case virtual:
 		jr.Anchor = virtualAnchor(0, j.Limit.Window)
-		tl.anchor(jr.Anchor)
 		if r.pipelined(j) {
-			r.runStreamed(ctx, j, tl, jr.Anchor, jr.Latency)
+			r.runStreamed(ctx, j, tl, func(scenarios.Arrival) time.Time { return jr.Anchor }, jr.Latency)
 		} else {
+			tl.anchor(jr.Anchor)
 			r.driveEach(ctx, j, tl, jr.Anchor, jr.Latency)
 		}
 	default:

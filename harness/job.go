@@ -222,17 +222,6 @@ func peek(arrivals iter.Seq[scenarios.Arrival]) (a scenarios.Arrival, ok bool, n
 	return a, ok, next, stop
 }
 
-// all is the arrivals next returns, as a sequence ranged over once.
-func all(next func() (scenarios.Arrival, bool)) iter.Seq[scenarios.Arrival] {
-	return func(yield func(scenarios.Arrival) bool) {
-		for a, ok := next(); ok; a, ok = next() {
-			if !yield(a) {
-				return
-			}
-		}
-	}
-}
-
 // collect is every arrival of job j, in order, in a slice made for
 // j.Calls of them (a schedule may hold millions: no slack, no regrowth
 // when Calls is right).

@@ -122,14 +122,19 @@ func (r *Runner) runThinned(ctx context.Context, j Job, read func() (scenarios.A
 	return th.skipped
 }
 
-// runStreamed runs job j in virtual time, reading its arrivals in order,
-// Pipeline per round trip, and telling tl the outcomes of each round trip
-// in order as it ends: it holds one round trip's arrivals and outcomes.
-func (r *Runner) runStreamed(ctx context.Context, j Job, tl *teller, anchor time.Time, h *hdrhistogram.Histogram) {
-	if j.Arrivals == nil {
-		return
+// runStreamed runs job j in virtual time, ranging over its arrivals once,
+// in order, Pipeline per round trip, and telling tl the outcomes of each
+// round trip in order as it ends: it holds one round trip's arrivals and
+// outcomes. The anchor is anchorOf(the first arrival; the zero Arrival
+// when there is none), told to tl before any outcome and returned.
+func (r *Runner) runStreamed(ctx context.Context, j Job, tl *teller, anchorOf func(scenarios.Arrival) time.Time, h *hdrhistogram.Histogram) time.Time {
+	var st *vtJob
+	var anchor time.Time
+	start := func(a scenarios.Arrival) {
+		anchor = anchorOf(a)
+		tl.anchor(anchor)
+		st = r.newVTJob(j, anchor)
 	}
-	st := r.newVTJob(j, anchor)
 	depth := max(r.Pipeline, 1)
 	batch := make([]Outcome, 0, depth)
 	send := func() {
@@ -140,19 +145,28 @@ func (r *Runner) runStreamed(ctx context.Context, j Job, tl *teller, anchor time
 		batch = batch[:0]
 	}
 	seq := 0
-	for a := range j.Arrivals {
-		if ctx.Err() != nil {
-			break
+	if j.Arrivals != nil {
+		for a := range j.Arrivals {
+			if st == nil {
+				start(a)
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			batch = append(batch, Outcome{Seq: seq, Arrival: a})
+			seq++
+			if len(batch) == depth {
+				send()
+			}
 		}
-		batch = append(batch, Outcome{Seq: seq, Arrival: a})
-		seq++
-		if len(batch) == depth {
-			send()
-		}
+	}
+	if st == nil {
+		start(scenarios.Arrival{})
 	}
 	if ctx.Err() == nil && len(batch) > 0 {
 		send()
 	}
+	return anchor
 }
 
 // Adaptive runs one job in virtual time whose arrivals depend on the

@@ -370,16 +370,14 @@ func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 
 // collected first.
 func (r *Runner) runVirtual(ctx context.Context, j Job, tl *teller, h *hdrhistogram.Histogram) (anchor time.Time, skipped int64) {
 	if r.pipelined(j) {
+		if !r.thins(j) {
+			return r.runStreamed(ctx, j, tl, func(a scenarios.Arrival) time.Time { return virtualAnchor(a.At, j.Limit.Window) }, h), 0
+		}
 		a, _, next, stop := peek(j.Arrivals)
 		defer stop()
 		anchor = virtualAnchor(a.At, j.Limit.Window)
 		tl.anchor(anchor)
-		if r.thins(j) {
-			return anchor, r.runThinned(ctx, j, next, tl, anchor, h)
-		}
-		j.Arrivals = all(next)
-		r.runStreamed(ctx, j, tl, anchor, h)
-		return anchor, 0
+		return anchor, r.runThinned(ctx, j, next, tl, anchor, h)
 	}
 	arr := collect(j)
 	if len(arr) > 0 {
