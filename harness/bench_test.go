@@ -38,20 +38,20 @@ func BenchmarkPipelinedRun(b *testing.B) {
 				}
 				sched := scenarios.Schedule{Scenario: "bench", Params: scenarios.Params{Limit: l.Count, Window: l.Window}, Arrivals: arr}
 				r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 256, Expiry: expiry}
-				job := harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:%t:%d:", srv.Key(b), name, expiry, b.N)}
+				job := harness.Job{Limiter: lim, Limit: l, Prefix: fmt.Sprintf("%s:%s:%t:%d:", srv.Key(b), name, expiry, b.N)}.WithSchedule(sched)
 				var m0, m1 runtime.MemStats
 				runtime.ReadMemStats(&m0)
 				cpu0 := processCPU()
 				b.ReportAllocs()
 				b.ResetTimer()
-				jrs, err := r.Execute(ctx, []harness.Job{job})
+				_, outs, err := execute(r, job)
 				b.StopTimer()
 				cpu := processCPU() - cpu0
 				runtime.ReadMemStats(&m1)
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, o := range jrs[0].Outcomes {
+				for _, o := range outs[0] {
 					if o.Err != nil {
 						b.Fatal(o.Err)
 					}

@@ -40,9 +40,9 @@ func TestLoopingScriptIsKilled(t *testing.T) {
 	sched := scenarios.Schedule{Scenario: "one", Params: scenarios.Params{Limit: 5, Window: time.Second},
 		Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}}}
 	start := time.Now()
-	res, _ := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-busy:"}})
+	res, outs, _ := execute(r, harness.Job{Limiter: lim, Limit: l, Prefix: "ratelab:test-busy:"}.WithSchedule(sched))
 	answered := time.Since(start)
-	if len(res) != 1 || len(res[0].Outcomes) != 1 || !server.IsTimeout(res[0].Outcomes[0].Err) {
+	if len(res) != 1 || len(outs[0]) != 1 || !server.IsTimeout(outs[0][0].Err) {
 		t.Fatalf("outcomes: %+v, want one that timed out", res)
 	}
 	err = r.Settle()
@@ -106,12 +106,12 @@ func TestOtherClientsScriptIsLeftAlone(t *testing.T) {
 	sched := scenarios.Schedule{Scenario: "one", Params: scenarios.Params{Limit: 5, Window: time.Second},
 		Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}}}
 	start := time.Now()
-	res, _ := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-foreign:"}})
-	if len(res) != 1 || len(res[0].Outcomes) != 1 || res[0].Outcomes[0].Err == nil {
+	res, outs, _ := execute(r, harness.Job{Limiter: lim, Limit: l, Prefix: "ratelab:test-foreign:"}.WithSchedule(sched))
+	if len(res) != 1 || len(outs[0]) != 1 || outs[0][0].Err == nil {
 		t.Fatalf("outcomes: %+v, want one that failed", res)
 	}
 	err = r.Settle()
-	t.Logf("call: %v", res[0].Outcomes[0].Err)
+	t.Logf("call: %v", outs[0][0].Err)
 	t.Logf("settled after %v: %v; progress: %s", time.Since(start).Round(time.Millisecond), err, progress.String())
 	if !errors.Is(err, busy.ErrForeignBusy) || !strings.Contains(err.Error(), "BUSY") || !strings.Contains(err.Error(), "another client") {
 		t.Errorf("Settle: %v, want an error wrapping ErrForeignBusy", err)
@@ -153,7 +153,7 @@ func TestUnkillableScriptIsNamed(t *testing.T) {
 	r := &harness.Runner{Redis: rd.Client, Clock: harness.VirtualClock, Timeout: 300 * time.Millisecond, Progress: &progress}
 	sched := scenarios.Schedule{Scenario: "one", Params: scenarios.Params{Limit: 5, Window: time.Second},
 		Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}}}
-	_, _ = r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: "ratelab:test-unkillable:"}})
+	_, _ = r.Execute(ctx, []harness.Job{harness.Job{Limiter: lim, Limit: l, Prefix: "ratelab:test-unkillable:"}.WithSchedule(sched)})
 	err = r.Settle()
 	t.Logf("Settle: %v; progress: %s", err, progress.String())
 	if !errors.Is(err, busy.ErrScriptUnkillable) || !strings.Contains(err.Error(), "SHUTDOWN NOSAVE") || !strings.Contains(err.Error(), "wrote") {

@@ -74,7 +74,7 @@ func Race(ctx context.Context, lim custom.ClientSider, policy clientside.Policy,
 // of a virtual run on a client-side limiter: through Race, clients in
 // turn (clientside.RoundRobin), so that a run's count is the same on every
 // run and every machine. The outcomes go to out[seq], and are recorded.
-func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim custom.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
+func (r *Runner) raceInstant(ctx context.Context, j Job, arr []scenarios.Arrival, lim custom.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
 	clients := make([]int, 0, len(byClient))
 	for c := range byClient {
 		clients = append(clients, c)
@@ -83,7 +83,7 @@ func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim custom.Cli
 	calls := make([][]RaceCall, len(clients))
 	for i, c := range clients {
 		for _, seq := range byClient[c] {
-			a := j.Schedule.Arrivals[seq]
+			a := arr[seq]
 			cat := at
 			if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 				cat = algorithms.At(t.Add(j.ClockSkew(a.Client)))
@@ -98,14 +98,14 @@ func (r *Runner) raceInstant(ctx context.Context, job int, j Job, lim custom.Cli
 			if i < len(res) && k < len(res[i]) {
 				o = res[i][k]
 			} else {
-				o = Outcome{Seq: seq, Arrival: j.Schedule.Arrivals[seq], Sent: time.Now(), Recv: time.Now(), Err: err}
+				o = Outcome{Seq: seq, Arrival: arr[seq], Sent: time.Now(), Recv: time.Now(), Err: err}
 				if o.Err == nil {
 					o.Err = ctx.Err()
 				}
 				o.Decision.DecidedAt, _ = at.Injected()
 			}
 			r.settle(o.Err)
-			r.record(job, j, anchor, &o)
+			r.record(j, anchor, &o)
 			out[seq-base] = o
 		}
 	}

@@ -1,11 +1,15 @@
-// Package harness is the engine every study runs on: it runs a
-// scenarios.Schedule against an algorithms.Limiter and measures it.
-// A Runner sends each Job's arrivals in virtual time (exact injected
-// timestamps, pipelined where the limiter is a script, with the virtual
-// key expiry of expiry.go) or in real time (on Redis TIME or the harness's
-// wall clock; the words are algorithms.Clock's), and summarizes the outcomes into measure.Rows;
-// Runner.Drive decides one stream of arrivals into a sink (a replay, a
-// fill), on the same calls and call guard; a Session
+// Package harness is the engine every study runs on: it runs arrivals
+// (scenarios.Arrival) against an algorithms.Limiter and measures it.
+// A Job takes its arrivals one way, a sequence read once (Job.Arrivals;
+// WithSchedule for a scenarios.Schedule), and gives its outcomes one way,
+// to its Sink (a Collector keeps them). A Runner sends the arrivals in
+// virtual time (exact injected timestamps, pipelined where the limiter is
+// a script, with the virtual key expiry of expiry.go) or in real time (on
+// Redis TIME or the harness's wall clock; the words are
+// algorithms.Clock's): Execute runs several jobs, Run also summarizes them
+// into measure.Rows, Drive runs one job's stream one call or round trip at
+// a time (a replay, a fill), Adaptive one whose arrivals follow the
+// answers; all on the same calls and call guard. A Session
 // is one command's run id, key prefix, registration, cleanup and results
 // header, and its Guard keeps the command from making the user's Redis
 // evict keys that are not ratelab's.

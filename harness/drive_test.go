@@ -38,28 +38,26 @@ func TestDriveSameAsExecute(t *testing.T) {
 				}
 				prefix := fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, depth)
 				r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
-				jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + "execute:"}})
+				jrs, outs, err := execute(r, harness.Job{Limiter: lim, Limit: l, Prefix: prefix + "execute:"}.WithSchedule(sched))
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []harness.Outcome
-				job := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
-					Prefix: prefix + "drive:"}
+				sink := &sinkRecorder{}
+				job := harness.Job{Limiter: lim, Limit: l, Scenario: sched.Scenario, Prefix: prefix + "drive:",
+					Arrivals: slices.Values(sched.Arrivals), Sink: sink}
 				d := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
-				jr, err := d.Drive(ctx, job, slices.Values(sched.Arrivals), func(o harness.Outcome) error {
-					got = append(got, o)
-					return nil
-				})
+				jr, err := d.Drive(ctx, job)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !jr.Anchor.Equal(jrs[0].Anchor) || len(jr.Outcomes) != 0 {
-					t.Errorf("anchor %s, want %s; %d outcomes kept, want 0 (the sink took them)", jr.Anchor, jrs[0].Anchor, len(jr.Outcomes))
+				got := sink.got
+				if !jr.Anchor.Equal(jrs[0].Anchor) || len(sink.anchors) != 1 || !sink.anchors[0].Equal(jr.Anchor) || sink.ends != 1 {
+					t.Errorf("anchor %s, want %s; the sink was told anchors %v, ended %d times (want the anchor, once)", jr.Anchor, jrs[0].Anchor, sink.anchors, sink.ends)
 				}
 				if n := jr.Latency.TotalCount(); n != int64(len(sched.Arrivals)) {
 					t.Errorf("%d latencies, want %d", n, len(sched.Arrivals))
 				}
-				want := jrs[0].Outcomes
+				want := outs[0]
 				if len(got) != len(want) {
 					t.Fatalf("%d outcomes, want %d", len(got), len(want))
 				}
@@ -96,15 +94,15 @@ func TestDriveSinkStops(t *testing.T) {
 			}
 		}
 		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
-		job := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: "stop", Params: scenarios.Params{Limit: 5, Window: l.Window}},
-			Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), depth)}
-		_, err := r.Drive(ctx, job, arrivals, func(o harness.Outcome) error {
-			told++
-			if o.Seq == 5 {
-				return stop
-			}
-			return nil
-		})
+		job := harness.Job{Limiter: lim, Limit: l, Scenario: "stop", Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), depth), Arrivals: arrivals,
+			Sink: harness.SinkFunc(func(o harness.Outcome) error {
+				told++
+				if o.Seq == 5 {
+					return stop
+				}
+				return nil
+			})}
+		_, err := r.Drive(ctx, job)
 		if !errors.Is(err, stop) {
 			t.Errorf("pipeline %d: %v, want the sink's error", depth, err)
 		}
@@ -134,23 +132,19 @@ func TestDriveRealTime(t *testing.T) {
 			var offset time.Duration
 			r := &harness.Runner{Redis: srv.Client(), Clock: clock, Lead: 50 * time.Millisecond,
 				Anchored: func(a time.Time, off time.Duration) { anchored, offset = a, off }}
-			job := harness.Job{Limiter: lim, Limit: l, Prefix: srv.Key(t) + ":",
-				Schedule: scenarios.Schedule{Scenario: "real", Params: scenarios.Params{Limit: l.Count, Window: l.Window}}}
-			var got []harness.Outcome
-			jr, err := r.Drive(ctx, job, slices.Values(arr), func(o harness.Outcome) error {
-				got = append(got, o)
-				return nil
-			})
+			var got harness.Collector
+			job := harness.Job{Limiter: lim, Limit: l, Scenario: "real", Prefix: srv.Key(t) + ":", Arrivals: slices.Values(arr), Sink: &got}
+			jr, err := r.Drive(ctx, job)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if anchored.IsZero() || !jr.Anchor.Equal(anchored) || !harness.AlignUp(anchored, l.Window).Equal(anchored) {
 				t.Fatalf("anchor %s, told %s: want one anchor on a window boundary", jr.Anchor, anchored)
 			}
-			if len(got) != len(arr) {
-				t.Fatalf("%d outcomes, want %d", len(got), len(arr))
+			if len(got.Outcomes) != len(arr) {
+				t.Fatalf("%d outcomes, want %d", len(got.Outcomes), len(arr))
 			}
-			for i, o := range got {
+			for i, o := range got.Outcomes {
 				due := anchored.Add(arr[i].At).Add(-offset)
 				if o.Seq != i || o.Err != nil || o.Sent.Before(due) || o.Decision.Allowed != (i < int(l.Count)) {
 					t.Errorf("outcome %d: seq %d sent %s before due by %s, allowed %v (%v); want allowed %v, not early",
@@ -168,8 +162,8 @@ func TestDriveUnknownClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &harness.Runner{Redis: srv.Client(), Clock: "sundial"}
-	_, err = r.Drive(ctx, harness.Job{Limiter: lim}, slices.Values([]scenarios.Arrival{{Key: "k", Cost: 1}}),
-		func(harness.Outcome) error { t.Fatal("an outcome"); return nil })
+	_, err = r.Drive(ctx, harness.Job{Limiter: lim, Arrivals: slices.Values([]scenarios.Arrival{{Key: "k", Cost: 1}}),
+		Sink: harness.SinkFunc(func(harness.Outcome) error { t.Fatal("an outcome"); return nil })})
 	if err == nil || !strings.Contains(err.Error(), "sundial") {
 		t.Errorf("%v, want an error naming the clock", err)
 	}

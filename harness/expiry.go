@@ -62,7 +62,7 @@ func (r *Runner) dropKeys(ctx context.Context, j Job) {
 // safetyTTL is the safety TTL of job j's calls now (vclock.SafetyTTL):
 // counted from the runner's first virtual job, with the job's window.
 func (r *Runner) safetyTTL(j Job) time.Duration {
-	return vclock.SafetyTTL(time.Since(r.expiryStart), j.Schedule.Params.Window)
+	return vclock.SafetyTTL(time.Since(r.expiryStart), j.Limit.Window)
 }
 
 // expiryCall writes c, job j's call at virtual time vnow, rewritten to

@@ -44,10 +44,10 @@ func TestLoadMillion(t *testing.T) {
 	}
 	log := measure.NewDecisionLog(f)
 	l, _ := algorithms.NewSlidingLog(srv.Client(), lim)
-	r := &harness.Runner{Redis: srv.Client(), Clock: harness.ClientClock, Log: log, Discard: true, Unaligned: true,
+	r := &harness.Runner{Redis: srv.Client(), Clock: harness.ClientClock, Log: log, Unaligned: true,
 		Timeout: 2 * time.Second}
 	start := time.Now()
-	res, err := r.Execute(ctx, []harness.Job{{Limiter: l, Limit: lim, Schedule: sched, Prefix: srv.Key(t) + ":"}})
+	res, err := r.Execute(ctx, []harness.Job{harness.Job{Limiter: l, Limit: lim, Prefix: srv.Key(t) + ":"}.WithSchedule(sched)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,149 +94,113 @@ func (r *Runner) newVTJob(j Job, anchor time.Time) *vtJob {
 	return st
 }
 
-// runPipelined runs job j's schedule in virtual time, Pipeline calls per
-// round trip; with j.Thin, bursts are thinned (thin.go): the arrivals not
-// sent have no outcome (the outcomes' Seq index the schedule) and are
-// counted in skipped. With j.Sink the outcomes go to it as each round trip
-// ends and none is returned.
-func (r *Runner) runPipelined(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) (outcomes []Outcome, skipped int64) {
-	if r.streams(j) {
-		return r.runStreamed(ctx, job, j, anchor, h), 0
-	}
-	arr := j.Schedule.Arrivals
+// runThinned runs job j in virtual time, Pipeline calls per round trip,
+// its bursts thinned (thin.go), reading its arrivals from read as the
+// thinner needs them and telling tl the outcomes of each round trip in
+// order as it ends; it returns how many arrivals were left out (they have
+// no outcome; the outcomes' Seq count every arrival).
+func (r *Runner) runThinned(ctx context.Context, j Job, read func() (scenarios.Arrival, bool), tl *teller, anchor time.Time, h *hdrhistogram.Histogram) (skipped int64) {
 	st := r.newVTJob(j, anchor)
-	th := r.newThinner(j) // which arrivals go (thin.go): all of them unless j.Thin
+	th := r.newThinner(j, read)
 	depth := max(r.Pipeline, 1)
-	// batch is the round trip under way: appended to out without Sink,
-	// else one buffer reused
-	var out, buf []Outcome
-	if j.Sink == nil {
-		out = make([]Outcome, 0, len(arr))
-	} else {
-		buf = make([]Outcome, 0, min(depth, len(arr)))
-	}
+	batch := make([]Outcome, 0, depth)
 	for ctx.Err() == nil {
 		seqs := th.pick(depth)
 		if len(seqs) == 0 {
 			break
 		}
-		var batch []Outcome
-		if j.Sink == nil {
-			n := len(out)
-			for _, seq := range seqs {
-				out = append(out, Outcome{Seq: seq, Arrival: arr[seq]})
-			}
-			batch = out[n:]
-		} else {
-			buf = buf[:0]
-			for _, seq := range seqs {
-				buf = append(buf, Outcome{Seq: seq, Arrival: arr[seq]})
-			}
-			batch = buf
+		batch = batch[:0]
+		for _, seq := range seqs {
+			batch = append(batch, Outcome{Seq: seq, Arrival: th.at(seq)})
 		}
-		r.sendBatch(ctx, job, j, st, batch, h)
+		r.sendBatch(ctx, j, st, batch, h)
 		th.saw(seqs, batch)
-		if j.Sink != nil {
-			for _, o := range batch {
-				j.Sink.Add(o)
-			}
+		for _, o := range batch {
+			tl.add(o)
 		}
 	}
-	return out, th.skipped
+	return th.skipped
 }
 
-// streams reports whether job j's virtual run reads its arrivals from
-// j.Stream (runStreamed): a pipelined run that does not thin j.
-func (r *Runner) streams(j Job) bool {
-	return j.Stream != nil && j.Build != nil && (r.Clock == VirtualClock || r.Clock == "") && r.pipelined(j) && !r.thins(j)
-}
-
-// streamAnchor is virtualAnchor of job j's schedule, its first arrival
-// read from j.Stream.
-func streamAnchor(j Job) time.Time {
-	s := j.Schedule
-	s.Arrivals = nil
-	for a := range j.Stream {
-		s.Arrivals = []scenarios.Arrival{a}
-		break
+// runStreamed runs job j in virtual time, ranging over its arrivals once,
+// in order, Pipeline per round trip, and telling tl the outcomes of each
+// round trip in order as it ends: it holds one round trip's arrivals and
+// outcomes. The anchor is anchorOf(the first arrival; the zero Arrival
+// when there is none), told to tl before any outcome and returned.
+func (r *Runner) runStreamed(ctx context.Context, j Job, tl *teller, anchorOf func(scenarios.Arrival) time.Time, h *hdrhistogram.Histogram) time.Time {
+	var st *vtJob
+	var anchor time.Time
+	start := func(a scenarios.Arrival) {
+		anchor = anchorOf(a)
+		tl.anchor(anchor)
+		st = r.newVTJob(j, anchor)
 	}
-	return virtualAnchor(s)
-}
-
-// runStreamed is runPipelined reading job j's arrivals from j.Stream, in
-// order, Pipeline per round trip: it holds one round trip's arrivals
-// (with j.Sink; without, the outcomes it returns).
-func (r *Runner) runStreamed(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) []Outcome {
-	st := r.newVTJob(j, anchor)
 	depth := max(r.Pipeline, 1)
-	var out, buf []Outcome
-	if j.Sink == nil {
-		out = make([]Outcome, 0, j.Calls)
-	} else {
-		buf = make([]Outcome, 0, depth)
-	}
-	n, seq := 0, 0 // out[n:] or buf: the round trip being filled
+	batch := make([]Outcome, 0, depth)
 	send := func() {
-		batch := buf
-		if j.Sink == nil {
-			batch = out[n:]
+		r.sendBatch(ctx, j, st, batch, h)
+		for _, o := range batch {
+			tl.add(o)
 		}
-		r.sendBatch(ctx, job, j, st, batch, h)
-		if j.Sink != nil {
-			for _, o := range batch {
-				j.Sink.Add(o)
+		batch = batch[:0]
+	}
+	seq := 0
+	if j.Arrivals != nil {
+		for a := range j.Arrivals {
+			if st == nil {
+				start(a)
 			}
-			buf = buf[:0]
-		}
-		n = len(out)
-	}
-	for a := range j.Stream {
-		if ctx.Err() != nil {
-			break
-		}
-		o := Outcome{Seq: seq, Arrival: a}
-		seq++
-		if j.Sink == nil {
-			out = append(out, o)
-		} else {
-			buf = append(buf, o)
-		}
-		if len(buf) == depth || len(out)-n == depth {
-			send()
+			if ctx.Err() != nil {
+				break
+			}
+			batch = append(batch, Outcome{Seq: seq, Arrival: a})
+			seq++
+			if len(batch) == depth {
+				send()
+			}
 		}
 	}
-	if ctx.Err() == nil && (len(buf) > 0 || len(out) > n) {
+	if st == nil {
+		start(scenarios.Arrival{})
+	}
+	if ctx.Err() == nil && len(batch) > 0 {
 		send()
 	}
-	return out
+	return anchor
 }
 
 // Adaptive runs one job in virtual time whose arrivals depend on the
 // answers (a greedy adversary): next is called with the outcome of the
 // previous arrival (nil for the first) and returns the next arrival (At
 // relative to the anchor, never earlier than the previous one) or false to
-// stop. One call per round trip; Expiry applies as in Execute. The anchor is
-// chosen from j.Schedule as Execute chooses it (its Params.Window and its
-// first arrival's At, if any: give the earliest At next may return). The
-// result's Job.Schedule.Arrivals are the arrivals sent. Errors: a clock
-// other than virtual, or the run's cause when ctx is cancelled or Redis
-// kept failing (MaxOutage).
+// stop; j.Sink is told each outcome as it is decided (Seq counts the
+// arrivals from 0). One call per round trip; Expiry applies as in
+// Execute. The anchor is chosen as Execute chooses it, from j.Limit.Window
+// and j's first arrival, read for that alone (give the earliest At next
+// may return; no arrival: 0). Errors: a clock other than virtual or a j
+// without Limit.Window (before any call), or the run's cause when ctx is
+// cancelled, the Sink failed or Redis kept failing (MaxOutage).
 func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (scenarios.Arrival, bool)) (JobResult, error) {
 	if r.Clock != VirtualClock && r.Clock != "" {
 		return JobResult{}, fmt.Errorf("adaptive runs need the virtual clock, not %q", r.Clock)
 	}
+	if err := j.check(); err != nil {
+		return JobResult{}, err
+	}
 	outer := ctx
 	ctx, cancel := r.begin(ctx)
 	defer cancel(nil)
-	jr := JobResult{Job: j, Latency: NewHist(), Anchor: virtualAnchor(j.Schedule)}
-	jr.Job.Schedule.Arrivals = nil
+	a0, _ := first(j.Arrivals)
+	jr := JobResult{Job: j, Latency: NewHist(), Anchor: virtualAnchor(a0.At, j.Limit.Window)}
+	tl := &teller{sink: j.Sink, stop: r.stop}
+	tl.anchor(jr.Anchor)
 	start := time.Now()
 	var st *vtJob
 	if r.pipelined(j) {
 		st = r.newVTJob(j, jr.Anchor)
 	}
 	var last *Outcome
-	for ctx.Err() == nil {
+	for seq := 0; ctx.Err() == nil; seq++ {
 		a, ok := next(last)
 		if !ok {
 			break
@@ -244,20 +208,19 @@ func (r *Runner) Adaptive(ctx context.Context, j Job, next func(last *Outcome) (
 		if a.Key == "" {
 			a.Key = scenarios.UserKey
 		}
-		seq := len(jr.Outcomes)
-		jr.Job.Schedule.Arrivals = append(jr.Job.Schedule.Arrivals, a)
 		o := Outcome{Seq: seq, Arrival: a}
 		if st != nil {
 			one := []Outcome{o}
-			r.sendBatch(ctx, 0, jr.Job, st, one, jr.Latency)
+			r.sendBatch(ctx, j, st, one, jr.Latency)
 			o = one[0]
 		} else {
-			o = r.decide(ctx, 0, jr.Job, seq, a, jr.Anchor, algorithms.At(jr.Anchor.Add(a.At)))
+			o = r.decide(ctx, j, seq, a, jr.Anchor, algorithms.At(jr.Anchor.Add(a.At)))
 			_ = jr.Latency.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
 		}
-		jr.Outcomes = append(jr.Outcomes, o)
-		last = &jr.Outcomes[len(jr.Outcomes)-1]
+		tl.add(o)
+		last = &o
 	}
+	tl.end()
 	jr.Duration = time.Since(start)
 	return jr, r.finish(ctx, outer)
 }
@@ -272,11 +235,11 @@ type pendingCall struct {
 }
 
 // sendBatch decides the arrivals of batch (Seq and Arrival set) in one
-// round trip, fills in their answers and records them (Log, Observe). The
+// round trip, fills in their answers and records them (Log). The
 // round trip is the job's ScriptPipe: calls refused with NOSCRIPT (the
 // script cache was flushed) did not run; they are loaded and resent in
 // order.
-func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch []Outcome, h *hdrhistogram.Histogram) {
+func (r *Runner) sendBatch(ctx context.Context, j Job, st *vtJob, batch []Outcome, h *hdrhistogram.Histogram) {
 	for len(st.ps) < len(batch) {
 		st.ps = append(st.ps, pendingCall{})
 		st.calls = append(st.calls, algorithms.ScriptCall{})
@@ -360,7 +323,7 @@ func (r *Runner) sendBatch(ctx context.Context, job int, j Job, st *vtJob, batch
 		if o.Err != nil && !errors.Is(o.Err, algorithms.ErrCostExceedsLimit) && firstErr == nil {
 			firstErr = o.Err
 		}
-		r.record(job, j, st.anchor, o)
+		r.record(j, st.anchor, o)
 	}
 	r.settle(firstErr) // one round trip: one success or failure of Redis
 }

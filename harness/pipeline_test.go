@@ -2,7 +2,9 @@ package harness_test
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +34,11 @@ func TestPipelineSameDecisions(t *testing.T) {
 		var got [2][]bool
 		for k, depth := range []int{0, 64} {
 			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth}
-			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}})
+			_, outs, err := execute(r, harness.Job{Limiter: lim, Limit: l, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}.WithSchedule(sched))
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, o := range jrs[0].Outcomes {
+			for _, o := range outs[0] {
 				if o.Err != nil {
 					t.Fatalf("%s depth %d: %v", name, depth, o.Err)
 				}
@@ -49,21 +51,42 @@ func TestPipelineSameDecisions(t *testing.T) {
 	}
 }
 
-// sinkRecorder is an OutcomeSink that keeps what it is told.
+// sinkRecorder is a Sink that keeps what it is told.
 type sinkRecorder struct {
 	anchors []time.Time
 	got     []harness.Outcome
 	ends    int
 }
 
-func (s *sinkRecorder) Anchor(t time.Time)    { s.anchors = append(s.anchors, t) }
-func (s *sinkRecorder) Add(o harness.Outcome) { s.got = append(s.got, o) }
-func (s *sinkRecorder) End()                  { s.ends++ }
+func (s *sinkRecorder) Anchor(t time.Time) { s.anchors = append(s.anchors, t) }
+func (s *sinkRecorder) End()               { s.ends++ }
+func (s *sinkRecorder) Add(o harness.Outcome) error {
+	s.got = append(s.got, o)
+	return nil
+}
 
-// A job with a Sink (and its arrivals made by Build) is told the outcomes
-// it would have returned, in schedule order, one call at a time and
-// pipelined, after its anchor, then its end; its result holds no outcomes and no
-// arrivals.
+// once is arrivals as a sequence that may be ranged over once: a second
+// range is a test error.
+func once(t *testing.T, arrivals []scenarios.Arrival) iter.Seq[scenarios.Arrival] {
+	ranged := false
+	return func(yield func(scenarios.Arrival) bool) {
+		if ranged {
+			t.Error("the arrivals were ranged over twice")
+			return
+		}
+		ranged = true
+		for _, a := range arrivals {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// A job's arrivals are read once (a sequence that can be ranged over once
+// will do), one call at a time and pipelined, and its Sink is told the
+// outcomes in the arrivals' order, after its anchor, then its end: the
+// same as a Collector is told of the same schedule.
 func TestSinkSameOutcomes(t *testing.T) {
 	l := limit.Limit{Count: 20, Window: time.Second}
 	sc, err := scenarios.Get("overload")
@@ -78,28 +101,25 @@ func TestSinkSameOutcomes(t *testing.T) {
 	for _, depth := range []int{0, 7} {
 		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: depth, Parallel: 2}
 		sink := &sinkRecorder{}
-		lazy := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
-			Prefix: fmt.Sprintf("%s:%d:sink:", srv.Key(t), depth), Sink: sink, Calls: len(sched.Arrivals),
-			Build: func() []scenarios.Arrival { return append([]scenarios.Arrival(nil), sched.Arrivals...) }}
-		kept := harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%d:kept:", srv.Key(t), depth)}
-		jrs, err := r.Execute(ctx, []harness.Job{lazy, kept})
+		lazy := harness.Job{Limiter: lim, Limit: l, Scenario: sched.Scenario, Prefix: fmt.Sprintf("%s:%d:sink:", srv.Key(t), depth),
+			Arrivals: once(t, sched.Arrivals), Calls: len(sched.Arrivals), Sink: sink}
+		var kept harness.Collector
+		jrs, err := r.Execute(ctx, []harness.Job{lazy,
+			harness.Job{Limiter: lim, Limit: l, Prefix: fmt.Sprintf("%s:%d:kept:", srv.Key(t), depth), Sink: &kept}.WithSchedule(sched)})
 		if err != nil {
 			t.Fatal(err)
-		}
-		if len(jrs[0].Outcomes) != 0 || len(jrs[0].Job.Schedule.Arrivals) != 0 {
-			t.Errorf("depth %d: the sink's job kept %d outcomes, %d arrivals", depth, len(jrs[0].Outcomes), len(jrs[0].Job.Schedule.Arrivals))
 		}
 		if len(sink.anchors) != 1 || !sink.anchors[0].Equal(jrs[0].Anchor) || sink.ends != 1 {
 			t.Errorf("depth %d: anchors told %v, want [%v]; ended %d times, want once", depth, sink.anchors, jrs[0].Anchor, sink.ends)
 		}
-		want := jrs[1].Outcomes
+		want := kept.Outcomes
 		if len(sink.got) != len(want) || len(want) != len(sched.Arrivals) {
-			t.Fatalf("depth %d: %d outcomes told, %d returned, %d arrivals", depth, len(sink.got), len(want), len(sched.Arrivals))
+			t.Fatalf("depth %d: %d outcomes told, %d collected, %d arrivals", depth, len(sink.got), len(want), len(sched.Arrivals))
 		}
 		for i, o := range sink.got {
 			w := want[i]
 			if o.Err != nil || o.Seq != i || o.Arrival != w.Arrival || o.Decision.Allowed != w.Decision.Allowed || !o.Decision.DecidedAt.Equal(w.Decision.DecidedAt) {
-				t.Fatalf("depth %d: outcome %d told %+v, returned %+v", depth, i, o, w)
+				t.Fatalf("depth %d: outcome %d told %+v, collected %+v", depth, i, o, w)
 			}
 		}
 	}
@@ -140,12 +160,12 @@ return {1, 0, 0, tonumber(ARGV[1])}`
 			Arrivals: []scenarios.Arrival{{At: 0, Key: "k", Cost: 1}, {At: c.gap, Key: "k", Cost: 1}}}
 		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, Pipeline: 8}
 		start := time.Now()
-		jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Schedule: sched, Prefix: prefix}})
+		_, outs, err := execute(r, harness.Job{Limiter: lim, Limit: limit.Limit{Count: 10, Window: w}, Prefix: prefix}.WithSchedule(sched))
 		bound := 10*time.Minute + 2*time.Since(start) + 2*w
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, o := range jrs[0].Outcomes {
+		for _, o := range outs[0] {
 			if o.Err != nil {
 				t.Fatal(o.Err)
 			}
@@ -176,7 +196,7 @@ func TestExpiryOtherKeys(t *testing.T) {
 	}
 	prefix := srv.Key(t) + ":"
 	r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true}
-	if _, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Schedule: scenarios.Schedule{Scenario: "days", Params: scenarios.Params{Limit: 5, Window: l.Window}, Arrivals: arr}, Prefix: prefix}}); err != nil {
+	if _, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: limit.Limit{Count: 5, Window: l.Window}, Scenario: "days", Arrivals: slices.Values(arr), Prefix: prefix}}); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := srv.Client().Keys(ctx, prefix+"{k}*").Result()
@@ -189,7 +209,7 @@ func TestExpiryOtherKeys(t *testing.T) {
 }
 
 // pipelined virtual time survives SCRIPT FLUSH between
-// its round trips (sent by Observe, which runs between them): the calls
+// its round trips (sent by the job's Sink, told between them): the calls
 // refused with NOSCRIPT are loaded and resent, with and without the expiry
 // emulation, and the run decides as without flushes.
 func TestPipelineScriptFlush(t *testing.T) {
@@ -209,22 +229,19 @@ func TestPipelineScriptFlush(t *testing.T) {
 			flushes := 0
 			for k, flush := range []bool{false, true} {
 				r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 16, Expiry: expiry}
-				if flush {
-					r.Observe = func(_ int, o harness.Outcome) {
-						if o.Seq%16 == 15 && srv.Client().ScriptFlush(ctx).Err() == nil {
-							flushes++
-						}
-					}
-				}
-				jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, o := range jrs[0].Outcomes {
+				job := harness.Job{Limiter: lim, Limit: l, Prefix: fmt.Sprintf("%s:%s:%d:", srv.Key(t), name, k)}.WithSchedule(sched)
+				job.Sink = harness.SinkFunc(func(o harness.Outcome) error {
 					if o.Err != nil {
-						t.Fatalf("%s expiry %v flush %v: %v", name, expiry, flush, o.Err)
+						t.Errorf("%s expiry %v flush %v: %v", name, expiry, flush, o.Err)
 					}
 					got[k] = append(got[k], o.Decision.Allowed)
+					if flush && o.Seq%16 == 15 && srv.Client().ScriptFlush(ctx).Err() == nil {
+						flushes++
+					}
+					return nil
+				})
+				if _, err := r.Execute(ctx, []harness.Job{job}); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if flushes < 10 {
@@ -256,11 +273,11 @@ func TestExpiryOneScriptPerDecision(t *testing.T) {
 		for k, expiry := range []bool{false, true} {
 			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 64, Expiry: expiry}
 			prefix := fmt.Sprintf("%s:%s:%v:", srv.Key(t), name, expiry)
-			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix}})
+			_, outs, err := execute(r, harness.Job{Limiter: lim, Limit: l, Prefix: prefix}.WithSchedule(sched))
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, o := range jrs[0].Outcomes {
+			for _, o := range outs[0] {
 				if o.Err != nil {
 					t.Fatal(o.Err)
 				}
@@ -273,7 +290,7 @@ func TestExpiryOneScriptPerDecision(t *testing.T) {
 			if err := srv.Client().ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + "again:"}}); err != nil {
+			if _, err := r.Execute(ctx, []harness.Job{harness.Job{Limiter: lim, Limit: l, Prefix: prefix + "again:"}.WithSchedule(sched)}); err != nil {
 				t.Fatal(err)
 			}
 			stats := srv.Client().Info(ctx, "commandstats").Val()
@@ -293,10 +310,12 @@ func TestExpiryOneScriptPerDecision(t *testing.T) {
 	}
 }
 
-// A job with a Stream is sent the stream's arrivals, pipelined, without
-// building them (its Build is not called): told to its Sink or returned,
-// the outcomes, anchor included, are those of the same job built. A job
-// the run thins, or one run without a pipeline, is built (Build once).
+// A pipelined virtual-time run reads a job's arrivals as its round trips
+// go: when its Sink is told an outcome, at most a round trip's arrivals
+// past it were read (thinned: a round trip's and the longest burst's). A
+// job run without a pipeline has its arrivals read whole first. Either way the anchor (the first
+// arrival is before it) and the outcomes are those of the same schedule
+// given as a slice.
 func TestStreamSameOutcomes(t *testing.T) {
 	l := limit.Limit{Count: 20, Window: time.Second}
 	sc, err := scenarios.Get("overload")
@@ -311,65 +330,69 @@ func TestStreamSameOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	burst, longest := 1, 1 // the longest run of arrivals thinning may take for one burst
+	for i := 1; i < len(sched.Arrivals); i++ {
+		a, b := sched.Arrivals[i-1], sched.Arrivals[i]
+		if b.At-a.At <= harness.ThinStep && a.Key == b.Key && a.Cost == b.Cost {
+			burst++
+		} else {
+			burst = 1
+		}
+		longest = max(longest, burst)
+	}
 	for _, c := range []struct {
-		name          string
-		depth         int
-		expiry, sink  bool
-		thin          bool
-		wantBuilds    int
-		wantStreaming bool
+		name      string
+		depth     int
+		expiry    bool
+		thin      bool
+		wantAhead int // the most arrivals read past the one told; -1: all read first
 	}{
-		{name: "sink", depth: 7, sink: true, wantStreaming: true},
-		{name: "returned", depth: 7, wantStreaming: true},
-		{name: "expiry", expiry: true, sink: true, wantStreaming: true},
-		{name: "thinned", depth: 7, sink: true, thin: true, wantBuilds: 1},
-		{name: "one at a time", sink: true, wantBuilds: 1},
+		{name: "pipelined", depth: 7, wantAhead: 7},
+		{name: "expiry", expiry: true, wantAhead: 1},
+		{name: "thinned", depth: 7, thin: true, wantAhead: 7 + longest},
+		{name: "one at a time", wantAhead: -1},
 	} {
-		builds, reads := 0, 0
-		sink := &sinkRecorder{}
-		streamed := harness.Job{Limiter: lim, Limit: l, Schedule: scenarios.Schedule{Scenario: sched.Scenario, Params: sched.Params},
-			Prefix: fmt.Sprintf("%s:%s:streamed:", srv.Key(t), c.name), Calls: len(sched.Arrivals), Thin: c.thin,
-			Build: func() []scenarios.Arrival { builds++; return append([]scenarios.Arrival(nil), sched.Arrivals...) },
-			Stream: func(yield func(scenarios.Arrival) bool) {
+		reads, ahead := 0, 0
+		var got []harness.Outcome
+		streamed := harness.Job{Limiter: lim, Limit: l, Scenario: sched.Scenario, Prefix: fmt.Sprintf("%s:%s:streamed:", srv.Key(t), c.name),
+			Calls: len(sched.Arrivals), Thin: c.thin,
+			Arrivals: func(yield func(scenarios.Arrival) bool) {
 				for _, a := range sched.Arrivals {
 					reads++
 					if !yield(a) {
 						return
 					}
 				}
-			}}
-		if c.sink {
-			streamed.Sink = sink
-		}
-		kept := harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: fmt.Sprintf("%s:%s:kept:", srv.Key(t), c.name)}
+			},
+			Sink: harness.SinkFunc(func(o harness.Outcome) error {
+				ahead = max(ahead, reads-o.Seq-1)
+				got = append(got, o)
+				return nil
+			})}
+		var kept harness.Collector
 		r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: c.depth, Expiry: c.expiry, Parallel: 2}
-		jrs, err := r.Execute(ctx, []harness.Job{streamed, kept})
+		jrs, err := r.Execute(ctx, []harness.Job{streamed,
+			harness.Job{Limiter: lim, Limit: l, Prefix: fmt.Sprintf("%s:%s:kept:", srv.Key(t), c.name), Sink: &kept}.WithSchedule(sched)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if builds != c.wantBuilds || (reads > 0) != c.wantStreaming {
-			t.Errorf("%s: built %d times (want %d), %d arrivals streamed (want some: %v)", c.name, builds, c.wantBuilds, reads, c.wantStreaming)
+		if want := c.wantAhead; want < 0 && (len(got) == 0 || ahead != len(sched.Arrivals)-1) || want >= 0 && ahead > want {
+			t.Errorf("%s: %d arrivals read past an outcome told, want at most %d (-1: all read first)", c.name, ahead, want)
 		}
-		if !jrs[0].Anchor.Equal(jrs[1].Anchor) || len(jrs[0].Job.Schedule.Arrivals) != 0 {
-			t.Errorf("%s: anchor %v, want %v; %d arrivals kept", c.name, jrs[0].Anchor, jrs[1].Anchor, len(jrs[0].Job.Schedule.Arrivals))
-		}
-		got, want := jrs[0].Outcomes, jrs[1].Outcomes
-		if c.sink {
-			got = sink.got
-			if len(jrs[0].Outcomes) != 0 || len(sink.anchors) != 1 || !sink.anchors[0].Equal(jrs[0].Anchor) || sink.ends != 1 {
-				t.Errorf("%s: %d outcomes returned, anchors told %v, ended %d times", c.name, len(jrs[0].Outcomes), sink.anchors, sink.ends)
-			}
+		if !jrs[0].Anchor.Equal(jrs[1].Anchor) {
+			t.Errorf("%s: anchor %v, want %v", c.name, jrs[0].Anchor, jrs[1].Anchor)
 		}
 		if c.thin {
 			continue // fewer sent (at most): TestThinBursts
 		}
+		want := kept.Outcomes
 		if len(got) != len(want) || len(want) != len(sched.Arrivals) {
-			t.Fatalf("%s: %d outcomes, %d of the built job, %d arrivals", c.name, len(got), len(want), len(sched.Arrivals))
+			t.Fatalf("%s: %d outcomes, %d of the slice, %d arrivals", c.name, len(got), len(want), len(sched.Arrivals))
 		}
 		for i, o := range got {
 			w := want[i]
 			if o.Err != nil || o.Seq != i || o.Arrival != w.Arrival || o.Decision.Allowed != w.Decision.Allowed || !o.Decision.DecidedAt.Equal(w.Decision.DecidedAt) {
-				t.Fatalf("%s: outcome %d %+v, built %+v", c.name, i, o, w)
+				t.Fatalf("%s: outcome %d %+v, of the slice %+v", c.name, i, o, w)
 			}
 		}
 	}
@@ -396,7 +419,7 @@ func TestDropKeys(t *testing.T) {
 		return len(keys)
 	}
 	kept := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true}
-	if _, err := kept.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base + "control:"}}); err != nil {
+	if _, err := kept.Execute(ctx, []harness.Job{harness.Job{Limiter: lim, Limit: l, Prefix: base + "control:"}.WithSchedule(sched)}); err != nil {
 		t.Fatal(err)
 	}
 	before := count(base)
@@ -404,8 +427,8 @@ func TestDropKeys(t *testing.T) {
 		t.Fatalf("%d keys under %s after a run without DropKeys, want its two keys and their companions", before, base)
 	}
 	dropping := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Expiry: true, DropKeys: []string{"a", "b"}}
-	jrs, err := dropping.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Prefix: base}})
-	if err != nil || len(jrs[0].Outcomes) != 2 || !jrs[0].Outcomes[0].Decision.Allowed {
+	jrs, outs, err := execute(dropping, harness.Job{Limiter: lim, Limit: l, Prefix: base}.WithSchedule(sched))
+	if err != nil || len(outs[0]) != 2 || !outs[0][0].Decision.Allowed {
 		t.Fatalf("run: %v, %+v", err, jrs)
 	}
 	if n := count(base + "{"); n != 0 {

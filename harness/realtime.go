@@ -16,16 +16,11 @@ import (
 	"github.com/ratelab/ratelab/scenarios"
 )
 
-// runReal sends each client's arrivals in order at anchor+At on the chosen
-// clock (offset = that clock minus the local clock); late arrivals go at once.
-func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) []Outcome {
-	arr := j.Schedule.Arrivals
-	var out []Outcome
-	var done []bool
-	if !r.Discard {
-		out = make([]Outcome, len(arr))
-		done = make([]bool, len(arr))
-	}
+// runReal sends arr, job j's arrivals, each client's in order at
+// anchor+At on the chosen clock (offset = that clock minus the local
+// clock; late arrivals go at once), one goroutine per client, telling tl
+// each outcome as its call returns and total each call's latency.
+func (r *Runner) runReal(ctx context.Context, j Job, arr []scenarios.Arrival, tl *teller, anchor time.Time, offset time.Duration, total *hdrhistogram.Histogram) {
 	byClient := map[int][]int{}
 	for seq, a := range arr {
 		byClient[a.Client] = append(byClient[a.Client], seq)
@@ -38,15 +33,12 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 			defer wg.Done()
 			h := NewHist()
 			for _, seq := range seqs {
-				o, ok := r.decideWhenDue(ctx, job, j, seq, arr[seq], anchor, offset)
+				o, ok := r.decideWhenDue(ctx, j, seq, arr[seq], anchor, offset)
 				if !ok {
 					break
 				}
 				_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
-				if !r.Discard {
-					out[seq] = o
-					done[seq] = true
-				}
+				tl.add(o)
 			}
 			mu.Lock()
 			total.Merge(h)
@@ -54,13 +46,6 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 		}(seqs)
 	}
 	wg.Wait()
-	kept := out[:0]
-	for seq := range out {
-		if done[seq] {
-			kept = append(kept, out[seq])
-		}
-	}
-	return kept
 }
 
 // decideWhenDue waits until arrival a (index seq of job j) is due on the
@@ -68,7 +53,7 @@ func (r *Runner) runReal(ctx context.Context, job int, j Job, anchor time.Time, 
 // clock; a late arrival goes at once), and decides it on that clock: the
 // server's TIME, or the local clock with the client's skew. False when
 // ctx ended first.
-func (r *Runner) decideWhenDue(ctx context.Context, job int, j Job, seq int, a scenarios.Arrival, anchor time.Time, offset time.Duration) (Outcome, bool) {
+func (r *Runner) decideWhenDue(ctx context.Context, j Job, seq int, a scenarios.Arrival, anchor time.Time, offset time.Duration) (Outcome, bool) {
 	due := anchor.Add(a.At).Add(-offset)
 	if wait := time.Until(due); wait > 0 {
 		t := time.NewTimer(wait)
@@ -85,12 +70,13 @@ func (r *Runner) decideWhenDue(ctx context.Context, job int, j Job, seq int, a s
 	if r.Clock == ClientClock {
 		at = algorithms.At(time.Now().Add(j.ClockSkew(a.Client)))
 	}
-	return r.decide(ctx, job, j, seq, a, anchor, at), true
+	return r.decide(ctx, j, seq, a, anchor, at), true
 }
 
-// realAnchor picks the next window boundary on the run's clock that leaves
-// Lead before the first arrival, and says how long the run will wait.
-func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor time.Time, offset time.Duration, err error) {
+// realAnchor picks the next window boundary (of window w) on the run's
+// clock that leaves Lead before arr's first arrival, and says on Progress
+// how long the run of scenario will wait.
+func (r *Runner) realAnchor(ctx context.Context, scenario string, w time.Duration, arr []scenarios.Arrival) (anchor time.Time, offset time.Duration, err error) {
 	if r.Clock == RedisClock {
 		offset, err = server.ServerClockOffset(ctx, r.Redis, 16)
 		if err != nil {
@@ -102,18 +88,18 @@ func (r *Runner) realAnchor(ctx context.Context, s scenarios.Schedule) (anchor t
 		lead = 300 * time.Millisecond
 	}
 	first := time.Duration(0)
-	if len(s.Arrivals) > 0 {
-		first = s.Arrivals[0].At
+	if len(arr) > 0 {
+		first = arr[0].At
 	}
 	now := time.Now().Add(offset)
-	anchor = AlignUp(now.Add(lead-first), s.Params.Window)
+	anchor = AlignUp(now.Add(lead-first), w)
 	if r.Unaligned {
 		anchor = now.Add(lead - first)
 	}
 	if r.Progress != nil {
 		wait := anchor.Add(first).Sub(now)
 		fmt.Fprintf(r.Progress, "%s: waiting %.1fs for the first arrival, %s before the window boundary at %s (%s clock)\n",
-			s.Scenario, wait.Seconds(), (-first).String(), anchor.Format("15:04:05.000"), r.Clock)
+			scenario, wait.Seconds(), (-first).String(), anchor.Format("15:04:05.000"), r.Clock)
 	}
 	return anchor, offset, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,7 +91,7 @@ type Runner struct {
 	// later (PEXPIRETIME). Off: keys expire in real time.
 	Expiry bool
 	// DropKeys names arrival keys whose keys a virtual-time run removes
-	// once each job is over and its Sink was told (dropKeys: Prefix + "{"
+	// once each job is over and its Sink was told End (dropKeys: Prefix + "{"
 	// + key + "}", the keys its expiry companion records, the companion),
 	// before the next job starts: the Redis memory of a run of many jobs is
 	// then that of the Parallel jobs under way, not of every job (at L =
@@ -123,11 +124,6 @@ type Runner struct {
 	// runner) is waited for. Set it when the user did not choose the
 	// timeout.
 	AdaptTimeout bool
-	// Discard drops each outcome of a real-time run once it is streamed to
-	// Log: Execute then returns results without Outcomes, so memory does not
-	// grow with the decisions made (a load run needs only the records and
-	// the latency). Virtual-time runs keep their outcomes.
-	Discard bool
 	// OnError is what a failed call counts as: FailClosed (denied, the
 	// default) or FailOpen (allowed without the limiter).
 	OnError ErrorPolicy
@@ -140,10 +136,6 @@ type Runner struct {
 	// run's clock) and that clock minus the local clock, once chosen and
 	// before the run waits for its first arrival.
 	Anchored func(anchor time.Time, offset time.Duration)
-	// Observe, when set, is told every outcome as soon as it is known, with
-	// the index of its job in the jobs given to Execute. It is called from
-	// several goroutines at once.
-	Observe func(job int, o Outcome)
 
 	// Label names an Execute's decisions on Progress ("verify
 	// sliding-log"); empty means its scenario's name, or how many
@@ -165,22 +157,33 @@ type Runner struct {
 	}
 }
 
-// Run runs jobs that share one schedule shape (same window) and returns one
-// Row per job, with memory measured after the jobs (see Execute). A cancelled
-// ctx stops the run; the rows then hold what was measured.
+// Run runs jobs that share one window and returns one Row per job, with
+// memory measured after the jobs (see Execute). Each job's Sink is told
+// its outcomes as in Execute; Run also keeps them until the rows are
+// summarized. A cancelled ctx stops the run; the rows then hold what was
+// measured.
 //
 // A run some of whose calls failed returns a *CallsFailedError (when
 // nothing else stopped it): the rows count them as OnError says, and the
 // error says how many and the first.
 func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 	_ = r.takeFailed() // count this run's calls only
-	results, runErr := r.Execute(ctx, jobs)
+	kept := make([]Collector, len(jobs))
+	teed := slices.Clone(jobs)
+	for i := range teed {
+		teed[i].Sink = tee{&kept[i], jobs[i].Sink}
+	}
+	results, runErr := r.Execute(ctx, teed)
 	if ferr := r.takeFailed(); ferr != nil && runErr == nil {
 		runErr = ferr
 	}
 	rows := make([]measure.Row, 0, len(results))
-	for _, jr := range results {
-		row := summarize(jr, r.Clock)
+	for i, jr := range results {
+		jr.Job = jobs[i]
+		outs := kept[i].Outcomes
+		slices.SortStableFunc(outs, func(a, b Outcome) int { return cmp.Compare(a.Seq, b.Seq) })
+		row := summarize(jr, outs, r.Clock)
+		kept[i].Outcomes = nil
 		if Unanswered(runErr) {
 			rows = append(rows, row) // no memory to read from a Redis that does not answer
 			continue
@@ -200,16 +203,52 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 	return rows, runErr
 }
 
-// Execute sends every job's schedule to its limiter and returns what each
-// call answered. In virtual time the jobs run Parallel at a time (default
-// one after another), each arrival in schedule order, except that arrivals
-// at the same instant from different clients are sent concurrently. In real
-// time (redis or client clock) all jobs run at once against one anchor, one
+// tee is a Sink that tells keep, then next (when set), each call.
+type tee struct {
+	keep *Collector
+	next Sink
+}
+
+func (t tee) Anchor(a time.Time) {
+	if t.next != nil {
+		t.next.Anchor(a)
+	}
+}
+
+func (t tee) Add(o Outcome) error {
+	_ = t.keep.Add(o)
+	if t.next != nil {
+		return t.next.Add(o)
+	}
+	return nil
+}
+
+func (t tee) End() {
+	if t.next != nil {
+		t.next.End()
+	}
+}
+
+// Execute sends every job's arrivals to its limiter and tells each job's
+// Sink what each call answered (Sink says in which order and from which
+// goroutine). In virtual time the jobs run Parallel at a time (default
+// one after another), each arrival in order, except that arrivals at the
+// same instant from different clients are sent concurrently (without
+// Pipeline). In real time (redis or client clock) all jobs run at once
+// against one anchor, chosen from the first job's first arrival, one
 // goroutine per simulated client per job, so every job sees the same
-// boundary. Every decision is streamed to Log.
+// boundary. Every decision is streamed to Log. The results are in the
+// order of jobs; the error is a job without Limit.Window (before any
+// call), the cause that stopped the run (a Sink's, a stall, an outage,
+// ctx's), else the decision log's.
 func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
+	}
+	for i, j := range jobs {
+		if err := j.check(); err != nil {
+			return nil, fmt.Errorf("job %d (%s): %w", i, j.Scenario, err)
+		}
 	}
 	outer := ctx
 	ctx, cancel := r.begin(ctx)
@@ -218,17 +257,15 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 	var total int64
 	for i := range jobs {
 		res[i] = JobResult{Job: jobs[i], Latency: NewHist()}
-		total += int64(len(jobs[i].Schedule.Arrivals))
-		if jobs[i].Build != nil {
-			total += int64(jobs[i].Calls)
-		}
+		total += int64(jobs[i].Calls)
 	}
-	desc := fmt.Sprintf("%s, %s clock", jobs[0].Schedule.Scenario, cmp.Or(r.Clock, VirtualClock))
-	if len(jobs) > 1 && jobs[len(jobs)-1].Schedule.Scenario != jobs[0].Schedule.Scenario {
-		desc = fmt.Sprintf("%d schedules, %s clock", len(jobs), cmp.Or(r.Clock, VirtualClock))
+	clock := cmp.Or(r.Clock, VirtualClock)
+	desc := fmt.Sprintf("%s, %s clock", jobs[0].Scenario, clock)
+	if len(jobs) > 1 && jobs[len(jobs)-1].Scenario != jobs[0].Scenario {
+		desc = fmt.Sprintf("%d schedules, %s clock", len(jobs), clock)
 	}
 	if r.Label != "" {
-		desc = fmt.Sprintf("%s, %s clock", r.Label, cmp.Or(r.Clock, VirtualClock))
+		desc = fmt.Sprintf("%s, %s clock", r.Label, clock)
 	}
 	r.meter = progress.Start(r.Progress, desc, "decisions", total)
 	defer r.meter.Stop()
@@ -239,36 +276,26 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		for i := range jobs {
 			sem <- struct{}{}
 			wg.Add(1)
-			go func(i int, jr *JobResult) {
+			go func(jr *JobResult) {
 				defer func() { <-sem; wg.Done() }()
 				start := time.Now()
-				built := jr.Job
-				if r.streams(built) {
-					jr.Anchor = streamAnchor(built)
-				} else {
-					built = built.built()
-					jr.Anchor = virtualAnchor(built.Schedule)
-				}
-				if built.Sink != nil {
-					built.Sink.Anchor(jr.Anchor)
-				}
-				jr.Outcomes, jr.Skipped = r.runVirtual(ctx, i, built, jr.Anchor, jr.Latency)
+				tl := &teller{sink: jr.Job.Sink, stop: r.stop}
+				jr.Anchor, jr.Skipped = r.runVirtual(ctx, jr.Job, tl, jr.Latency)
 				jr.Duration = time.Since(start)
-				if built.Sink != nil {
-					built.Sink.End()
-				}
-				r.dropKeys(ctx, built)
-			}(i, &res[i])
+				tl.end()
+				r.dropKeys(ctx, jr.Job)
+			}(&res[i])
 			if ctx.Err() != nil {
 				break
 			}
 		}
 		wg.Wait()
 	case RedisClock, ClientClock:
-		for i := range res {
-			res[i].Job = res[i].Job.built()
+		arrivals := make([][]scenarios.Arrival, len(jobs))
+		for i := range jobs {
+			arrivals[i] = collect(jobs[i])
 		}
-		anchor, offset, err := r.realAnchor(ctx, res[0].Job.Schedule)
+		anchor, offset, err := r.realAnchor(ctx, jobs[0].Scenario, jobs[0].Limit.Window, arrivals[0])
 		if err != nil {
 			return nil, err
 		}
@@ -280,22 +307,15 @@ func (r *Runner) Execute(ctx context.Context, jobs []Job) ([]JobResult, error) {
 		for i := range jobs {
 			res[i].Anchor = anchor
 			wg.Add(1)
-			go func(i int, jr *JobResult) {
+			go func(jr *JobResult, arr []scenarios.Arrival) {
 				defer wg.Done()
-				jr.Outcomes = r.runReal(ctx, i, jr.Job, anchor, offset, jr.Latency)
+				tl := &teller{sink: jr.Job.Sink, stop: r.stop}
+				tl.anchor(anchor)
+				r.runReal(ctx, jr.Job, arr, tl, anchor, offset, jr.Latency)
 				jr.Duration = time.Since(start)
-				if s := jr.Job.Sink; s != nil {
-					s.Anchor(anchor)
-					for _, o := range jr.Outcomes {
-						s.Add(o)
-					}
-					s.End()
-					jr.Outcomes = nil
-				}
-				if jr.Job.Build != nil {
-					jr.Job.Schedule.Arrivals = nil
-				}
-			}(i, &res[i])
+				tl.end()
+			}(&res[i], arrivals[i])
+			arrivals[i] = nil
 		}
 		wg.Wait()
 	default:
@@ -342,18 +362,40 @@ func (r *Runner) finish(ctx, outer context.Context) error {
 // significant digits), the one every row's latency figures come from.
 func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) }
 
-func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Time, h *hdrhistogram.Histogram) (outcomes []Outcome, skipped int64) {
+// runVirtual runs job j in virtual time, telling tl its anchor and each
+// outcome in the arrivals' order and h each call's latency; it returns
+// the anchor and how many arrivals thinning left out. It ranges over
+// j.Arrivals once: a pipelined job reads them as its round trips go
+// (runStreamed; thinned, a burst at a time: runThinned); the others' are
+// collected first.
+func (r *Runner) runVirtual(ctx context.Context, j Job, tl *teller, h *hdrhistogram.Histogram) (anchor time.Time, skipped int64) {
 	if r.pipelined(j) {
-		return r.runPipelined(ctx, job, j, anchor, h)
+		if !r.thins(j) {
+			return r.runStreamed(ctx, j, tl, func(a scenarios.Arrival) time.Time { return virtualAnchor(a.At, j.Limit.Window) }, h), 0
+		}
+		a, _, next, stop := peek(j.Arrivals)
+		defer stop()
+		anchor = virtualAnchor(a.At, j.Limit.Window)
+		tl.anchor(anchor)
+		return anchor, r.runThinned(ctx, j, next, tl, anchor, h)
 	}
-	arr := j.Schedule.Arrivals
-	// out[seq-base] is seq's outcome: every one, or with Sink those of
-	// the instant under way
-	var out []Outcome
-	base := 0
-	if j.Sink == nil {
-		out = make([]Outcome, len(arr))
+	arr := collect(j)
+	if len(arr) > 0 {
+		anchor = virtualAnchor(arr[0].At, j.Limit.Window)
+	} else {
+		anchor = virtualAnchor(0, j.Limit.Window)
 	}
+	tl.anchor(anchor)
+	r.runInstants(ctx, j, arr, tl, anchor, h)
+	return anchor, 0
+}
+
+// runInstants decides arr, job j's arrivals, in virtual time one call at
+// a time, instant by instant: the arrivals of different clients at one
+// instant go concurrently (a client-side limiter's in turn: raceInstant),
+// and tl is told their outcomes in order once the instant is decided.
+func (r *Runner) runInstants(ctx context.Context, j Job, arr []scenarios.Arrival, tl *teller, anchor time.Time, h *hdrhistogram.Histogram) {
+	var out []Outcome // out[seq-n] is seq's outcome, of the instant under way
 	n := 0
 	for n < len(arr) && ctx.Err() == nil {
 		// the arrivals at this instant; different clients go concurrently
@@ -361,9 +403,7 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		for end < len(arr) && arr[end].At == arr[n].At {
 			end++
 		}
-		if j.Sink != nil {
-			base, out = n, make([]Outcome, end-n)
-		}
+		out = slices.Grow(out[:0], end-n)[:end-n]
 		at := algorithms.At(anchor.Add(arr[n].At))
 		byClient := map[int][]int{}
 		for seq := n; seq < end; seq++ {
@@ -372,10 +412,10 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 		cs, clientSide := j.Limiter.(custom.ClientSider)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
-				out[seq-base] = r.decide(ctx, job, j, seq, arr[seq], anchor, at)
+				out[seq-n] = r.decide(ctx, j, seq, arr[seq], anchor, at)
 			}
 		} else if clientSide && r.Redis != nil { // clients in turn, round trip by round trip: deterministic
-			r.raceInstant(ctx, job, j, cs, byClient, anchor, at, out, base)
+			r.raceInstant(ctx, j, arr, cs, byClient, anchor, at, out, n)
 		} else {
 			var wg sync.WaitGroup
 			for _, seqs := range byClient {
@@ -383,25 +423,19 @@ func (r *Runner) runVirtual(ctx context.Context, job int, j Job, anchor time.Tim
 				go func(seqs []int) {
 					defer wg.Done()
 					for _, seq := range seqs {
-						out[seq-base] = r.decide(ctx, job, j, seq, arr[seq], anchor, at)
+						out[seq-n] = r.decide(ctx, j, seq, arr[seq], anchor, at)
 					}
 				}(seqs)
 			}
 			wg.Wait()
 		}
-		for seq := n; seq < end; seq++ {
-			o := &out[seq-base]
+		for k := range out {
+			o := &out[k]
 			_ = h.RecordValue(max(o.Recv.Sub(o.Sent).Microseconds(), 1))
-			if j.Sink != nil {
-				j.Sink.Add(*o)
-			}
+			tl.add(*o)
 		}
 		n = end
 	}
-	if j.Sink != nil {
-		return nil, 0
-	}
-	return out[:n], 0
 }
 
 // guard is the Runner's call guard, built from its fields at the first
@@ -418,7 +452,7 @@ func (r *Runner) guard() *callguard.Guard {
 
 // decide makes the call of arrival a (index seq of job j) and streams its
 // record.
-func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, a scenarios.Arrival, anchor time.Time, at algorithms.Clock) Outcome {
+func (r *Runner) decide(ctx context.Context, j Job, seq int, a scenarios.Arrival, anchor time.Time, at algorithms.Clock) Outcome {
 	key := j.Prefix + "{" + a.Key + "}"
 	if t, ok := at.Injected(); ok && r.Clock == VirtualClock {
 		at = algorithms.At(t.Add(j.ClockSkew(a.Client)))
@@ -430,7 +464,7 @@ func (r *Runner) decide(ctx context.Context, job int, j Job, seq int, a scenario
 	o.Recv = trip.Recv
 	r.ended(ctx, &trip, j.Limiter, serr)
 	r.settle(o.Err)
-	r.record(job, j, anchor, &o)
+	r.record(j, anchor, &o)
 	return o
 }
 
@@ -479,33 +513,25 @@ func (r *Runner) stop(err error) {
 	}
 }
 
-// record settles outcome o of job j (index job): an errored decision counts
-// at its scheduled time, as OnError says; then it is streamed to Log and
-// told to Observe.
-func (r *Runner) record(job int, j Job, anchor time.Time, o *Outcome) {
+// record settles outcome o of job j: an errored decision counts at its
+// scheduled time, as OnError says; then it is streamed to Log.
+func (r *Runner) record(j Job, anchor time.Time, o *Outcome) {
 	r.countCall(o.Err)
 	if o.Err != nil {
 		// an errored decision counts at its scheduled time, as the policy says
 		o.Decision = algorithms.Decision{DecidedAt: anchor.Add(o.Arrival.At), Allowed: r.OnError == FailOpen}
 	}
 	if r.Log != nil {
-		rec := o.Record(j.Limiter.Name(), j.Schedule.Scenario)
+		rec := o.Record(j.Limiter.Name(), j.Scenario)
 		_ = r.Log.Write(&rec) // the log keeps its first error; its Close returns it
 	}
 	r.meter.Add(1)
-	if r.Observe != nil {
-		r.Observe(job, *o)
-	}
 }
 
-// virtualAnchor is the first multiple of the window after VirtualEpoch minus
-// the schedule's earliest (negative) offset.
-func virtualAnchor(s scenarios.Schedule) time.Time {
-	lead := time.Duration(0)
-	if len(s.Arrivals) > 0 && s.Arrivals[0].At < 0 {
-		lead = -s.Arrivals[0].At
-	}
-	return AlignUp(VirtualEpoch.Add(lead), s.Params.Window)
+// virtualAnchor is the first multiple of the window w after VirtualEpoch
+// minus the earliest arrival's offset first, when negative.
+func virtualAnchor(first, w time.Duration) time.Time {
+	return AlignUp(VirtualEpoch.Add(max(-first, 0)), w)
 }
 
 // AlignUp returns the first multiple of w (>= 1µs) since the Unix epoch at

@@ -39,7 +39,7 @@ func TestRunnerConcurrentClients(t *testing.T) {
 	for _, clock := range []harness.ClockMode{harness.RedisClock, harness.ClientClock} {
 		l, _ := algorithms.NewSlidingLog(srv.Client(), lim)
 		r := &harness.Runner{Redis: srv.Client(), Clock: clock, Lead: 50 * time.Millisecond}
-		rows, err := r.Run(ctx, []harness.Job{{Limiter: l, Limit: lim, Schedule: sched, Prefix: srv.Key(t) + ":"}})
+		rows, err := r.Run(ctx, []harness.Job{harness.Job{Limiter: l, Limit: lim, Prefix: srv.Key(t) + ":"}.WithSchedule(sched)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,4 +73,20 @@ func TestOpenErrors(t *testing.T) {
 	if err := srv.Client().Ping(ctx).Err(); err != nil {
 		t.Errorf("closing a URL Redis stopped the server: %v", err)
 	}
+}
+
+// execute runs jobs on r (Execute) and returns, beside the results, each
+// job's outcomes in the order its Sink was told them (a Collector each,
+// in place of the jobs' own sinks).
+func execute(r *harness.Runner, jobs ...harness.Job) ([]harness.JobResult, [][]harness.Outcome, error) {
+	kept := make([]harness.Collector, len(jobs))
+	for i := range jobs {
+		jobs[i].Sink = &kept[i]
+	}
+	jrs, err := r.Execute(ctx, jobs)
+	outs := make([][]harness.Outcome, len(jobs))
+	for i := range kept {
+		outs[i] = kept[i].Outcomes
+	}
+	return jrs, outs, err
 }

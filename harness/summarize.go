@@ -7,12 +7,13 @@ import (
 	"github.com/ratelab/ratelab/measure"
 )
 
-// summarize computes a Row from a job's outcomes.
-func summarize(jr JobResult, clock ClockMode) measure.Row {
-	j, outs, h, anchor := jr.Job, jr.Outcomes, jr.Latency, jr.Anchor
+// summarize computes a Row from a job's result and its outcomes (outs, in
+// the arrivals' order).
+func summarize(jr JobResult, outs []Outcome, clock ClockMode) measure.Row {
+	j, h, anchor := jr.Job, jr.Latency, jr.Anchor
 	l := j.Limit
 	row := measure.Row{
-		Algorithm: j.Limiter.Name(), Scenario: j.Schedule.Scenario, LimitDesc: j.Limiter.Describe(),
+		Algorithm: j.Limiter.Name(), Scenario: j.Scenario, LimitDesc: j.Limiter.Describe(),
 		Limit: l.Count, WindowMS: l.Window.Milliseconds(), Clock: string(clock),
 	}
 	if clock == "" {

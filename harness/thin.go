@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"math"
 	"time"
 
 	"github.com/ratelab/ratelab/internal/progress"
@@ -56,15 +57,21 @@ const ThinStep = time.Microsecond
 const ThinStrideDiv = 64
 
 // thins reports whether job j's run thins its bursts: Thin set, and the
-// job pipelined in virtual time (runPipelined).
+// job pipelined in virtual time (runThinned).
 func (r *Runner) thins(j Job) bool {
 	return j.Thin && (r.Clock == VirtualClock || r.Clock == "") && r.pipelined(j)
 }
 
 // thinner picks the arrivals of a pipelined job's next round trip and
-// follows their answers (see above). Not safe for concurrent use.
+// follows their answers (see above). It reads the job's arrivals as it
+// needs them and holds those from the current burst's start on: a burst
+// and a round trip, not the schedule. Not safe for concurrent use.
 type thinner struct {
+	read func() (scenarios.Arrival, bool) // the job's next arrival
+	// arr holds arrivals [base, base+len(arr)); done: none is left to read
 	arr   []scenarios.Arrival
+	base  int
+	done  bool
 	thin  bool
 	limit int64
 	meter *progress.Meter // skipped arrivals count as done
@@ -81,10 +88,37 @@ type thinner struct {
 	skew func(int) time.Duration
 }
 
-// newThinner returns the thinner of job j: one that sends every arrival
-// in order, depth at a time, unless r thins j.
-func (r *Runner) newThinner(j Job) *thinner {
-	return &thinner{arr: j.Schedule.Arrivals, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter, skew: j.ClockSkew}
+// newThinner returns the thinner of job j whose arrivals read returns in
+// order: one that sends every arrival in order, depth at a time, unless r
+// thins j.
+func (r *Runner) newThinner(j Job, read func() (scenarios.Arrival, bool)) *thinner {
+	return &thinner{read: read, thin: r.thins(j), limit: j.Limit.Count, meter: r.meter, skew: j.ClockSkew}
+}
+
+// has reports whether there is an arrival i (i at or after the burst's
+// start), reading the arrivals up to it.
+func (t *thinner) has(i int) bool {
+	for !t.done && i >= t.base+len(t.arr) {
+		a, ok := t.read()
+		if !ok {
+			t.done = true
+			break
+		}
+		t.arr = append(t.arr, a)
+	}
+	return i < t.base+len(t.arr)
+}
+
+// at is arrival i, which has reported.
+func (t *thinner) at(i int) scenarios.Arrival { return t.arr[i-t.base] }
+
+// release drops the arrivals before i once they are over half of those
+// held.
+func (t *thinner) release(i int) {
+	if k := i - t.base; k > 0 && 2*k >= len(t.arr) {
+		t.arr = t.arr[:copy(t.arr, t.arr[k:])]
+		t.base = i
+	}
 }
 
 // sameBurst reports whether b may follow a in one burst; skew is the
@@ -100,7 +134,7 @@ func sameBurst(a, b scenarios.Arrival, skew func(int) time.Duration) bool {
 func (t *thinner) reach(i int) {
 	for i >= t.end {
 		t.start, t.end = t.end, t.end+1
-		for t.end < len(t.arr) && sameBurst(t.arr[t.end-1], t.arr[t.end], t.skew) {
+		for t.has(t.end) && sameBurst(t.at(t.end-1), t.at(t.end), t.skew) {
 			t.end++
 		}
 		t.denied, t.stride = 0, 0
@@ -116,10 +150,11 @@ func (t *thinner) reach(i int) {
 // slice is reused by the next call.
 func (t *thinner) pick(depth int) []int {
 	t.buf = t.buf[:0]
-	if t.next >= len(t.arr) {
+	t.release(min(t.start, t.next)) // nothing before the burst is read again
+	if !t.has(t.next) {
 		return nil
 	}
-	stop := len(t.arr)
+	stop := math.MaxInt
 	if t.thin {
 		t.reach(t.next)
 		if t.stride > 0 { // probing: one arrival, stride on
@@ -134,7 +169,7 @@ func (t *thinner) pick(depth int) []int {
 			stop = t.next + ThinAfter - t.denied
 		}
 	}
-	for i := t.next; i < stop && len(t.buf) < depth; i++ {
+	for i := t.next; i < stop && len(t.buf) < depth && t.has(i); i++ {
 		t.buf = append(t.buf, i)
 	}
 	t.next += len(t.buf)

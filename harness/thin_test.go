@@ -64,17 +64,17 @@ func TestThinBursts(t *testing.T) {
 			}
 			sched := scenarios.Schedule{Scenario: "thin", Params: scenarios.Params{Limit: L, Window: w}, Arrivals: c.arr}
 			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: c.pipeline}
-			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Thin: c.thin,
-				Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), k)}})
+			jrs, outs, err := execute(r, harness.Job{Limiter: lim, Limit: l, Thin: c.thin,
+				Prefix: fmt.Sprintf("%s:%d:", srv.Key(t), k)}.WithSchedule(sched))
 			if err != nil {
 				t.Fatal(err)
 			}
 			jr := jrs[0]
-			sent := make([]scenarios.Arrival, 0, len(jr.Outcomes))
+			sent := make([]scenarios.Arrival, 0, len(outs[0]))
 			var acc int64
 			var events []measure.Event
 			last := -1 // the outcomes' Seq index the schedule, rising: the sent arrivals are a subsequence
-			for i, o := range jr.Outcomes {
+			for i, o := range outs[0] {
 				if o.Err != nil {
 					t.Fatalf("outcome %d: %v", i, o.Err)
 				}
@@ -144,14 +144,14 @@ func TestThinBurstsAcrossClients(t *testing.T) {
 			}
 			sched := scenarios.Schedule{Scenario: "thin", Params: scenarios.Params{Limit: L, Window: w}, Arrivals: arr}
 			r := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock, Pipeline: 256}
-			jrs, err := r.Execute(ctx, []harness.Job{{Limiter: lim, Limit: l, Schedule: sched, Thin: true, Skew: c.skew,
-				Prefix: fmt.Sprintf("%s:clients:%d:", srv.Key(t), k)}})
+			jrs, outs, err := execute(r, harness.Job{Limiter: lim, Limit: l, Thin: true, Skew: c.skew,
+				Prefix: fmt.Sprintf("%s:clients:%d:", srv.Key(t), k)}.WithSchedule(sched))
 			if err != nil {
 				t.Fatal(err)
 			}
 			jr := jrs[0]
 			var acc int64
-			for i, o := range jr.Outcomes {
+			for i, o := range outs[0] {
 				if o.Err != nil {
 					t.Fatalf("outcome %d: %v", i, o.Err)
 				}
@@ -159,7 +159,7 @@ func TestThinBurstsAcrossClients(t *testing.T) {
 					acc++
 				}
 			}
-			sent := len(jr.Outcomes)
+			sent := len(outs[0])
 			switch {
 			case acc != L:
 				t.Errorf("accepted %d, want %d", acc, L)

@@ -52,7 +52,7 @@ type Trial struct {
 	Probe   *Probe
 	// Stream, when set (always with Build), makes the same arrivals as
 	// Build, in order, as they are read, holding none of them: for a
-	// runner that sends them in order (harness.Job.Stream). The largest
+	// runner that sends them in order (harness.Job.Arrivals). The largest
 	// trials of AdversarialPlan have one (stream.go). Each reads it.
 	Stream iter.Seq[Arrival]
 	// Build, when set, makes the trial's arrivals on demand (a new slice

@@ -16,12 +16,22 @@ import (
 // of them is 60-80 MB as a slice).
 
 // Each returns t's arrivals in order as a sequence: Stream when it is set
-// (made as they are read), else those of Arrivals.
+// (made as they are read), else those of Arrivals, made (Build) when the
+// sequence is ranged over, anew for each range, and dropped after it.
 func (t Trial) Each() iter.Seq[Arrival] {
 	if t.Stream != nil {
 		return t.Stream
 	}
-	return slices.Values(t.Arrivals())
+	if t.Build == nil {
+		return slices.Values(t.Schedule.Arrivals)
+	}
+	return func(yield func(Arrival) bool) {
+		for _, a := range t.Build() {
+			if !yield(a) {
+				return
+			}
+		}
+	}
 }
 
 // overloadChunk is about how many arrival times overloadTimes sorts at

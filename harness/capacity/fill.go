@@ -61,8 +61,6 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 				return
 			}
 			r := &harness.Runner{Redis: m.c, Clock: harness.VirtualClock, Pipeline: fillPipeline}
-			job := harness.Job{Limiter: lim, Limit: l, Prefix: prefix,
-				Schedule: scenarios.Schedule{Scenario: "fill", Params: scenarios.Params{Limit: l.Count, Window: l.Window}}}
 			share := func(yield func(scenarios.Arrival) bool) {
 				for i := w; i < n; i += fillWorkers {
 					key := fmt.Sprintf("%06d", i) // once per key: a plan may hold a call per unit of the limit
@@ -73,7 +71,8 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 					}
 				}
 			}
-			_, errs[w] = r.Drive(ctx, job, share, func(o harness.Outcome) error {
+			job := harness.Job{Limiter: lim, Limit: l, Scenario: "fill", Prefix: prefix, Arrivals: share}
+			job.Sink = harness.SinkFunc(func(o harness.Outcome) error {
 				switch {
 				case o.Err != nil:
 					return o.Err
@@ -83,6 +82,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 				}
 				return nil
 			})
+			_, errs[w] = r.Drive(ctx, job)
 			reloads.Add(r.Reloads())
 		}(w)
 	}

@@ -212,7 +212,13 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 			if err != nil {
 				return err
 			}
-			jobs[i] = harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":" + Scenario + ":"}
+			jobs[i] = harness.Job{Limiter: l, Limit: lim, Prefix: prefix + name + ":" + Scenario + ":"}.WithSchedule(sched)
+			if obs != nil {
+				jobs[i].Sink = harness.SinkFunc(func(o harness.Outcome) error {
+					obs.Decided(i, o.Record(l.Name(), sched.Scenario))
+					return nil
+				})
+			}
 			plan.Describe = append(plan.Describe, l.Describe())
 		}
 		// scripts cached before the clock starts: no first-call EVAL in the burst
@@ -225,11 +231,6 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, obs Observer, log *m
 				plan.FirstLocal = boundary.Add(sched.Arrivals[0].At).Add(-offset)
 				if obs != nil {
 					obs.Planned(plan)
-				}
-			},
-			Observe: func(job int, o harness.Outcome) {
-				if obs != nil {
-					obs.Decided(job, o.Record(jobs[job].Limiter.Name(), sched.Scenario))
 				}
 			}}
 		if cfg.Pace > 1 {

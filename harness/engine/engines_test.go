@@ -174,7 +174,7 @@ func TestClusterSameVerdicts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs = append(jobs, harness.Job{Limiter: lim, Limit: l, Schedule: sched, Prefix: prefix + name + ":"})
+			jobs = append(jobs, harness.Job{Limiter: lim, Limit: l, Prefix: prefix + name + ":"}.WithSchedule(sched))
 		}
 		t.Cleanup(func() {
 			keys, _ := server.ScanKeys(ctx, cluster.Client(), prefix)

@@ -94,8 +94,6 @@ func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time
 	r := &harness.Runner{Redis: rd.Client, Clock: harness.VirtualClock, Log: log, Pipeline: w.cfg.Pipeline,
 		Timeout: w.cfg.Timeout, CallsPerTimeout: replayTimeoutCalls, AdaptTimeout: w.cfg.AdaptTimeout,
 		OnError: w.cfg.OnError, MaxOutage: w.cfg.MaxOutage}
-	job := harness.Job{Limiter: w.lim, Limit: w.limit, Prefix: w.prefix,
-		Schedule: scenarios.Schedule{Scenario: w.cfg.Name, Params: scenarios.Params{Limit: w.limit.Count, Window: w.limit.Window}}}
 	records := func(yield func(scenarios.Arrival) bool) {
 		for b := range w.in {
 			for _, it := range b {
@@ -105,7 +103,9 @@ func (w *replayWorker) run(ctx context.Context, rd *server.Redis, base time.Time
 			}
 		}
 	}
-	jr, err := r.Drive(ctx, job, records, func(o harness.Outcome) error { return w.add(ctx, rd, o) })
+	job := harness.Job{Limiter: w.lim, Limit: w.limit, Scenario: w.cfg.Name, Prefix: w.prefix, Arrivals: records,
+		Sink: harness.SinkFunc(func(o harness.Outcome) error { return w.add(ctx, rd, o) })}
+	jr, err := r.Drive(ctx, job)
 	w.hist, w.dur = jr.Latency, jr.Duration
 	if err != nil || ctx.Err() != nil {
 		return err

@@ -340,7 +340,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 				if err := clockRefusal(l, cfg.Clock); err != nil { // Validate refused it first
 					return err
 				}
-				j := harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + aname + ":" + sname + ":"}
+				j := harness.Job{Limiter: l, Limit: lim, Prefix: prefix + aname + ":" + sname + ":"}.WithSchedule(sched)
 				if !virtual || !slices.Contains(targets.Names(cfg.Targets), aname) || !onKeys(l) {
 					jobs = append(jobs, j)
 					continue
@@ -367,7 +367,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 				rows, jobs = append(rows, more...), append(jobs, scriptJobs...)
 			}
 			if err == nil && virtual {
-				err = sampleLatency(ctx, runner, jobs, prefix+"~latency:", rows)
+				err = sampleLatency(ctx, runner, jobs, sched, prefix+"~latency:", rows)
 			}
 			res.Results = append(res.Results, rows...)
 			if err != nil {
@@ -427,21 +427,22 @@ var LatencyNote = fmt.Sprintf("latency (p50, p99 µs) is from a sample of its ow
 	"the run's decisions go %d per pipelined round trip, %d algorithms at once (virtual time: the other columns do not depend on it)", LatencySample, Pipeline, Parallel)
 
 // sampleLatency replaces the latency figures of rows (one per job, in the
-// order of jobs) with those of jobs' first LatencySample arrivals sent one
-// call at a time, one job after another, on keys under prefix (not
-// logged, not in the rows' other figures). Jobs whose limiter is not
+// order of jobs, each running sched) with those of sched's first
+// LatencySample arrivals sent one call at a time, one job after another,
+// on keys under prefix (not logged, not in the rows' other figures). Jobs whose limiter is not
 // algorithms.Scripted (an HTTP endpoint) went one call at a time already:
 // their rows keep their own figures. r's Redis, timeout and error policy
 // are used.
-func sampleLatency(ctx context.Context, r *harness.Runner, jobs []harness.Job, prefix string, rows []measure.Row) error {
+func sampleLatency(ctx context.Context, r *harness.Runner, jobs []harness.Job, sched scenarios.Schedule, prefix string, rows []measure.Row) error {
+	sched.Arrivals = sched.Arrivals[:min(len(sched.Arrivals), LatencySample)]
 	var sample []harness.Job
 	var at []int // the row of each sampled job
 	for i, j := range jobs {
 		if _, ok := j.Limiter.(algorithms.Scripted); !ok {
 			continue
 		}
-		j.Schedule.Arrivals = j.Schedule.Arrivals[:min(len(j.Schedule.Arrivals), LatencySample)]
-		j.Prefix = prefix + j.Prefix
+		j = j.WithSchedule(sched)
+		j.Prefix, j.Sink = prefix+j.Prefix, nil
 		sample = append(sample, j)
 		at = append(at, i)
 	}

@@ -161,7 +161,7 @@ func TestRunPipelinedSameRowsAsOneAtATime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, harness.Job{Limiter: l, Limit: lim, Schedule: sched, Prefix: prefix + name + ":"})
+		jobs = append(jobs, harness.Job{Limiter: l, Limit: lim, Prefix: prefix + name + ":"}.WithSchedule(sched))
 	}
 	one := &harness.Runner{Redis: srv.Client(), Clock: harness.VirtualClock}
 	want, err := one.Run(ctx, jobs)

@@ -8,7 +8,7 @@ import (
 
 // Streamed trials (scenarios.Trial.Stream) keep their streams through
 // what the plan does to a trial's arrivals, so that a pipelined run reads
-// the same arrivals from the stream as from Build (harness.Job.Stream).
+// the same arrivals from the stream (harness.Job.Arrivals) as from Build.
 
 // clampSeq is seq with every cost at most least (atMost); nil for nil.
 func clampSeq(seq iter.Seq[scenarios.Arrival], least int64) iter.Seq[scenarios.Arrival] {

@@ -30,10 +30,12 @@ func (s *study) runGreedy(ctx context.Context, p plan, results []*trialResult) e
 				results[i], errs[k] = s.runProbe(ctx, t, fmt.Sprintf("%s%d:", s.prefix, i))
 				return
 			}
+			var got harness.Collector
 			job := s.job(t, fmt.Sprintf("%s%d:", s.prefix, i))
+			job.Sink = &got
 			jr, err := s.runner(harness.VirtualClock).Adaptive(ctx, job, s.client(t))
 			errs[k] = err
-			results[i] = s.judge(t, jr, nil, true)
+			results[i] = s.judge(t, ranOf(jr.Anchor, got.Outcomes), nil, true)
 		}()
 	}
 	wg.Wait()

@@ -102,16 +102,34 @@ type timed struct {
 	seq    int // the arrival's index in its schedule
 }
 
-// judge applies trial t's property to what the runner measured (jr, with
-// its outcomes): no window of any of the study's limits held more than its
+// ran is one run of a trial, judged whole: its anchor, its outcomes in
+// the arrivals' order, and the arrivals sent (nil: not known).
+type ran struct {
+	anchor   time.Time
+	outcomes []harness.Outcome
+	sent     []scenarios.Arrival
+}
+
+// ranOf is the run whose anchor is anchor and whose outcomes are outs:
+// every arrival sent had its outcome (an adaptive run).
+func ranOf(anchor time.Time, outs []harness.Outcome) ran {
+	sent := make([]scenarios.Arrival, len(outs))
+	for i, o := range outs {
+		sent[i] = o.Arrival
+	}
+	return ran{anchor: anchor, outcomes: outs, sent: sent}
+}
+
+// judge applies trial t's property to what the runner measured (jr: its
+// outcomes and arrivals sent): no window of any of the study's limits held more than its
 // limit (Safety and Liveness trials), accepted / ideal under overload
 // (Liveness), and for an Isolation trial its requests on
 // scenarios.IsolationKey against ctl, the same requests on a fresh key
 // alone. virtual says jr ran in virtual time. A trial run with a
 // judgement as its job's Sink is judged as it runs (runBatch): the same.
-func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobResult, virtual bool) *trialResult {
+func (s *study) judge(t scenarios.Trial, jr ran, ctl *ran, virtual bool) *trialResult {
 	j := s.judgement(t, virtual, ctl != nil)
-	j.keep, j.sent = true, jr.Job.Schedule.Arrivals
+	j.keep, j.sent = true, jr.sent
 	if len(j.sent) == 0 {
 		j.sent = nil
 	}
@@ -124,10 +142,10 @@ func (s *study) judge(t scenarios.Trial, jr harness.JobResult, ctl *harness.JobR
 }
 
 // feed tells sink jr's anchor and outcomes, as a run with it as its Sink.
-func feed(sink harness.OutcomeSink, jr harness.JobResult) {
-	sink.Anchor(jr.Anchor)
-	for _, o := range jr.Outcomes {
-		sink.Add(o)
+func feed(sink harness.Sink, jr ran) {
+	sink.Anchor(jr.anchor)
+	for _, o := range jr.outcomes {
+		_ = sink.Add(o) // a judgement takes every outcome
 	}
 }
 

@@ -76,7 +76,7 @@ func (pr *probeRun) learn(ctx context.Context, p scenarios.Probe, x time.Duratio
 	}
 	last := prog.Bursts[len(prog.Bursts)-1]
 	var got int64
-	for _, o := range jr.Outcomes {
+	for _, o := range jr.outcomes {
 		if o.Arrival.At >= x && o.Err == nil && o.Decision.Allowed {
 			got += o.Arrival.Cost
 		}
@@ -86,14 +86,17 @@ func (pr *probeRun) learn(ctx context.Context, p scenarios.Probe, x time.Duratio
 
 // run runs prog as a trial of t's family on keys of its own, judges it and
 // keeps the worst judgement.
-func (pr *probeRun) run(ctx context.Context, prog scenarios.Program) (harness.JobResult, error) {
+func (pr *probeRun) run(ctx context.Context, prog scenarios.Program) (ran, error) {
 	t := pr.t
 	t.Probe, t.Program = nil, &prog
 	t.Name = prog.String()
 	t.Schedule.Arrivals = []scenarios.Arrival{{At: prog.Bursts[0].At, Key: scenarios.UserKey, Cost: 1}}
+	var got harness.Collector
 	job := pr.s.job(t, fmt.Sprintf("%sp%d:", pr.prefix, pr.n))
+	job.Sink = &got
 	pr.n++
-	jr, err := pr.s.runner(harness.VirtualClock).Adaptive(ctx, job, pr.s.client(t))
+	res, err := pr.s.runner(harness.VirtualClock).Adaptive(ctx, job, pr.s.client(t))
+	jr := ranOf(res.Anchor, got.Outcomes)
 	if err != nil {
 		return jr, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/harness"
-	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/scenarios"
 )
@@ -147,9 +146,7 @@ func (s *study) runRace(ctx context.Context, lim custom.ClientSider, rt raceTria
 			_ = s.cfg.Log.Write(&rec)
 		}
 	}
-	jr := harness.JobResult{Job: harness.Job{Limiter: s.lim, Limit: limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window},
-		Schedule: t.Schedule, Prefix: prefix}, Anchor: anchor, Outcomes: outcomes}
-	tr := s.judge(t, jr, nil, true)
+	tr := s.judge(t, ran{anchor: anchor, outcomes: outcomes, sent: t.Schedule.Arrivals}, nil, true)
 	if tr.failure != nil {
 		tr.failure.Schedule = policy.Name()
 		tr.failure.Interleaving = interleaving(rounds, prefix)

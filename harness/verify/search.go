@@ -193,14 +193,16 @@ func (h *hillClimb) eval(ctx context.Context, g genome) (*candidate, error) {
 	t.Search, t.Program = nil, &prog
 	t.Name = prog.String()
 	t.Schedule.Arrivals = []scenarios.Arrival{{At: prog.Bursts[0].At, Key: scenarios.UserKey, Cost: 1}}
+	var got harness.Collector
 	job := h.s.job(t, fmt.Sprintf("%s%d:", h.prefix, h.n))
+	job.Sink = &got
 	h.n++
 	jr, err := h.s.runner(harness.VirtualClock).Adaptive(ctx, job, h.s.client(t))
-	h.left -= max(int64(len(jr.Outcomes)), 1)
+	h.left -= max(int64(len(got.Outcomes)), 1)
 	if err != nil {
 		return nil, err
 	}
-	tr := h.s.judge(t, jr, nil, true)
+	tr := h.s.judge(t, ranOf(jr.Anchor, got.Outcomes), nil, true)
 	h.decisions += tr.decisions
 	h.errors += tr.errors
 	for _, e := range tr.errorSamples {

@@ -163,7 +163,7 @@ func (s *study) shrinkOne(ctx context.Context, ce *measure.CounterExample, chose
 }
 
 // trace is the Trace of replay jr of src's trial.
-func (s *study) trace(src *traceSrc, jr harness.JobResult, shrunk bool) *measure.Trace {
+func (s *study) trace(src *traceSrc, jr ran, shrunk bool) *measure.Trace {
 	t := &measure.Trace{AnchorUS: src.anchor.UnixMicro(), WindowMS: src.trial.Schedule.Params.Window.Milliseconds(), Shrunk: shrunk}
 	if w := src.trial.Schedule.Params.Window; w%time.Millisecond != 0 {
 		t.WindowMS = 0 // not whole ms: the anchor alone places it
@@ -171,7 +171,7 @@ func (s *study) trace(src *traceSrc, jr harness.JobResult, shrunk bool) *measure
 	for _, d := range src.trial.Skew {
 		t.SkewUS = append(t.SkewUS, d.Microseconds())
 	}
-	for _, o := range jr.Outcomes {
+	for _, o := range jr.outcomes {
 		a := o.Arrival
 		t.Requests = append(t.Requests, measure.Step{AtUS: a.At.Microseconds(), Key: a.Key, Cost: a.Cost, Client: a.Client, Allowed: o.Decision.Allowed})
 	}
@@ -191,7 +191,7 @@ type shrinker struct {
 // that still violates, its judgement and run, and whether no single
 // request can be dropped from it. A nil judgement: even all the requests
 // did not violate again.
-func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *trialResult, bestJR harness.JobResult, minimal bool, err error) {
+func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *trialResult, bestJR ran, minimal bool, err error) {
 	all := sh.src.requests()
 	try := func(cand []scenarios.Arrival) (bool, error) {
 		tr, jr, err := sh.replay(ctx, cand)
@@ -223,7 +223,7 @@ func (sh *shrinker) run(ctx context.Context) (best []scenarios.Arrival, bestTR *
 		}
 	}
 	if !started {
-		return nil, nil, harness.JobResult{}, false, nil
+		return nil, nil, ran{}, false, nil
 	}
 	// 3. the longest run of leading requests that can go: first where the
 	// rest costs just over the limit, then by bisection
@@ -303,11 +303,11 @@ func lastCosting(arrivals []scenarios.Arrival, total int64) int {
 
 // stop ends run on err: a spent budget keeps the best so far (not
 // minimal); any other error is returned.
-func (sh *shrinker) stop(best []scenarios.Arrival, tr *trialResult, jr harness.JobResult, err error) ([]scenarios.Arrival, *trialResult, harness.JobResult, bool, error) {
+func (sh *shrinker) stop(best []scenarios.Arrival, tr *trialResult, jr ran, err error) ([]scenarios.Arrival, *trialResult, ran, bool, error) {
 	if errors.Is(err, errBudget) {
 		return best, tr, jr, false, nil
 	}
-	return nil, nil, harness.JobResult{}, false, err
+	return nil, nil, ran{}, false, err
 }
 
 // replay runs arrivals of the trial on fresh keys and judges them as the
@@ -315,12 +315,12 @@ func (sh *shrinker) stop(best []scenarios.Arrival, tr *trialResult, jr harness.J
 // interference as the trial). A replay whose calls failed is judged not to
 // fail (what the failed calls would have done is unknown). errBudget when
 // the budget cannot pay for it.
-func (sh *shrinker) replay(ctx context.Context, arrivals []scenarios.Arrival) (*trialResult, harness.JobResult, error) {
+func (sh *shrinker) replay(ctx context.Context, arrivals []scenarios.Arrival) (*trialResult, ran, error) {
 	if len(arrivals) == 0 {
-		return &trialResult{mode: "virtual"}, harness.JobResult{}, nil
+		return &trialResult{mode: "virtual"}, ran{}, nil
 	}
 	if sh.spent+len(arrivals) > sh.budget {
-		return nil, harness.JobResult{}, errBudget
+		return nil, ran{}, errBudget
 	}
 	sh.spent += len(arrivals)
 	sh.replays++
@@ -330,16 +330,16 @@ func (sh *shrinker) replay(ctx context.Context, arrivals []scenarios.Arrival) (*
 // replayTrace runs arrivals (At from src.anchor) of src's trial in virtual
 // time on fresh keys under prefix, and judges them as src's failure was
 // judged; the result is as if run at src.anchor.
-func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scenarios.Arrival, prefix string) (*trialResult, harness.JobResult, error) {
+func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scenarios.Arrival, prefix string) (*trialResult, ran, error) {
 	t := src.trial
 	jr, err := s.replayRun(ctx, t, arrivals, src.anchor, prefix)
 	if err != nil {
 		return nil, jr, err
 	}
-	j := &judgement{t: t, tr: &trialResult{mode: "virtual"}, exact: true, keep: true, sent: jr.Job.Schedule.Arrivals}
-	failed := slices.ContainsFunc(jr.Outcomes, func(o harness.Outcome) bool { return o.Err != nil })
+	j := &judgement{t: t, tr: &trialResult{mode: "virtual"}, exact: true, keep: true, sent: jr.sent}
+	failed := slices.ContainsFunc(jr.outcomes, func(o harness.Outcome) bool { return o.Err != nil })
 	own := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
-	var ctl harness.JobResult
+	var ctl ran
 	switch {
 	case failed: // counted, not judged
 	case t.Judge == scenarios.Isolation:
@@ -367,7 +367,7 @@ func (s *study) replayTrace(ctx context.Context, src *traceSrc, arrivals []scena
 // first window boundary after harness.VirtualEpoch, so the arrivals are
 // sent shifted by the difference, and the result is shifted back (its
 // Anchor is anchor, its arrivals' At theirs). Decisions are not logged.
-func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []scenarios.Arrival, anchor time.Time, prefix string) (harness.JobResult, error) {
+func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []scenarios.Arrival, anchor time.Time, prefix string) (ran, error) {
 	if arrivals == nil {
 		arrivals = t.Schedule.Arrivals
 	}
@@ -384,26 +384,26 @@ func (s *study) replayRun(ctx context.Context, t scenarios.Trial, arrivals []sce
 	rt.Schedule.Arrivals = shifted
 	r := s.runner(harness.VirtualClock)
 	r.Log, r.Progress, r.Parallel = nil, nil, 1
-	jrs, err := r.Execute(ctx, []harness.Job{s.job(rt, prefix)})
+	var got harness.Collector
+	job := s.job(rt, prefix)
+	job.Sink = &got
+	jrs, err := r.Execute(ctx, []harness.Job{job})
 	if kerr := r.Settle(); kerr != nil {
 		err = kerr
 	}
 	if err != nil {
-		return harness.JobResult{}, err
+		return ran{}, err
 	}
 	if len(jrs) != 1 {
-		return harness.JobResult{}, errors.New("replay: no result")
+		return ran{}, errors.New("replay: no result")
 	}
-	jr := jrs[0]
-	if len(arrivals) > 0 && !jr.Anchor.Equal(base) {
-		return jr, fmt.Errorf("replay: the trace's anchor %s is not on a boundary of its window %s after %s", anchor.Format(time.RFC3339Nano), limit.FormatWindow(w), harness.VirtualEpoch.Format(time.RFC3339))
+	if len(arrivals) > 0 && !jrs[0].Anchor.Equal(base) {
+		return ran{}, fmt.Errorf("replay: the trace's anchor %s is not on a boundary of its window %s after %s", anchor.Format(time.RFC3339Nano), limit.FormatWindow(w), harness.VirtualEpoch.Format(time.RFC3339))
 	}
-	jr.Anchor = anchor
-	for i := range jr.Outcomes {
-		jr.Outcomes[i].Arrival.At -= d
+	for i := range got.Outcomes {
+		got.Outcomes[i].Arrival.At -= d
 	}
-	jr.Job.Schedule.Arrivals = arrivals
-	return jr, nil
+	return ran{anchor: anchor, outcomes: got.Outcomes, sent: arrivals}, nil
 }
 
 // unreproduced makes rep INCONCLUSIVE: its violation did not fail again

@@ -13,7 +13,7 @@ import (
 
 // Judging a trial as it runs.
 //
-// A judgement is the Sink of its trial's job (harness.Job.Sink): it is
+// A judgement is the Sink of its trial's job (harness.Sink): it is
 // told each outcome in schedule order as soon as it is decided, and keeps
 // only what its verdict and counter-example need, so a verification's
 // memory is bounded by the window, not by the limit times the trials
@@ -28,7 +28,7 @@ import (
 // receive, in no set order: the answered decisions are kept and judged
 // once the job is over, sorted, as a batch.
 
-// judgement judges one trial's outcomes (harness.OutcomeSink); finish
+// judgement judges one trial's outcomes (harness.Sink); finish
 // returns its trialResult. Its methods are called from one goroutine at
 // a time.
 type judgement struct {
@@ -148,10 +148,10 @@ func (j *judgement) checkIsolation(l limit.Limit, controlled bool) {
 	}
 }
 
-// Anchor is harness.OutcomeSink's.
+// Anchor is harness.Sink's.
 func (j *judgement) Anchor(t time.Time) { j.anchor = t }
 
-// End is harness.OutcomeSink's: the trial's run is over; what it judged
+// End is harness.Sink's: the trial's run is over; what it judged
 // as it ran is settled, and the windows it kept are dropped.
 func (j *judgement) End() {
 	if !j.keep {
@@ -182,8 +182,8 @@ func (j *judgement) settle() {
 	}
 }
 
-// Add counts o and judges it (or keeps it for finish).
-func (j *judgement) Add(o harness.Outcome) {
+// Add counts o and judges it (or keeps it for finish); it never fails.
+func (j *judgement) Add(o harness.Outcome) error {
 	tr := j.tr
 	if !j.seen {
 		j.first, j.last, j.seen = o.Sent, o.Recv, true
@@ -195,7 +195,7 @@ func (j *judgement) Add(o harness.Outcome) {
 		if len(tr.errorSamples) < 2 {
 			tr.errorSamples = append(tr.errorSamples, o.Err.Error())
 		}
-		return
+		return nil
 	}
 	var x timed
 	switch {
@@ -215,7 +215,7 @@ func (j *judgement) Add(o harness.Outcome) {
 	x.cost, x.key, x.client, x.ok, x.seq = o.Arrival.Cost, o.Arrival.Key, o.Arrival.Client, o.Decision.Allowed, o.Seq
 	if j.keep {
 		j.all = append(j.all, x)
-		return
+		return nil
 	}
 	for _, c := range j.safety {
 		if !x.ok {
@@ -229,6 +229,7 @@ func (j *judgement) Add(o harness.Outcome) {
 		tw.add(entry{at: x.lo, cost: x.cost, seq: x.seq, client: x.client})
 	}
 	j.offer(x)
+	return nil
 }
 
 // offer judges x for liveness and isolation, and keeps its answer for a
@@ -423,21 +424,22 @@ func (tr *trialResult) judgeIsolation(t scenarios.Trial, iso []timed, ctl []bool
 // the same arrivals the same way, run once (runBatch).
 type fanOut []*judgement
 
-// Anchor is harness.OutcomeSink's.
+// Anchor is harness.Sink's.
 func (f fanOut) Anchor(t time.Time) {
 	for _, j := range f {
 		j.Anchor(t)
 	}
 }
 
-// Add is harness.OutcomeSink's.
-func (f fanOut) Add(o harness.Outcome) {
+// Add is harness.Sink's: each judgement's (which never fails).
+func (f fanOut) Add(o harness.Outcome) error {
 	for _, j := range f {
-		j.Add(o)
+		_ = j.Add(o)
 	}
+	return nil
 }
 
-// End is harness.OutcomeSink's.
+// End is harness.Sink's.
 func (f fanOut) End() {
 	for _, j := range f {
 		j.End()

@@ -34,8 +34,8 @@ func TestJudgedAsItRuns(t *testing.T) {
 		tr := scenarios.Trial{Family: "f", Name: fmt.Sprint(n), Judge: judge,
 			Schedule: scenarios.Schedule{Params: scenarios.Params{Limit: l.Count, Window: l.Window}}}
 		allow := 1 + r.IntN(9) // in 10
-		run := func(keys []string) harness.JobResult {
-			jr := harness.JobResult{Anchor: anchor}
+		run := func(keys []string) ran {
+			jr := ran{anchor: anchor}
 			at := time.Duration(r.IntN(2000)) - 1000
 			for k := range 1 + r.IntN(1500) {
 				if r.IntN(3) > 0 {
@@ -46,13 +46,13 @@ func TestJudgedAsItRuns(t *testing.T) {
 				if r.IntN(500) == 0 {
 					o.Err = errors.New("a failed call")
 				}
-				jr.Job.Schedule.Arrivals = append(jr.Job.Schedule.Arrivals, a)
-				jr.Outcomes = append(jr.Outcomes, o)
+				jr.sent = append(jr.sent, a)
+				jr.outcomes = append(jr.outcomes, o)
 			}
 			return jr
 		}
 		jr := run([]string{scenarios.UserKey, "b", scenarios.IsolationKey})
-		var ctl *harness.JobResult
+		var ctl *ran
 		if judge == scenarios.Isolation {
 			c := run([]string{scenarios.IsolationKey})
 			ctl = &c

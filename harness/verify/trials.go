@@ -390,7 +390,8 @@ func isolationControl(t scenarios.Trial) scenarios.Trial {
 // job is trial t against the target, on keys under prefix.
 func (s *study) job(t scenarios.Trial, prefix string) harness.Job {
 	l := limit.Limit{Count: t.Schedule.Params.Limit, Window: t.Schedule.Params.Window}
-	return harness.Job{Limiter: s.lim, Limit: l, Schedule: t.Schedule, Build: t.Build, Stream: t.Stream, Calls: len(t.Schedule.Arrivals), Skew: t.Skew, Prefix: prefix}
+	return harness.Job{Limiter: s.lim, Limit: l, Scenario: t.Schedule.Scenario, Arrivals: t.Each(), Calls: len(t.Schedule.Arrivals),
+		Skew: t.Skew, Prefix: prefix}
 }
 
 func (s *study) progress(format string, args ...any) {
