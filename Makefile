@@ -28,8 +28,8 @@ TEST_TIMEOUT ?= 30m
 # the packages whose own code starts goroutines (go statements, AfterFunc), where a data race can
 # live. In the -race run, tests marked testenv.SkipUnderRace (tables of verdicts, large strings:
 # CPU under the race detector, not more of the same code) skip; they run in the other run.
-# internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code. go vet ./... checks every
-# package and its tests first, so go test's own vet pass (a subset of it) is off in both runs.
+# internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code. go vet checks every
+# package and its tests first, the process and hostile suites' files included, so go test's own vet pass (a subset of it) is off in both runs.
 # Test binaries link without DWARF (-ldflags=-w: stack traces keep file and line; only a debugger
 # would miss it), which halves each link: make test links some 70 of them.
 # The packages whose tests take longest come first in each run, so that they start first and the
@@ -41,7 +41,7 @@ LONG_PKGS := ./harness/verify ./cmd/ratelab ./harness/engine
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet -tags 'process hostile' ./...
 	@image=$$($(GO) run ./harness/engine/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
 	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(LONG_PKGS) ./..."; \

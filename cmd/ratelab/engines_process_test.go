@@ -15,7 +15,6 @@ import (
 	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/harness/engine"
 	"github.com/ratelab/ratelab/harness/engine/enginetest"
-	"github.com/ratelab/ratelab/harness/localredis/redistest"
 )
 
 // `ratelab run --redis auto` without redis-server on PATH starts a container
