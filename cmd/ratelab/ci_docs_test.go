@@ -54,14 +54,7 @@ func TestCIRecipe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.Chdir(wd) }()
+	t.Chdir(dir)
 
 	srv := redistest.Start()
 	defer srv.Close()

@@ -208,22 +208,18 @@ func escapeForTest(s string) string {
 }
 
 // ratelab.yaml in the working directory is the target when none is given.
+//
+// It changes the process's working directory, so it is not parallel
+// (t.Chdir refuses a parallel test): the parallel tests, which resolve
+// relative paths, start only when the sequential ones are done.
 func TestVerifyFindsRatelabYAML(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start()
 	defer srv.Close()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ratelab.yaml"), []byte("algorithm: fixed-window\nlimits: [{limit: 5, window: 1d}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.Chdir(wd) }()
+	t.Chdir(dir)
 	code, stdout, stderr := ratelab(t, "verify", "--redis", "redis://"+srv.Info.Addr)
 	if code != exitFail || !strings.Contains(stderr, "verifying ratelab.yaml (found in the working directory)") || !strings.Contains(stdout, "fixed-window — 5 per 1d: VIOLATED") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
