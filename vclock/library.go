@@ -345,3 +345,41 @@ func registeredFunctions(toks []luaToken) []string {
 	}
 	return out
 }
+
+// RenameLibrary returns src, a function library, loading under the name
+// library with prefix in front of every function name it registers (see
+// Options.Library and Options.FunctionPrefix) and otherwise as written:
+// its functions read Redis's own TIME, and its FCALLs take no extra key
+// or arg. The same line in front of the first code line as RewriteLibrary
+// puts there, without the clock. Errors as RewriteLibrary's.
+func RenameLibrary(src, library, prefix string) (Library, error) {
+	name, err := libraryName(src)
+	if err != nil {
+		return Library{}, err
+	}
+	for _, n := range []string{library, prefix} {
+		if n != "" && !libraryNameRE.MatchString(n) {
+			return Library{}, fmt.Errorf("vclock: library name or function prefix %q: only letters, digits and _ are allowed", n)
+		}
+	}
+	bodyAt := shebangEnd(src)
+	toks, err := luaLex(src[bodyAt:], 2)
+	if err != nil {
+		return Library{}, err
+	}
+	out := Library{Name: name, Functions: registeredFunctions(toks), FunctionPrefix: prefix}
+	if library != "" {
+		out.Name = library
+	}
+	sites := callSites(toks)
+	out.AbsoluteExpiries = absoluteExpiries(toks, sites)
+	var b strings.Builder
+	b.WriteString(renameShebang(src[:bodyAt], out.Name))
+	if !strings.HasSuffix(src[:bodyAt], "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString(libraryPrefix("", "", prefix, nil))
+	b.WriteString(src[bodyAt:])
+	out.Source = b.String()
+	return out, nil
+}

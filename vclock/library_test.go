@@ -227,6 +227,22 @@ func TestLibraryNames(t *testing.T) {
 	if !strings.HasPrefix(lib.Source, "#!lua name=ratelab_x_orig\n") || lib.Name != "ratelab_x_orig" || lib.Function("f") != "ratelab_x_f" {
 		t.Errorf("got name %q, function %q, first line %q", lib.Name, lib.Function("f"), lib.Source[:strings.IndexByte(lib.Source, '\n')])
 	}
+	// renamed only: Redis's own TIME, no extra arg
+	ren, err := vclock.RenameLibrary(timeLib, libName(t), libName(t)+"_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client().FunctionLoad(t.Context(), ren.Source).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Client().FunctionDelete(ctx, ren.Name).Err() })
+	got, err := srv.Client().FCall(t.Context(), ren.Function("now"), nil, "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := got.([]any); !ok || len(a) != 5 || a[3] != int64(1) || a[0] == timePair(vt0)[0] {
+		t.Errorf("renamed library: got %v, want the real time and one arg", got)
+	}
 	for _, o := range []vclock.Options{{Library: "a-b"}, {FunctionPrefix: "x'"}} {
 		if _, err := vclock.RewriteLibrary(src, o); err == nil {
 			t.Errorf("%+v: no error", o)
