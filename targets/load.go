@@ -217,19 +217,39 @@ func Load(g Given) ([]Spec, error) {
 	return specs, nil
 }
 
+// LibraryError is the error of a script that is a function library
+// ("#!lua name=..."): it is loaded with FUNCTION LOAD and called with
+// FCALL, so it is given as a function target (Given.Function, the target
+// file's function), with the function to call. Load wraps it in a field
+// error named "scripts", ReadFile in one named "script".
+type LibraryError struct {
+	// Path is the file, Library the name its first line gives, Functions
+	// those it registers by a literal name (vclock.LibraryFunctions).
+	Path, Library string
+	Functions     []string
+}
+
+func (e *LibraryError) Error() string {
+	return fmt.Sprintf("%s is a function library (#!lua name=%s) for FUNCTION LOAD and FCALL, not a script for EVAL: give it as a function with the function to call; it registers: %s", e.Path, e.Library, e.List())
+}
+
+// List is the functions the library registers, joined by ", ", or a
+// phrase saying none was found.
+func (e *LibraryError) List() string {
+	if len(e.Functions) == 0 {
+		return "none found by reading it"
+	}
+	return strings.Join(e.Functions, ", ")
+}
+
 // notLibrary refuses src, the script at path, when it is a function
-// library: it names the library's functions (read statically) for
-// --function and --fcall.
+// library (a *LibraryError).
 func notLibrary(path, src string) error {
 	if !vclock.IsLibrary(src) {
 		return nil
 	}
-	name, fns, err := vclock.LibraryFunctions(src)
-	list := "none found by reading it"
-	if err == nil && len(fns) > 0 {
-		list = strings.Join(fns, ", ")
-	}
-	return fmt.Errorf("%s is a function library (#!lua name=%s), loaded with FUNCTION LOAD and called with FCALL, not a script for EVAL: give it as the function library (--function, or function: in a target file) with the function to call (--fcall, fcall:); it registers: %s", path, name, list)
+	name, fns, _ := vclock.LibraryFunctions(src)
+	return &LibraryError{Path: path, Library: name, Functions: fns}
 }
 
 // pickFunction checks that src, the file at path, is a function library
@@ -241,7 +261,7 @@ func pickFunction(path, src, fcall string) (string, error) {
 	_, fns, err := vclock.LibraryFunctions(src)
 	switch {
 	case errors.Is(err, vclock.ErrNotLibrary):
-		return "", field.Errorf("function", "%s is not a function library (its first line is not #!lua name=...): give a script for EVAL as the script (--script, script:)", path)
+		return "", field.Errorf("function", "%s is not a function library (its first line is not #!lua name=...): give a script for EVAL as a script", path)
 	case err != nil:
 		return "", field.Errorf("function", "%s: %w", path, err)
 	case fcall != "" && !slices.Contains(fns, fcall):

@@ -122,9 +122,14 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 // on the guarded connection once there is one, their errors naming flags.
 func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.specs, targetErr) }
 
-// targetErr names the flag of a targets error: a target file's field as
-// "--config FILE: FIELD: ...", else the flag of the field.
+// targetErr names the flag of a targets error: a function library given
+// as --script as --function, a target file's field as "--config FILE:
+// FIELD: ...", else the flag of the field.
 func targetErr(err error) error {
+	if le := new(targets.LibraryError); errors.As(err, &le) {
+		return usagef("--script %s is a function library (#!lua name=%s), loaded with FUNCTION LOAD and called with FCALL, not a script for EVAL: give it as --function %s --fcall NAME (function: and fcall: in a target file); it registers: %s",
+			le.Path, le.Library, le.Path, le.List())
+	}
 	var se *targets.SpecError
 	if errors.As(err, &se) {
 		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && se.Spec.Script != "" {
