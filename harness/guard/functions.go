@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -14,31 +13,6 @@ import (
 	"github.com/ratelab/ratelab/harness/server"
 	"github.com/ratelab/ratelab/targets"
 )
-
-// FunctionPrefix starts the name of every library ratelab loads for a
-// function target, and of every function in it: "ratelab_" + the run id
-// with "_" for "-" + "_" + a number per library, then custom.
-// FunctionLibraries' suffixes ("_w", "_t", "_x"). Function and library
-// names are global on a server: no name of a user's is ever one of these,
-// so loading and deleting them replaces or removes nothing of the user's.
-const FunctionPrefix = "ratelab_"
-
-// FunctionNamespace is the namespace (custom.FunctionLibraries) of the n-th
-// function library of run runID: "ratelab_20261122T030515_cfab_1".
-func FunctionNamespace(runID string, n int) string {
-	return FunctionPrefix + strings.ReplaceAll(runID, "-", "_") + "_" + strconv.Itoa(n)
-}
-
-// RunOfLibrary returns the run id of a library name made by
-// FunctionNamespace (and custom.FunctionLibraries), and whether it is one.
-func RunOfLibrary(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, FunctionPrefix)
-	if !ok || len(rest) < 21 || rest[15] != '_' {
-		return "", false
-	}
-	id := rest[:15] + "-" + rest[16:20]
-	return id, server.IsRunID(id) && strings.HasPrefix(rest[20:], "_")
-}
 
 // Functions are the libraries a command loaded for its function targets
 // (targets.Spec.FCall) on one Redis: Name gives each target its namespace
@@ -56,7 +30,7 @@ var loadErrLine = regexp.MustCompile(`user_function:(\d+):`)
 
 // LoadFunctions loads, with FUNCTION LOAD on c, the libraries of every
 // function target among specs (custom.FunctionLibraries, one namespace per
-// distinct library: FunctionNamespace(runID, n)), so that their calls find
+// distinct library: server.FunctionNamespace(runID, n)), so that their calls find
 // them. c must be allowed FUNCTION LOAD: the user's own connection, never
 // the guard's. A library that Redis refuses is a *targets.SpecError naming
 // the field "function" with the file, the line Redis names and Redis's
@@ -69,7 +43,7 @@ func LoadFunctions(ctx context.Context, c redis.UniversalClient, specs []targets
 		if s.FCall == "" || f.spaces[s.Digest()] != "" {
 			continue
 		}
-		ns := FunctionNamespace(runID, len(f.spaces)+1)
+		ns := server.FunctionNamespace(runID, len(f.spaces)+1)
 		libs, err := custom.FunctionLibraries(s.Source, ns)
 		if err != nil {
 			f.Delete(ctx)
@@ -112,7 +86,7 @@ func (f *Functions) Name(spec targets.Spec) targets.Spec {
 // Delete removes the libraries f loaded (FUNCTION DELETE of each, by its
 // own name only), within ctx, and returns the first error; those it could
 // not remove are left to `ratelab clean` (their names start with
-// FunctionPrefix and the run id).
+// server.FunctionPrefix and the run id).
 func (f *Functions) Delete(ctx context.Context) error {
 	if f == nil {
 		return nil
