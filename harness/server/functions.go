@@ -30,4 +30,3 @@ func RunOfLibrary(name string) (string, bool) {
 	id := rest[:15] + "-" + rest[16:20]
 	return id, IsRunID(id) && strings.HasPrefix(rest[20:], "_")
 }
-
