@@ -126,15 +126,15 @@ func (s *Scripts) Name(spec targets.Spec) targets.Spec {
 // with its namespace (Name); wrap, when not nil, is applied to every
 // build's error (a caller's naming of them), nil errors left alone.
 func (s *Scripts) Targets(specs []targets.Spec, wrap func(error) error) []targets.Target {
-	named := make([]targets.Spec, len(specs))
-	for i, spec := range specs {
-		named[i] = s.Name(spec)
-	}
-	out := targets.Targets(named)
+	out := targets.Targets(specs)
 	for i, spec := range specs {
 		build := out[i].New
 		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			lim, err := build(s.On(rdb, spec), l)
+			b := build
+			if spec.FCall != "" {
+				b = s.Name(spec).Target().New // named as s is when the target is built
+			}
+			lim, err := b(s.On(rdb, spec), l)
 			if err != nil && wrap != nil {
 				return nil, wrap(err)
 			}
