@@ -43,9 +43,20 @@ import (
 // saw while loading (which has register_function and no call); a library's
 // local variables keep their values from one FCALL to the next (the prefix
 // sets every one it uses at each call, so nothing of a call leaks into the
-// next); errors keep the library's line numbers ("user_function:3: ...").
-// A library calls are never nested (an FCALL cannot call another), so one
-// set of upvalues serves every function of the library.
+// next); errors keep the library's line numbers ("user_function:3: ...");
+// while a library loads, its globals hold redis alone (no setmetatable,
+// type, pairs: the line in front uses none of them), and that redis holds
+// only register_function, log, the LOG_* levels, REDIS_VERSION and
+// REDIS_VERSION_NUM (reading another field raises an error; through the
+// shadowing table it gives nil). FCALLs are never nested (a function
+// cannot call FCALL), so one set of upvalues serves every function of the
+// library.
+//
+// What differs from the library as written: in a key-expiry form a
+// function flagged no-writes loses the flag (the emulation writes); an
+// error Redis raises in register_function itself names the first code
+// line; a callback that is not a function is found at its first FCALL,
+// not when the library loads.
 
 // Library is a function library rewritten by RewriteLibrary.
 type Library struct {
