@@ -119,8 +119,18 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	calib := map[int]float64{}
 	cell := 0
 	algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
-	pm := prog.Start(progress, "capacity", "fills", int64(len(algs)*len(cfg.Limits)))
-	defer pm.Stop()
+	// progress counts the measured fills' calls, the bulk of the work:
+	// cells differ by orders of magnitude (one call per key for a counter,
+	// the limit per key for sliding-log)
+	var calls int64
+	for _, alg := range algs {
+		for _, l := range cfg.Limits {
+			fl := forAlgorithm(alg, l)
+			calls += int64(KeysFor(cfg.Keys, fillSteps(alg, fl), cfg.Budget)) * PlanCalls(alg, fl)
+		}
+	}
+	m.pm = prog.Start(progress, "capacity", "fill calls", calls)
+	defer m.pm.Stop()
 	for _, alg := range algs {
 		for _, l := range cfg.Limits {
 			limit := l.Count
@@ -141,7 +151,6 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
 			}
 			res.Results = append(res.Results, row)
-			pm.Add(1)
 			if progress != nil {
 				fmt.Fprintf(progress, "capacity: %s limit %d: %d keys, %s %d B/key, used_memory +%.0f B/key (%d ms)\n",
 					alg, limit, row.Keys, row.Encoding, row.MemoryBytes, row.UsedMemoryDeltaBytes, row.FillMS)
@@ -198,7 +207,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 
 	// warm: a couple of keys first, so first-use allocations (Lua argument
 	// arrays, reply buffers) are not counted; they stay until the cell is dropped
-	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2)); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2), nil); err != nil {
 		return row, err
 	}
 	if err := m.settle(ctx); err != nil {
@@ -211,7 +220,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		return row, err
 	}
 	start := time.Now()
-	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n, m.pm); err != nil {
 		return row, err
 	}
 	row.FillMS = time.Since(start).Milliseconds()
