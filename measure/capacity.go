@@ -15,6 +15,10 @@ type CapacityResults struct {
 	// Warnings lists conditions that make the deltas less exact (a replica
 	// attached, a server that did not settle).
 	Warnings []string `json:"warnings,omitempty"`
+	// Machine is how busy Redis and this machine were over the
+	// measurement, and whether the machine was the limit of its duration
+	// (nil when nothing was measured).
+	Machine *MachineLoad `json:"machine,omitempty"`
 }
 
 // CapacityRunConfig repeats what was asked for, after defaults.

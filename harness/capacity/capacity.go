@@ -19,12 +19,17 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/machine"
 	"github.com/ratelab/ratelab/harness/server"
 	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
 )
+
+// MachineConsequence ends capacity's warning that the machine, not Redis,
+// was the limit (machine.Judge).
+const MachineConsequence = "the fills took longer than Redis needs them to; the memory figures do not depend on speed, only the duration does"
 
 // minCalibrationKeys is the fewest keys the TTL overhead is measured over:
 // below that, unrelated allocations of a few KB would swamp it.
@@ -91,6 +96,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 		return err
 	}
 	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
+	m0 := machine.Read(ctx, c)
 	defer func() {
 		s.RemoveKeysOrSay(ctx, m.progress)
 		res.Warnings = append(res.Warnings, m.warnings...)
@@ -163,6 +169,11 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 			return fmt.Errorf("trim measurement: %w", err)
 		}
 		res.Trim = tr
+	}
+	ml := machine.Span(m0, machine.Read(ctx, c), MachineConsequence)
+	res.Machine = &ml
+	if ml.MachineLimited {
+		harness.Say(progress, "ratelab: warning: %s\n", ml.Warning)
 	}
 	return nil
 }
