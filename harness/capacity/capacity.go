@@ -255,9 +255,10 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	}
 	// a user's script may write several keys per request key (derived
 	// keys: "{key}.ts"); its memory per key is the sum over them
-	if len(keys) != n && (len(keys) < n || !slices.Contains(targets.Names(m.targets), alg)) {
-		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
+	if want := n * RedisKeys(alg, l); len(keys) != want && (len(keys) < n || !slices.Contains(targets.Names(m.targets), alg)) {
+		return row, fmt.Errorf("filled %d keys, found %d Redis keys, want %d", n, len(keys), want)
 	}
+	row.RedisKeys = float64(len(keys)) / float64(n)
 	sort.Strings(keys)
 	total, err := server.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
@@ -267,6 +268,9 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	row.KeyNameBytes = len(keys[0])
 	if row.Type, row.Encoding, row.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
 		return row, err
+	}
+	if row.Type == "string" {
+		row.Entries = int64(len(keys) / n) // the window counters: one value per Redis key
 	}
 	if row.Entries > 0 {
 		row.BytesPerEntry = float64(row.MemoryBytes) / float64(row.Entries)
