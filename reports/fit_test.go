@@ -36,7 +36,7 @@ func TestTableGoldensFit(t *testing.T) {
 }
 
 func TestFitTableDropsInOrder(t *testing.T) {
-	cols := []column{{"name", false, 0}, {"aaaaaaaaaa", true, 1}, {"bbbbbbbbbb", true, 2}, {"cccccccccc", true, 0}}
+	cols := []column{{"name", false, 0, ""}, {"aaaaaaaaaa", true, 1, ""}, {"bbbbbbbbbb", true, 2, ""}, {"cccccccccc", true, 0, ""}}
 	rows := [][]string{{"x", "1", "2", "3"}}
 	for _, tc := range []struct {
 		width   int
