@@ -108,7 +108,7 @@ func tableRows(rows []measure.Row, escape func(string) string) [][]string {
 			FormatFixed(row.Ratio, 2),
 			strconv.FormatInt(row.Ideal, 10),
 			FormatFixed(row.Fidelity, 2),
-			strconv.FormatInt(row.MemoryBytes, 10),
+			bytesInB(row.MemoryBytes),
 			strconv.FormatInt(row.P50US, 10),
 			strconv.FormatInt(row.P99US, 10),
 			strconv.FormatInt(row.Errors, 10),
@@ -185,7 +185,7 @@ func writeTable(w io.Writer, r *measure.Results, width int) error {
 		for _, row := range sc {
 			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
 				strconv.FormatInt(row.MaxInWindow, 10), FormatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10),
-				FormatFixed(row.Fidelity, 2), strconv.FormatInt(row.MemoryBytes, 10), strconv.FormatInt(row.P50US, 10),
+				FormatFixed(row.Fidelity, 2), bytesInB(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
 				strconv.FormatInt(row.P99US, 10)}
 			if errs {
 				cells = append(cells, strconv.FormatInt(row.Errors, 10))
@@ -428,6 +428,13 @@ func FormatFixed(f float64, prec int) string {
 
 // formatBytes scales a byte count for display, base 1024: "72 B",
 // "5.1 KiB", "1.3 MiB".
+// bytesInB is n bytes for a column whose header says "B": under 1024 the
+// number ("240"), else with a binary prefix as benchstat writes it
+// ("2.1 Ki", "1.2 Mi"): a skiplist's random levels move its last digits.
+func bytesInB(n int64) string {
+	return strings.TrimSpace(strings.TrimSuffix(formatBytes(n), "B"))
+}
+
 func formatBytes(n int64) string {
 	if n > -1024 && n < 1024 {
 		return fmt.Sprintf("%d B", n)

@@ -41,6 +41,8 @@ func TestRunAndCapacityAgree(t *testing.T) {
 	for _, c := range cr.Results {
 		caps[c.Algorithm] = c
 	}
+	t.Logf("| algorithm | capacity: MU B/key (Redis keys, name B) | used_memory Δ B/key | run boundary-burst: MU B (Redis keys, name B) | run - capacity - names, B |")
+	t.Logf("|---|--:|--:|--:|--:|")
 	for _, r := range rr.Results {
 		c, ok := caps[r.Algorithm]
 		if !ok || r.Limit != 50 || r.WindowMS != time.Minute.Milliseconds() {
@@ -53,6 +55,8 @@ func TestRunAndCapacityAgree(t *testing.T) {
 		names := r.Keys * int64(r.KeyNameBytes-c.KeyNameBytes) // run's longer names
 		rest := r.MemoryBytes - c.MemoryBytes - names
 		tol := int64(0.05*float64(c.MemoryBytes)) + allocSlack*r.Keys
+		t.Logf("| %s | %d (%.0f, %d) | %.0f | %d (%d, %d) | %+d |", r.Algorithm, c.MemoryBytes, c.RedisKeys, c.KeyNameBytes,
+			c.UsedMemoryDeltaBytes, r.MemoryBytes, r.Keys, r.KeyNameBytes, rest)
 		if r.Algorithm == "bucketed-hash" {
 			if rest > tol {
 				t.Errorf("%s: run %d B (names %d B) above capacity's %d B (names %d B): a burst fills fewer blocks, never more",
