@@ -1,12 +1,13 @@
 package reports
 
 import (
-	"github.com/ratelab/ratelab/measure"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Every default text table, with its notes, fits TableWidth: each line of
