@@ -10,7 +10,8 @@ import (
 )
 
 // No configuration makes Validate or the plan builder panic, and every configuration Validate accepts has plans that fill each
-// key to its limit, in order, within one window and within the budget.
+// key to its limit, in order, within the budget: its first window to the limit, and a window counter's next window (one per
+// Redis key) to no more than it.
 func FuzzCapacityConfig(f *testing.F) {
 	f.Add(int64(10), 10000, int64(100_000), int64(time.Hour), int64(0), uint8(0))
 	f.Add(int64(1e18), 10000, int64(100_000), int64(time.Hour), int64(0), uint8(1))
