@@ -390,8 +390,8 @@ func verifyFamilyCells(f measure.FamilyResult) []string {
 // writeVerifyFamiliesFitted writes the families' table without the note
 // column, then each family's note as a line under it.
 func writeVerifyFamiliesFitted(w io.Writer, families []measure.FamilyResult) error {
-	cols := []column{{"family", false, 0}, {"trials", true, 0}, {"clock", false, 0}, {"max in W / L", true, 0},
-		{"min fidelity", true, 0}, {"verdict", false, 0}}
+	cols := []column{{"family", false, 0, ""}, {"trials", true, 0, ""}, {"clock", false, 0, ""}, {"max in W / L", true, 0, ""},
+		{"min fidelity", true, 0, ""}, {"verdict", false, 0, ""}}
 	var rows [][]string
 	var notes []string
 	for _, f := range families {
