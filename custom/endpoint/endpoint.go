@@ -51,7 +51,14 @@ type Server struct {
 	closed  bool
 	// scripts maps the SHA1 of a script as a client sent it to its
 	// rewritten form
-	scripts map[string]*script
+	scripts  map[string]*script
+	runner   *script // runs one plain command
+	commands map[string]*redis.CommandInfo
+	table    string // the deadline table's key
+	written  string // the written-keys set's key
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Client is one simulated client: a listener on 127.0.0.1 of its own, its
@@ -66,6 +73,8 @@ type Client struct {
 	now  time.Time
 	gate func(ctx context.Context, r *clientside.Round) error
 	id   int
+	// sessions are the open connections
+	sessions map[*session]bool
 }
 
 // Start checks cfg, loads the endpoint's scripts into cfg.Redis and returns
