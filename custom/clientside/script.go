@@ -117,7 +117,15 @@ type Exec struct {
 	// Expiry, when set, runs key TTLs on the virtual clock Now (see
 	// vclock.Deadlines); nil sends TTL commands to Redis as they are.
 	Expiry *vclock.Deadlines
-	// Now is the virtual time of the decision under way, for Expiry.
+	// Table, when set, runs key TTLs and TIME on the virtual clock Now in
+	// a deadline table in Redis instead (vclock.Table, the endpoint's
+	// mechanism): every command, and the scripts the script EVALs, on one
+	// clock. TableKey and WrittenKey name its hash and its written-keys
+	// set (keys of the script's hash slot). Takes precedence over Expiry.
+	Table                *vclock.Table
+	TableKey, WrittenKey string
+	// Now is the virtual time of the decision under way, for Expiry and
+	// Table.
 	Now int64 // µs since the Unix epoch
 	// Rounds, when not nil, collects every round trip.
 	Rounds *[]*Round
@@ -397,7 +405,15 @@ func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, 
 func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
 	var tr []vclock.Translated
 	wire := cmds
-	if e.Expiry != nil {
+	// replyOf reads a status reply by the command as the script sent it
+	named := wire
+	if e.Table != nil {
+		var err error
+		if wire, err = e.tableWire(ctx, cmds); err != nil {
+			return nil, err
+		}
+		named = cmds
+	} else if e.Expiry != nil {
 		var err error
 		if wire, tr, err = e.expiryWire(ctx, cmds); err != nil {
 			return nil, err
@@ -415,7 +431,7 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 	switch kind {
 	case KindCall:
 		v, err := e.Conn.Do(ctx, toAny(wire[0])...).Result()
-		rep, err := replyOf(wire[0], v, err)
+		rep, err := replyOf(named[0], v, err)
 		if err != nil {
 			return nil, err
 		}
@@ -447,14 +463,14 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 				return nil, fmt.Errorf("unexpected reply type %T", c)
 			}
 			v, cerr := dc.Result()
-			rep, rerr := replyOf(wire[i], v, cerr)
+			rep, rerr := replyOf(named[i], v, cerr)
 			if rerr != nil {
 				return nil, rerr
 			}
 			replies = append(replies, rep)
 		}
 	}
-	if e.Expiry != nil {
+	if e.Expiry != nil && e.Table == nil {
 		e.expirySettle(tr, replies)
 	}
 	return replies, nil
