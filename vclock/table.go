@@ -278,6 +278,30 @@ func (t *Table) Wire(now time.Time, table, written string, cmd []string) (wire, 
 	return append(wire, TimeArg(now)), t.load(t.runner)
 }
 
+// Register makes src (a script for EVAL) known to the Table by its SHA1,
+// which it returns, and returns its rewrite for the table form: the
+// source to load in Redis before Wire's EVALSHA of it. An error is
+// Rewrite's (a function library, a script that does not lex).
+func (t *Table) Register(src string) (sha, rewritten string, err error) {
+	h := sha1.Sum([]byte(src))
+	sha = hex.EncodeToString(h[:])
+	sc, ok := t.register(src)
+	if !ok {
+		_, err = Rewrite(src, Options{Expiry: ExpiryTable})
+		return "", "", err
+	}
+	return sha, sc.src, nil
+}
+
+// Known reports whether the Table knows a script by sha, the SHA1 of the
+// script as sent (any case).
+func (t *Table) Known(sha string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.scripts[strings.ToLower(sha)]
+	return ok
+}
+
 // register rewrites src unless known; ok is false when it cannot be.
 func (t *Table) register(src string) (tableScript, bool) {
 	h := sha1.Sum([]byte(src))
