@@ -405,19 +405,22 @@ func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, 
 func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
 	var tr []vclock.Translated
 	wire := cmds
-	// replyOf reads a status reply by the command as the script sent it
-	named := wire
+	// replyOf reads a status reply by the command the reply answers: the
+	// script's own on the table (the runner answers as the command would),
+	// the translated one with Expiry (Settle makes its reply the command's)
+	asSent := wire
 	if e.Table != nil {
 		var err error
 		if wire, err = e.tableWire(ctx, cmds); err != nil {
 			return nil, err
 		}
-		named = cmds
+		asSent = cmds
 	} else if e.Expiry != nil {
 		var err error
 		if wire, tr, err = e.expiryWire(ctx, cmds); err != nil {
 			return nil, err
 		}
+		asSent = wire
 	}
 	for _, c := range wire {
 		switch strings.ToUpper(c[0]) {
@@ -431,7 +434,7 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 	switch kind {
 	case KindCall:
 		v, err := e.Conn.Do(ctx, toAny(wire[0])...).Result()
-		rep, err := replyOf(named[0], v, err)
+		rep, err := replyOf(asSent[0], v, err)
 		if err != nil {
 			return nil, err
 		}
@@ -463,7 +466,7 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 				return nil, fmt.Errorf("unexpected reply type %T", c)
 			}
 			v, cerr := dc.Result()
-			rep, rerr := replyOf(named[i], v, cerr)
+			rep, rerr := replyOf(asSent[i], v, cerr)
 			if rerr != nil {
 				return nil, rerr
 			}
