@@ -40,7 +40,7 @@ TEST_TIMEOUT ?= 30m
 # runs do not end on one long package alone (go test runs packages in the order they are listed).
 RACE_PKGS := ./harness/verify ./reports/plots ./harness/bench ./harness ./harness/capacity ./harness/replay \
   ./custom/clientside ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
-  ./harness/server ./internal/progress
+  ./harness/server ./internal/progress ./custom/endpoint
 LONG_PKGS := ./cmd/ratelab ./harness/engine
 RACE_TEST_FILES = $(wildcard $(addsuffix /*_test.go,$(RACE_PKGS)))
 OTHER_PKGS = $(filter-out $(RACE_PKGS) $(LONG_PKGS),$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|'))
