@@ -24,33 +24,44 @@ TESTFLAGS ?=
 # go test -timeout: the slowest package took up to 15 min under -race on a loaded machine; Go's
 # default of 10 min failed it there, so the bound leaves room (it only detects hangs).
 TEST_TIMEOUT ?= 30m
-# Two runs at once, their outputs one after the other: every package without -race, and with -race
-# the packages whose own code starts goroutines (go statements, AfterFunc), where a data race can
-# live. In the -race run, tests marked testenv.SkipUnderRace (tables of verdicts, large strings:
-# CPU under the race detector, not more of the same code) skip; they run in the other run.
-# internal/testenv's TestRacePackages keeps RACE_PKGS equal to the code. go vet checks every
-# package and its tests first, the process and hostile suites' files included, so go test's own vet pass (a subset of it) is off in both runs.
+# Three runs at once, their outputs one after the other, so that every test runs once:
+#   - with -race, the packages whose own code starts goroutines (go statements, AfterFunc), where a
+#     data race can live (RACE_PKGS; internal/testenv's TestRacePackages keeps it equal to the code).
+#     Their tests marked testenv.SkipUnderRace (tables of verdicts, large strings: CPU under the race
+#     detector, not more of the same code) skip there, and those that call testenv.Race() run smaller;
+#   - without -race, those tests of RACE_PKGS (found by the awk below), whole: the packages' other
+#     tests have just run with the race detector on, and their assertions are the same;
+#   - without -race, every other package.
+# A plain `go test ./...` still runs every test. go vet checks every package and its tests first, the
+# process and hostile suites' files included, so go test's own vet pass (a subset of it) is off.
 # Test binaries link without DWARF (-ldflags=-w: stack traces keep file and line; only a debugger
-# would miss it), which halves each link: make test links some 70 of them.
-# The packages whose tests take longest come first in each run, so that they start first and the
+# would miss it), which halves each link.
+# The packages whose tests take longest come first in their run, so that they start first and the
 # runs do not end on one long package alone (go test runs packages in the order they are listed).
 RACE_PKGS := ./harness/verify ./reports/plots ./harness/bench ./harness ./harness/capacity ./harness/replay \
   ./custom/clientside ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
-  ./harness/server ./internal/progress
-LONG_PKGS := ./harness/verify ./cmd/ratelab ./harness/engine
+  ./harness/server ./internal/progress ./custom/endpoint
+LONG_PKGS := ./cmd/ratelab ./harness/engine
+RACE_TEST_FILES = $(wildcard $(addsuffix /*_test.go,$(RACE_PKGS)))
+OTHER_PKGS = $(filter-out $(RACE_PKGS) $(LONG_PKGS),$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|'))
+GOTEST = $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 test: redis nginx chromium tmux xmllint
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet -tags 'process hostile' ./...
 	@image=$$($(GO) run ./harness/engine/redisimage -if-docker -tag $(REDIS_IMAGE)) || exit 1; \
 	  export RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1; \
-	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(LONG_PKGS) ./..."; \
-	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GO) test -vet=off -ldflags=-w -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS)"; \
-	  racelog=$$(mktemp); trap 'rm -f "$$racelog"' EXIT; \
-	  $(GO) test -vet=off -ldflags=-w -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(RACE_PKGS) >"$$racelog" 2>&1 & racepid=$$!; \
-	  $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(LONG_PKGS) ./...; rc=$$?; \
-	  wait $$racepid; racerc=$$?; cat "$$racelog"; \
-	  [ $$rc -eq 0 ] && [ $$racerc -eq 0 ]
+	  skipped=$$(awk '/^func /{f=""} /^func Test[A-Za-z0-9_]*[(]/{f=$$2; sub(/[(].*/,"",f)} /testenv[.](SkipUnderRace|Race)[(]/ && f!=""{print f}' $(RACE_TEST_FILES) | sort -u | paste -sd'|' -); \
+	  skippedpkgs=$$(grep -lE 'testenv[.](SkipUnderRace|Race)[(]' $(RACE_TEST_FILES) | xargs -n1 dirname | sort -u | paste -sd' ' -); \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GOTEST) -run '^($$skipped)$$' $$skippedpkgs"; \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GOTEST) -race $(RACE_PKGS)"; \
+	  echo "RATELAB_REDIS_IMAGE=$$image RATELAB_REQUIRE_TOOLS=1 $(GOTEST) $(LONG_PKGS) $(OTHER_PKGS)"; \
+	  skiplog=$$(mktemp); racelog=$$(mktemp); trap 'rm -f "$$skiplog" "$$racelog"' EXIT; \
+	  $(GOTEST) -run "^($$skipped)\$$" $$skippedpkgs >"$$skiplog" 2>&1 & skippid=$$!; \
+	  $(GOTEST) -race $(RACE_PKGS) >"$$racelog" 2>&1 & racepid=$$!; \
+	  $(GOTEST) $(LONG_PKGS) $(OTHER_PKGS); rc=$$?; \
+	  wait $$skippid; skiprc=$$?; wait $$racepid; racerc=$$?; cat "$$skiplog" "$$racelog"; \
+	  [ $$rc -eq 0 ] && [ $$skiprc -eq 0 ] && [ $$racerc -eq 0 ]
 
 # The process suite, not part of make test (.ci/run runs it right after make test): ratelab
 # as a process that is killed, stopped and interrupted (SIGKILL, SIGSTOP, SIGINT, Ctrl-C),

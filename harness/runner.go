@@ -191,7 +191,7 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) ([]measure.Row, error) {
 		mctx, cancel := server.CleanupContext(ctx, r.cleanupTimeout())
 		keys, err := server.ScanKeys(mctx, r.Redis, jr.Job.Prefix)
 		if err == nil {
-			row.Keys = int64(len(keys))
+			row.Keys, row.KeyNameBytes = int64(len(keys)), LongestName(keys)
 			row.MemoryBytes, err = server.MemoryUsage(mctx, r.Redis, keys)
 		}
 		cancel()
@@ -540,4 +540,13 @@ func AlignUp(t time.Time, w time.Duration) time.Time {
 	us, wus := t.UnixMicro(), w.Microseconds()
 	n := (us + wus - 1) / wus
 	return time.UnixMicro(n * wus).UTC()
+}
+
+// LongestName is the length of the longest of names, bytes; 0 for none.
+func LongestName(names []string) int {
+	n := 0
+	for _, s := range names {
+		n = max(n, len(s))
+	}
+	return n
 }

@@ -232,6 +232,24 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d + r, nil
 }
 
+// FormatRough writes d as a person reads a span: whole minutes from an
+// hour on, whole seconds from a minute, tenths of a second from a second,
+// whole milliseconds from a millisecond, else µs as they are ("39m",
+// "4m12s", "1.5s", "120ms", "119µs"), in FormatWindow's notation.
+func FormatRough(d time.Duration) string {
+	switch {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second:
+		d = d.Round(100 * time.Millisecond)
+	case d >= time.Millisecond:
+		d = d.Round(time.Millisecond)
+	}
+	return FormatWindow(d)
+}
+
 // FormatWindow writes d in its shortest exact form, largest unit first
 // and without zero units: "1h", "1m30s", "250ms", "1d", "7d12h",
 // "1.5ms" (below 1 s the largest unit that fits, with decimals as

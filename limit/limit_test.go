@@ -32,6 +32,25 @@ func TestFormatWindow(t *testing.T) {
 	}
 }
 
+func TestFormatRough(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{39*time.Minute + 29*time.Second + 300*time.Millisecond, "39m29s"}, // whole seconds from a minute
+		{2*time.Hour + 29*time.Second, "2h"},                               // whole minutes from an hour
+		{4*time.Minute + 12*time.Second + 400*time.Millisecond, "4m12s"},
+		{1549 * time.Millisecond, "1.5s"}, // tenths from a second
+		{120*time.Millisecond + 400*time.Microsecond, "120ms"},
+		{119 * time.Microsecond, "119µs"}, // under a millisecond: as it is
+		{0, "0s"},
+	} {
+		if got := FormatRough(c.d); got != c.want {
+			t.Errorf("FormatRough(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
 func TestParseDuration(t *testing.T) {
 	for _, c := range []struct {
 		in   string

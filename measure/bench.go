@@ -19,6 +19,9 @@ type BenchResults struct {
 	Config BenchRunConfig `json:"config"`
 	// Results has one row per algorithm x path, in run order.
 	Results []BenchRow `json:"results"`
+	// Machine is how busy Redis and this machine were over the rows, and
+	// whether the machine was the limit (nil when no row was measured).
+	Machine *MachineLoad `json:"machine,omitempty"`
 }
 
 // BenchRunConfig repeats what was asked for, after defaults.

@@ -15,6 +15,10 @@ type CapacityResults struct {
 	// Warnings lists conditions that make the deltas less exact (a replica
 	// attached, a server that did not settle).
 	Warnings []string `json:"warnings,omitempty"`
+	// Machine is how busy Redis and this machine were over the
+	// measurement, and whether the machine was the limit of its duration
+	// (nil when nothing was measured).
+	Machine *MachineLoad `json:"machine,omitempty"`
 }
 
 // CapacityRunConfig repeats what was asked for, after defaults.
@@ -53,6 +57,10 @@ type CapacityRow struct {
 	Calls int64 `json:"calls"`
 	// KeyNameBytes is the length of one key's name (it is part of the memory).
 	KeyNameBytes int `json:"key_name_bytes"`
+	// RedisKeys is the Redis keys per filled key (2 for the window
+	// counters, which hold the previous window's counter beside the
+	// current one; a user's script may derive more).
+	RedisKeys float64 `json:"redis_keys"`
 	// Type and Encoding are TYPE and OBJECT ENCODING of a filled key.
 	Type     string `json:"type"`
 	Encoding string `json:"encoding"`

@@ -80,6 +80,9 @@ type Row struct {
 	// the end of the scenario; Keys counts them.
 	MemoryBytes int64 `json:"memory_bytes"`
 	Keys        int64 `json:"keys"`
+	// KeyNameBytes is the length of the longest of those keys' names (part
+	// of their memory); 0 without keys.
+	KeyNameBytes int `json:"key_name_bytes,omitempty"`
 	// Decision latency as the client saw it, µs (HdrHistogram).
 	P50US  int64 `json:"p50_us"`
 	P99US  int64 `json:"p99_us"`

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -24,18 +25,29 @@ type column struct {
 	head  string
 	right bool
 	drop  int
+	unit  string // said after head ("accepted req"), unless the table is too narrow for it
+}
+
+// title is c's header with its unit, bare: without it.
+func (c column) title(bare bool) string {
+	if c.unit == "" || bare {
+		return c.head
+	}
+	return c.head + " " + c.unit
 }
 
 // fitTable renders an ASCII table of cols and rows (one cell per column)
 // that fits width runes per line, by leaving out the droppable columns, the
-// highest drop first, until it fits (width <= 0: none is left out). It
-// returns the table and the headers left out.
+// highest drop first, until it fits (width <= 0: none is left out), and
+// then by leaving the units out of the headers ("units in the headers" is
+// then among the left out). It returns the table and the headers left out.
 func fitTable(cols []column, rows [][]string, width int) (string, []string, error) {
 	keep := make([]bool, len(cols))
 	for i := range keep {
 		keep[i] = true
 	}
 	var dropped []string
+	bare := false
 	for {
 		var header []any
 		var align []tw.Align
@@ -44,7 +56,7 @@ func fitTable(cols []column, rows [][]string, width int) (string, []string, erro
 			if !keep[i] {
 				continue
 			}
-			header = append(header, c.head)
+			header = append(header, c.title(bare))
 			a := tw.AlignLeft
 			if c.right {
 				a = tw.AlignRight
@@ -74,11 +86,16 @@ func fitTable(cols []column, rows [][]string, width int) (string, []string, erro
 				next = i
 			}
 		}
+		if next < 0 && !bare && slices.ContainsFunc(cols, func(c column) bool { return c.unit != "" }) {
+			bare = true
+			dropped = append(dropped, "units in the headers")
+			continue
+		}
 		if next < 0 { // nothing left to drop: as narrow as it gets
 			return b.String(), dropped, nil
 		}
 		keep[next] = false
-		dropped = append(dropped, cols[next].head)
+		dropped = append(dropped, cols[next].title(false))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ratelab/ratelab/measure"
 )
 
 // Every default text table, with its notes, fits TableWidth: each line of
@@ -36,7 +38,7 @@ func TestTableGoldensFit(t *testing.T) {
 }
 
 func TestFitTableDropsInOrder(t *testing.T) {
-	cols := []column{{"name", false, 0}, {"aaaaaaaaaa", true, 1}, {"bbbbbbbbbb", true, 2}, {"cccccccccc", true, 0}}
+	cols := []column{{"name", false, 0, ""}, {"aaaaaaaaaa", true, 1, ""}, {"bbbbbbbbbb", true, 2, ""}, {"cccccccccc", true, 0, ""}}
 	rows := [][]string{{"x", "1", "2", "3"}}
 	for _, tc := range []struct {
 		width   int
@@ -51,6 +53,53 @@ func TestFitTableDropsInOrder(t *testing.T) {
 		}
 		if tc.width >= 30 && maxLineWidth(out) > tc.width {
 			t.Errorf("width %d: %d columns:\n%s", tc.width, maxLineWidth(out), out)
+		}
+	}
+}
+
+// Units stay in the headers while the table fits; past the last droppable
+// column they leave, and the note says so.
+func TestFitTableUnits(t *testing.T) {
+	cols := []column{{"name", false, 0, ""}, {"accepted", true, 0, "req"}, {"memory", true, 1, "B"}, {"p99", true, 0, "µs"}}
+	rows := [][]string{{"x", "1", "2", "3"}}
+	for _, tc := range []struct {
+		width   int
+		dropped string
+		header  string
+	}{
+		{0, "", "| name | accepted req | memory B | p99 µs |"},
+		{45, "", "| name | accepted req | memory B | p99 µs |"},
+		{35, "memory B", "| name | accepted req | p99 µs |"},
+		{25, "memory B, units in the headers", "| name | accepted | p99 |"},
+	} {
+		out, dropped, err := fitTable(cols, rows, tc.width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(dropped, ", "); got != tc.dropped {
+			t.Errorf("width %d: dropped %q, want %q", tc.width, got, tc.dropped)
+		}
+		if got := strings.Join(strings.Fields(strings.Split(out, "\n")[1]), " "); got != tc.header {
+			t.Errorf("width %d: header %q, want %q", tc.width, got, tc.header)
+		}
+	}
+}
+
+// A scenario whose requests each cost 1 counts in req; any other, in cost units.
+func TestCountUnit(t *testing.T) {
+	for _, tc := range []struct {
+		rows []measure.Row
+		want string
+	}{
+		{[]measure.Row{{Requests: 100, Offered: 100}, {Requests: 50, Offered: 50}}, "req"},
+		{[]measure.Row{{Requests: 100, Offered: 100}, {Requests: 50, Offered: 500}}, "units"},
+		{nil, "req"},
+	} {
+		if got := countUnit(tc.rows); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.rows, got, tc.want)
+		}
+		if h := tableHeader(tc.rows); h[4] != "accepted "+tc.want || h[9] != "memory B" {
+			t.Errorf("header %v", h)
 		}
 	}
 }

@@ -65,11 +65,26 @@ func Write(w io.Writer, format Format, r *measure.Results) error {
 	return nil
 }
 
-// tableHeader names the table's columns; units are in the header, cells
-// hold plain numbers (memory is scaled per cell, so its unit is in the cell).
-var tableHeader = []any{
-	"algorithm", "scenario", "limit", "offered", "accepted", "max in W",
-	"ratio", "ideal", "fidelity", "memory", "p50 µs", "p99 µs", "errors",
+// tableHeader names the table's columns of rows; units are in the header
+// (countUnit for the sums of cost, B, µs), cells hold plain numbers.
+func tableHeader(rows []measure.Row) []any {
+	u := " " + countUnit(rows)
+	return []any{
+		"algorithm", "scenario", "limit", "offered" + u, "accepted" + u, "max in W" + u,
+		"ratio", "ideal" + u, "fidelity", "memory B", "p50 µs", "p99 µs", "errors",
+	}
+}
+
+// countUnit is the unit of rows' sums of cost (offered, accepted, max in
+// W, ideal): "req" when every request of every row cost 1, else "units"
+// (cost units).
+func countUnit(rows []measure.Row) string {
+	for _, r := range rows {
+		if r.Offered != r.Requests {
+			return "units"
+		}
+	}
+	return "req"
 }
 
 // tableAlign left-aligns the text columns and right-aligns the numbers.
@@ -93,7 +108,7 @@ func tableRows(rows []measure.Row, escape func(string) string) [][]string {
 			FormatFixed(row.Ratio, 2),
 			strconv.FormatInt(row.Ideal, 10),
 			FormatFixed(row.Fidelity, 2),
-			formatBytes(row.MemoryBytes),
+			bytesInB(row.MemoryBytes),
 			strconv.FormatInt(row.P50US, 10),
 			strconv.FormatInt(row.P99US, 10),
 			strconv.FormatInt(row.Errors, 10),
@@ -103,7 +118,7 @@ func tableRows(rows []measure.Row, escape func(string) string) [][]string {
 }
 
 // renderTable renders rows with the given tablewriter renderer.
-func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
+func renderTable(w io.Writer, rend tw.Renderer, header []any, rows [][]string) error {
 	t := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(rend),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
@@ -111,7 +126,7 @@ func renderTable(w io.Writer, rend tw.Renderer, rows [][]string) error {
 		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: tableAlign}),
 		tablewriter.WithRowAutoWrap(tw.WrapNone),
 	)
-	t.Header(tableHeader...)
+	t.Header(header...)
 	if err := t.Bulk(rows); err != nil {
 		return fmt.Errorf("table: %w", err)
 	}
@@ -136,7 +151,8 @@ func WriteTableFitted(w io.Writer, r *measure.Results, width int) error {
 // writeTable writes the table that fits width: one block per scenario, its
 // limit on a line above its table, the columns a person needs first
 // (algorithm, accepted, max in W, ratio, fidelity), the rest while they fit
-// (errors only when a call failed); then the verdicts and the per-key
+// (errors only when a call failed; offered, which the line above the block
+// gives, before ideal); then the verdicts and the per-key
 // figures.
 func writeTable(w io.Writer, r *measure.Results, width int) error {
 	var b strings.Builder
@@ -150,15 +166,16 @@ func writeTable(w io.Writer, r *measure.Results, width int) error {
 	for _, row := range r.Results {
 		errs = errs || row.Errors > 0
 	}
-	cols := []column{{"algorithm", false, 0}, {"offered", true, 7}, {"accepted", true, 0}, {"max in W", true, 0},
-		{"ratio", true, 0}, {"ideal", true, 8}, {"fidelity", true, 0}, {"memory", true, 6}, {"p50 µs", true, 9},
-		{"p99 µs", true, 5}}
-	if errs {
-		cols = append(cols, column{"errors", true, 0})
-	}
 	var dropped []string
 	for bi, sc := range scenarioBlocks(r.Results) {
 		first := sc[0]
+		u := countUnit(sc)
+		cols := []column{{"algorithm", false, 0, ""}, {"offered", true, 8, u}, {"accepted", true, 0, u}, {"max in W", true, 0, u},
+			{"ratio", true, 0, ""}, {"ideal", true, 7, u}, {"fidelity", true, 0, ""}, {"memory", true, 6, "B"}, {"p50", true, 9, "µs"},
+			{"p99", true, 5, "µs"}}
+		if errs {
+			cols = append(cols, column{"errors", true, 0, ""})
+		}
 		if bi > 0 {
 			b.WriteByte('\n')
 		}
@@ -168,7 +185,7 @@ func writeTable(w io.Writer, r *measure.Results, width int) error {
 		for _, row := range sc {
 			cells := []string{row.Algorithm, strconv.FormatInt(row.Offered, 10), strconv.FormatInt(row.Accepted, 10),
 				strconv.FormatInt(row.MaxInWindow, 10), FormatFixed(row.Ratio, 2), strconv.FormatInt(row.Ideal, 10),
-				FormatFixed(row.Fidelity, 2), formatBytes(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
+				FormatFixed(row.Fidelity, 2), bytesInB(row.MemoryBytes), strconv.FormatInt(row.P50US, 10),
 				strconv.FormatInt(row.P99US, 10)}
 			if errs {
 				cells = append(cells, strconv.FormatInt(row.Errors, 10))
@@ -226,7 +243,7 @@ func writeTableWide(w io.Writer, r *measure.Results) error {
 		return err
 	}
 	rend := renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})
-	if err := renderTable(&b, rend, tableRows(r.Results, noEscape)); err != nil {
+	if err := renderTable(&b, rend, tableHeader(r.Results), tableRows(r.Results, noEscape)); err != nil {
 		return err
 	}
 	for _, v := range verdicts(r) {
@@ -250,7 +267,7 @@ func writeMarkdown(w io.Writer, r *measure.Results) error {
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	if err := renderTable(&b, renderer.NewMarkdown(), tableRows(r.Results, escapeMarkdown)); err != nil {
+	if err := renderTable(&b, renderer.NewMarkdown(), tableHeader(r.Results), tableRows(r.Results, escapeMarkdown)); err != nil {
 		return err
 	}
 	if vs := verdicts(r); len(vs) > 0 {
@@ -411,6 +428,13 @@ func FormatFixed(f float64, prec int) string {
 
 // formatBytes scales a byte count for display, base 1024: "72 B",
 // "5.1 KiB", "1.3 MiB".
+// bytesInB is n bytes for a column whose header says "B": under 1024 the
+// number ("240"), else with a binary prefix as benchstat writes it
+// ("2.1 Ki", "1.2 Mi"): a skiplist's random levels move its last digits.
+func bytesInB(n int64) string {
+	return strings.TrimSpace(strings.TrimSuffix(formatBytes(n), "B"))
+}
+
 func formatBytes(n int64) string {
 	if n > -1024 && n < 1024 {
 		return fmt.Sprintf("%d B", n)

@@ -316,7 +316,7 @@ func LimitLine(l measure.LimitResult) string {
 		if f := c.Found; f != nil {
 			accepted, span = f.Accepted, f.EndUS-f.StartUS
 		}
-		return fmt.Sprintf("%s %.2fx (%s: %d accepted within %s)", head, l.MaxRatio, c.Family, accepted, roughUS(span))
+		return fmt.Sprintf("%s %.2fx (%s: %d accepted within %s)", head, l.MaxRatio, c.Family, accepted, limit.FormatRough(time.Duration(span)*time.Microsecond))
 	case c.Kind == measure.Starved:
 		return fmt.Sprintf("%s %.2f of the ideal (%s): %s", head, c.Fidelity, c.Family, c.CauseDetail)
 	}
@@ -356,24 +356,6 @@ func PartsLine(r *measure.VerifyReport) string {
 	return safety + "; " + live
 }
 
-// roughUS is a span of µs as a person reads it: whole minutes from an
-// hour on, whole seconds from a minute, tenths from a second, else ms, and
-// µs under a millisecond ("39m", "1.5s", "119µs").
-func roughUS(n int64) string {
-	d := time.Duration(n) * time.Microsecond
-	switch {
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(100 * time.Millisecond)
-	case d >= time.Millisecond:
-		d = d.Round(time.Millisecond)
-	}
-	return limit.FormatWindow(d)
-}
-
 // verifyFamilyCells is a family's row: family, trials, clock, max in W /
 // limit, min fidelity, verdict (and its note apart).
 func verifyFamilyCells(f measure.FamilyResult) []string {
@@ -390,8 +372,8 @@ func verifyFamilyCells(f measure.FamilyResult) []string {
 // writeVerifyFamiliesFitted writes the families' table without the note
 // column, then each family's note as a line under it.
 func writeVerifyFamiliesFitted(w io.Writer, families []measure.FamilyResult) error {
-	cols := []column{{"family", false, 0}, {"trials", true, 0}, {"clock", false, 0}, {"max in W / L", true, 0},
-		{"min fidelity", true, 0}, {"verdict", false, 0}}
+	cols := []column{{"family", false, 0, ""}, {"trials", true, 0, ""}, {"clock", false, 0, ""}, {"max in W / L", true, 0, ""},
+		{"min fidelity", true, 0, ""}, {"verdict", false, 0, ""}}
 	var rows [][]string
 	var notes []string
 	for _, f := range families {

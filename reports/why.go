@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 )
 
@@ -67,5 +68,5 @@ func msText(ms float64) string {
 
 // msSpan is a span of ms as a person reads it ("2s", "1.02ms").
 func msSpan(ms float64) string {
-	return roughUS(int64(math.Round(ms * 1000)))
+	return limit.FormatRough(time.Duration(math.Round(ms*1000)) * time.Microsecond)
 }

@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,13 @@ type Spec struct {
 	Setup, SetupSource string
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
+	// Func is a Go function target (custom.Func), given from Go only
+	// (ratelabtest.VerifyFunc): run on an endpoint on the virtual clock
+	// (custom.FuncLimiter). Exactly one of Algorithm, Script, HTTP and
+	// Func is set.
+	Func custom.Func
+	// UnitCost: the Func decides one unit per request (custom.FuncConfig).
+	UnitCost bool
 	// ClientSide runs the Script client-side (custom.ClientSide: every
 	// redis.call its own round trip from ratelab) instead of as one atomic
 	// script in Redis. Only with Script.
@@ -109,6 +117,8 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 		l.Precision = 0
 	}
 	switch {
+	case s.Func != nil:
+		return custom.NewFunc(context.Background(), rdb, custom.FuncConfig{Name: s.Name, Fn: s.Func, Limit: l, UnitCost: s.UnitCost})
 	case s.HTTP != "":
 		h, err := custom.NewHTTPLimiter(s.HTTP, l, 5*time.Second)
 		if err != nil {

@@ -100,8 +100,9 @@ var libraryNameRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 // digits and underscores (Redis refuses such names); an unterminated string
 // or long comment. Safe for concurrent use.
 func RewriteLibrary(src string, o Options) (Library, error) {
-	withTime := o.Time || o.Expiry == NoExpiry
-	expiry := o.Expiry != NoExpiry
+	table := o.Expiry == ExpiryTable
+	withTime := o.Time || o.Expiry == NoExpiry || table
+	expiry := o.Expiry != NoExpiry && !table
 	name, err := libraryName(src)
 	if err != nil {
 		return Library{}, err
@@ -125,11 +126,13 @@ func RewriteLibrary(src string, o Options) (Library, error) {
 		out.Name = o.Library
 	}
 	lean := expiry && o.Expiry == ExpiryLean && leanExpiry(body, toks, sites)
-	edits := siteEditsAll(body, toks, sites, withTime, expiry, lean, &out.Script)
+	edits := siteEditsAll(body, toks, sites, table, withTime, expiry, lean, &out.Script)
 	uses := usesOf(edits)
 	var stmts []string
 	record := ""
 	switch {
+	case table:
+		stmts = tableStatements(uses)
 	case lean:
 		// (-1, -1): always pop, the callback may read its tables any way
 		stmts, record = leanStatements(withTime, -1, -1, uses), leanRecord

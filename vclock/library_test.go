@@ -261,3 +261,21 @@ func TestLibraryNames(t *testing.T) {
 		t.Errorf("Rewrite of a library: %v, want ErrFunctionLibrary", err)
 	}
 }
+
+// The deadline table's form (ExpiryTable), as an endpoint that receives a
+// FUNCTION LOAD rewrites it: the deadline hash and the written-keys set
+// taken off the keys, the time off the args, TIME virtual, commands
+// through the translation.
+func TestLibraryTable(t *testing.T) {
+	t.Parallel()
+	lib := loadLib(t, timeLib, vclock.Options{Expiry: vclock.ExpiryTable})
+	key := srv.Key(t)
+	got, err := srv.Client().FCall(t.Context(), lib.Function("now"), []string{key, key + ":D", key + ":W"}, "a", vclock.TimeArg(vt0)).Result()
+	if want := fmt.Sprint(append(timePair(vt0), int64(1), int64(1), "a")); err != nil || fmt.Sprint(got) != want {
+		t.Errorf("now: got %v, %v; want %s", got, err, want)
+	}
+	got, err = srv.Client().FCall(t.Context(), lib.Function("dyn"), []string{key, key + ":D", key + ":W"}, vclock.TimeArg(vt0)).Result()
+	if want := fmt.Sprint(append(timePair(vt0), "OK")); err != nil || fmt.Sprint(got) != want {
+		t.Errorf("dyn: got %v, %v; want %s", got, err, want)
+	}
+}

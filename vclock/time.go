@@ -159,6 +159,11 @@ const (
 	ExpiryLean
 	// ExpiryFull: the full form (see expiry.go) for every script.
 	ExpiryFull
+	// ExpiryTable: the deadline table (see table.go): keys keep no real
+	// TTL, their virtual deadlines live in a hash; the call takes that
+	// hash and the written-keys set as its last two keys, and the time
+	// (Time is implied).
+	ExpiryTable
 )
 
 // Options says what Rewrite emits. Without Expiry, Time is implied: the
@@ -201,8 +206,9 @@ type Options struct {
 // with expiry the body runs in a function whose end and the form's suffix
 // go on a new last line.
 func Rewrite(src string, o Options) (Script, error) {
-	withTime := o.Time || o.Expiry == NoExpiry
-	expiry := o.Expiry != NoExpiry
+	table := o.Expiry == ExpiryTable
+	withTime := o.Time || o.Expiry == NoExpiry || table
+	expiry := o.Expiry != NoExpiry && !table
 	leanOK := o.Expiry == ExpiryLean
 	if isFunctionLibrary(src) {
 		return Script{}, ErrFunctionLibrary
@@ -217,7 +223,7 @@ func Rewrite(src string, o Options) (Script, error) {
 	out := Script{AbsoluteExpiries: absoluteExpiries(toks, sites)}
 
 	lean := expiry && leanOK && leanExpiry(body, toks, sites)
-	edits := siteEditsAll(body, toks, sites, withTime, expiry, lean, &out)
+	edits := siteEditsAll(body, toks, sites, table, withTime, expiry, lean, &out)
 	uses := usesOf(edits)
 	var b strings.Builder
 	b.WriteString(src[:bodyAt])
@@ -225,6 +231,8 @@ func Rewrite(src string, o Options) (Script, error) {
 		b.WriteString("\n") // a shebang and nothing else
 	}
 	switch {
+	case table:
+		b.WriteString(tablePrefix(uses))
 	case lean:
 		maxKey, maxArg := argIndexes(toks)
 		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), uses))
@@ -246,10 +254,11 @@ func Rewrite(src string, o Options) (Script, error) {
 }
 
 // siteEditsAll returns the edits of every call site of body (tokens toks,
-// call sites sites) for the options given, and counts the sites in out
+// call sites sites) for the options given (table: the deadline table's
+// form), and counts the sites in out
 // (TimeCalls, DynamicCalls): the one place Rewrite and RewriteLibrary
 // decide what a call site becomes.
-func siteEditsAll(body string, toks []luaToken, sites []callSite, withTime, expiry, lean bool, out *Script) []edit {
+func siteEditsAll(body string, toks []luaToken, sites []callSite, table, withTime, expiry, lean bool, out *Script) []edit {
 	var edits []edit
 	for _, c := range sites {
 		oneLine := !strings.Contains(body[c.start:c.end], "\n")
@@ -268,9 +277,18 @@ func siteEditsAll(body string, toks []luaToken, sites []callSite, withTime, expi
 			if c.pcall {
 				real = vtPcall
 			}
-			if expiry {
+			switch {
+			case table:
+				// through the translation, whose errors report the
+				// first code line
+				wrapper := tCall
+				if c.pcall {
+					wrapper = tPcall
+				}
+				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: wrapper})
+			case expiry:
 				edits = append(edits, siteEdits(toks, c, real, lean)...)
-			} else {
+			default:
 				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 			}
 		}

@@ -32,6 +32,7 @@ func TestGoldenStderr(t *testing.T) {
 		{"run-bad-format", []string{"run", "--format", "xml"}},
 		{"verify-two-targets", []string{"verify", "--algorithm", "sliding-log", "--script", "limiter.lua"}},
 		{"verify-no-limit", []string{"verify", "--algorithm", "sliding-log"}},
+		{"verify-replay-junit", []string{"verify", "--replay", "verify.json", "--junit", "-"}},
 		{"verify-bad-format", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--format", "csv"}},
 		{"capacity-keys-zero", []string{"capacity", "--keys", "0"}},
 		{"bench-clients-zero", []string{"bench", "--clients", "0"}},

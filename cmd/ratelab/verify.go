@@ -180,6 +180,9 @@ func runReplay(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return usagef("--replay takes the limits its verify.json records: leave out --%s", name)
 		}
 	}
+	if c.Flags().Changed("junit") {
+		return usagef("--junit: a replay writes no JUnit report (it prints its report on stdout, --format table or json): leave out --junit or --replay")
+	}
 	rec, err := verifyjob.ReadReplay(f.replay)
 	switch {
 	case errors.Is(err, verifyjob.ErrNothingToReplay):

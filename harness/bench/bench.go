@@ -28,6 +28,7 @@ import (
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/machine"
 	"github.com/ratelab/ratelab/harness/server"
 	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
@@ -71,6 +72,10 @@ const (
 	// MaxRounds is the most runs of each tool per algorithm and path.
 	MaxRounds = 1000
 )
+
+// MachineConsequence ends bench's warning that the machine, not Redis,
+// was the limit (machine.Judge).
+const MachineConsequence = "decisions/s and latencies measure this machine's contention, not Redis: bench on a quieter machine, or leave redis-server a core of its own (--procs)"
 
 // DefaultLimit is the limit bench decides against: 100 per minute, so the
 // allow path's keys never fill within a run and the deny path's hot key
@@ -357,6 +362,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 		algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
 		pm := prog.Start(progress, "bench", "rows", int64(len(algs)*len(cfg.Paths)))
 		defer pm.Stop()
+		m0 := machine.Read(ctx, rd.Client)
 		for _, alg := range algs {
 			for _, path := range cfg.Paths {
 				row, err := b.measure(ctx, alg, path)
@@ -369,6 +375,11 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, progress io.Writer) 
 				}
 				res.Results = append(res.Results, row)
 			}
+		}
+		m := machine.Span(m0, machine.Read(ctx, rd.Client), MachineConsequence)
+		res.Machine = &m
+		if m.MachineLimited {
+			harness.Say(progress, "ratelab: warning: %s\n", m.Warning)
 		}
 		return nil
 	}()

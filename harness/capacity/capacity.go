@@ -19,12 +19,17 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	"github.com/ratelab/ratelab/harness/machine"
 	"github.com/ratelab/ratelab/harness/server"
 	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
 )
+
+// MachineConsequence ends capacity's warning that the machine, not Redis,
+// was the limit (machine.Judge).
+const MachineConsequence = "the fills took longer than Redis needs them to; the memory figures do not depend on speed, only the duration does"
 
 // minCalibrationKeys is the fewest keys the TTL overhead is measured over:
 // below that, unrelated allocations of a few KB would swamp it.
@@ -91,6 +96,7 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 		return err
 	}
 	m := &meter{c: c, nodes: nodes, db: db, progress: progress, targets: cfg.Targets}
+	m0 := machine.Read(ctx, c)
 	defer func() {
 		s.RemoveKeysOrSay(ctx, m.progress)
 		res.Warnings = append(res.Warnings, m.warnings...)
@@ -119,8 +125,18 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 	calib := map[int]float64{}
 	cell := 0
 	algs := append(slices.Clone(cfg.Algorithms), targets.Names(cfg.Targets)...)
-	pm := prog.Start(progress, "capacity", "fills", int64(len(algs)*len(cfg.Limits)))
-	defer pm.Stop()
+	// progress counts the measured fills' calls, the bulk of the work:
+	// cells differ by orders of magnitude (one call per key for a counter,
+	// the limit per key for sliding-log)
+	var calls int64
+	for _, alg := range algs {
+		for _, l := range cfg.Limits {
+			fl := forAlgorithm(alg, l)
+			calls += int64(KeysFor(cfg.Keys, fillSteps(alg, fl), cfg.Budget)) * PlanCalls(alg, fl)
+		}
+	}
+	m.pm = prog.Start(progress, "capacity", "fill calls", calls)
+	defer m.pm.Stop()
 	for _, alg := range algs {
 		for _, l := range cfg.Limits {
 			limit := l.Count
@@ -141,7 +157,6 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 				return fmt.Errorf("%s at limit %d: %w", alg, limit, err)
 			}
 			res.Results = append(res.Results, row)
-			pm.Add(1)
 			if progress != nil {
 				fmt.Fprintf(progress, "capacity: %s limit %d: %d keys, %s %d B/key, used_memory +%.0f B/key (%d ms)\n",
 					alg, limit, row.Keys, row.Encoding, row.MemoryBytes, row.UsedMemoryDeltaBytes, row.FillMS)
@@ -154,6 +169,11 @@ func measureAll(ctx context.Context, s *harness.Session, cfg Config, res *measur
 			return fmt.Errorf("trim measurement: %w", err)
 		}
 		res.Trim = tr
+	}
+	ml := machine.Span(m0, machine.Read(ctx, c), MachineConsequence)
+	res.Machine = &ml
+	if ml.MachineLimited {
+		harness.Say(progress, "ratelab: warning: %s\n", ml.Warning)
 	}
 	return nil
 }
@@ -198,7 +218,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 
 	// warm: a couple of keys first, so first-use allocations (Lua argument
 	// arrays, reply buffers) are not counted; they stay until the cell is dropped
-	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2)); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, prefix+"w:", min(n, 2), nil); err != nil {
 		return row, err
 	}
 	if err := m.settle(ctx); err != nil {
@@ -211,7 +231,7 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 		return row, err
 	}
 	start := time.Now()
-	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n); err != nil {
+	if _, err := m.fillKeys(ctx, alg, l, plan, keyPrefix, n, m.pm); err != nil {
 		return row, err
 	}
 	row.FillMS = time.Since(start).Milliseconds()
@@ -235,9 +255,10 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	}
 	// a user's script may write several keys per request key (derived
 	// keys: "{key}.ts"); its memory per key is the sum over them
-	if len(keys) != n && (len(keys) < n || !slices.Contains(targets.Names(m.targets), alg)) {
-		return row, fmt.Errorf("filled %d keys, found %d", n, len(keys))
+	if want := n * RedisKeys(alg, l); len(keys) != want && (len(keys) < n || !slices.Contains(targets.Names(m.targets), alg)) {
+		return row, fmt.Errorf("filled %d keys, found %d Redis keys, want %d", n, len(keys), want)
 	}
+	row.RedisKeys = float64(len(keys)) / float64(n)
 	sort.Strings(keys)
 	total, err := server.MemoryUsage(ctx, m.c, keys)
 	if err != nil {
@@ -247,6 +268,9 @@ func (m *meter) measureCell(ctx context.Context, cfg Config, alg string, lim lim
 	row.KeyNameBytes = len(keys[0])
 	if row.Type, row.Encoding, row.Entries, err = describeKey(ctx, m.c, keys[0]); err != nil {
 		return row, err
+	}
+	if row.Type == "string" {
+		row.Entries = int64(len(keys) / n) // the window counters: one value per Redis key
 	}
 	if row.Entries > 0 {
 		row.BytesPerEntry = float64(row.MemoryBytes) / float64(row.Entries)

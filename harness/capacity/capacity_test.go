@@ -33,7 +33,7 @@ func TestFillPlan(t *testing.T) {
 		limit     limit.Limit
 		calls     int
 		units     int64
-		lastStart time.Duration // offset of the last call: all within one window
+		lastStart time.Duration // offset of the last call
 	}{
 		// one member per unit, spread over the window
 		{"sliding-log 10", "sliding-log", limit.Limit{Count: 10, Window: hour}, 10, 10, 54 * time.Minute},
@@ -42,9 +42,16 @@ func TestFillPlan(t *testing.T) {
 		{"bucketed-hash default precision", "bucketed-hash", limit.Limit{Count: 100, Window: hour}, 10, 100, 54 * time.Minute},
 		{"bucketed-hash fewer units than blocks", "bucketed-hash", limit.Limit{Count: 5, Window: hour}, 5, 5, 54 * time.Minute},
 		{"bucketed-hash 1m precision", "bucketed-hash", limit.Limit{Count: 1000, Window: hour, Precision: time.Minute}, 60, 1000, 59 * time.Minute},
-		// the counter or bucket ends at the limit with one call
-		{"fixed-window", "fixed-window", limit.Limit{Count: 10000, Window: hour}, 1, 10000, 0},
+		// the bucket ends at the limit with one call
 		{"reservoir", "reservoir", limit.Limit{Count: 10000, Window: hour}, 1, 10000, 0},
+		// a microsecond in: the theoretical arrival time has a fraction
+		{"gcra", "gcra", limit.Limit{Count: 10000, Window: hour}, 1, 10000, time.Microsecond},
+		// the window counters: the previous window's counter beside the current one
+		{"fixed-window", "fixed-window", limit.Limit{Count: 10000, Window: hour}, 2, 20000, hour},
+		{"sliding-counter", "sliding-counter", limit.Limit{Count: 10000, Window: hour}, 2, 15000, hour + hour/2},
+		{"sliding-counter odd", "sliding-counter", limit.Limit{Count: 5, Window: hour}, 2, 7, hour + hour/2},
+		// at a limit of 1 the previous window's unit closes the next window
+		{"sliding-counter 1", "sliding-counter", limit.Limit{Count: 1, Window: hour}, 1, 1, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,6 +65,9 @@ func TestFillPlan(t *testing.T) {
 				if i > 0 && call.Offset <= plan[i-1].Offset {
 					t.Errorf("call %d: offset %v not after %v", i, call.Offset, plan[i-1].Offset)
 				}
+			}
+			if n := capacity.PlanCalls(c.alg, c.limit); n != int64(len(plan)) {
+				t.Errorf("PlanCalls says %d calls, the plan has %d", n, len(plan))
 			}
 			if len(plan) != c.calls || units != c.units || plan[len(plan)-1].Offset != c.lastStart {
 				t.Errorf("got %d calls, %d units, last at %v; want %d, %d, %v",
@@ -116,9 +126,9 @@ func TestRun(t *testing.T) {
 		{"sliding-log", 10, 300, "listpack", 10},
 		{"sliding-log", 128, 156, "listpack", 128}, // 20000 / 128 calls per key
 		{"sliding-log", 129, 155, "skiplist", 129},
-		{"fixed-window", 10, 300, "int", 1},
-		{"fixed-window", 128, 300, "int", 1},
-		{"fixed-window", 129, 300, "int", 1},
+		{"fixed-window", 10, 300, "int", 2}, // the previous window's counter and the current one
+		{"fixed-window", 128, 300, "int", 2},
+		{"fixed-window", 129, 300, "int", 2},
 	}
 	for i, w := range want {
 		r := res.Results[i]
@@ -187,8 +197,10 @@ func TestRunScriptFlush(t *testing.T) {
 	for _, r := range res.Results {
 		want := r.Limit // sliding-log: one member per unit
 		switch r.Algorithm {
-		case "fixed-window", "gcra":
+		case "gcra":
 			want = 1
+		case "fixed-window":
+			want = 2 // two windows' counters
 		case "bucketed-hash":
 			want = -1
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/harness"
+	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/limit"
 	"github.com/ratelab/ratelab/scenarios"
 	"github.com/ratelab/ratelab/targets"
@@ -40,8 +41,8 @@ const flushWarning = "the scripts were flushed during a fill (NOSCRIPT): ratelab
 // loaded and resent by the driver and are noted (flushWarning): a call
 // that missed the script may then run after later calls of its key that
 // found it, and all calls of a fill are accepted within one window, so
-// the key ends the same.
-func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []FillCall, prefix string, n int) ([]string, error) {
+// the key ends the same. Each decision adds 1 to count (nil: none).
+func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []FillCall, prefix string, n int, count *prog.Meter) ([]string, error) {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s{%06d}", prefix, i)
@@ -80,6 +81,7 @@ func (m *meter) fillKeys(ctx context.Context, alg string, l limit.Limit, plan []
 					return fmt.Errorf("a fill decision was denied (%s, key %s%s, cost %d at +%s): the fill plan overran the limit",
 						lim.Name(), prefix, "{"+o.Arrival.Key+"}", o.Arrival.Cost, o.Arrival.At)
 				}
+				count.Add(1)
 				return nil
 			})
 			_, errs[w] = r.Drive(ctx, job)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/harness/server"
+	prog "github.com/ratelab/ratelab/internal/progress"
 	"github.com/ratelab/ratelab/measure"
 	"github.com/ratelab/ratelab/targets"
 )
@@ -29,6 +30,7 @@ type meter struct {
 	progress io.Writer
 	warnings []string
 	targets  []targets.Target // the user's limiters, by name
+	pm       *prog.Meter      // counts the measured fills' calls (nil: no progress shown)
 }
 
 // memSnapshot is what a used_memory delta is taken of: INFO used_memory

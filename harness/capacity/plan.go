@@ -13,18 +13,28 @@ type FillCall struct {
 	Cost   int64
 }
 
-// FillPlan returns the decisions that bring one key of algorithm alg to a
-// full window of l.Limit accepted units, as offsets from a start aligned to
-// the window, all within one window, in time order:
+// FillPlan returns the decisions that bring one key of algorithm alg to
+// the state a key held at its limit l is in most of its life, as offsets
+// from a start aligned to the window, in time order:
 //   - sliding-log and any algorithm without a shortcut: l.Limit decisions of
-//     cost 1 spread evenly over the window (one sorted-set member each, as
+//     cost 1 spread evenly over one window (one sorted-set member each, as
 //     l.Limit single requests would leave);
 //   - bucketed-hash: one decision per block of the precision, carrying that
 //     block's share of the units (the hash ends as with cost-1 decisions
 //     spread over the window); blocks that would get no unit are left out;
-//   - fixed-window, sliding-counter, reservoir, gcra: one decision of cost
-//     l.Limit (the window's counter, the bucket, or the GCRA's theoretical
-//     arrival time ends at the limit, as after l.Limit single requests).
+//   - fixed-window: a decision of cost l.Limit at the start of a window and
+//     one at the start of the next: a busy key's counter outlives its window
+//     by up to a window (its TTL), so two counters are live nearly always;
+//   - sliding-counter: a decision of cost l.Limit at the start of a window
+//     and one of cost l.Limit/2 halfway through the next (the most the
+//     previous window's weight lets in there): it reads the previous
+//     window's counter by design, so a busy key holds two (one at a limit
+//     of 1, where the previous window's unit keeps the next one closed);
+//   - reservoir: one decision of cost l.Limit;
+//   - gcra: one decision of cost l.Limit a microsecond into the window: its
+//     theoretical arrival time, in seconds, then has a fraction, as Redis
+//     TIME's microseconds leave it in use, and is stored as a string (a
+//     whole number of seconds would be stored as an integer, 48 B less).
 //
 // It returns nil when l cannot be filled (Limit < 1, Window < 1 ns, a
 // negative precision or one below 1 ns) or when the plan would have more
@@ -37,8 +47,21 @@ func FillPlan(alg string, l limit.Limit) []FillCall {
 	}
 	plan := make([]FillCall, 0, n)
 	switch alg {
-	case "fixed-window", "sliding-counter", "reservoir", "gcra":
+	case "reservoir":
 		return append(plan, FillCall{0, l.Count})
+	case "gcra":
+		return append(plan, FillCall{time.Microsecond, l.Count})
+	case "fixed-window":
+		return append(plan, FillCall{0, l.Count}, FillCall{l.Window, l.Count})
+	case "sliding-counter":
+		plan = append(plan, FillCall{0, l.Count})
+		if l.Count >= 2 {
+			// at elapsed e the previous window weighs L(W-e)/W: L/2 units
+			// fit from e = W/2 on (rounded up to the script's microsecond)
+			half := (l.Window/2 + time.Microsecond - 1).Truncate(time.Microsecond)
+			plan = append(plan, FillCall{l.Window + half, l.Count / 2})
+		}
+		return plan
 	case "bucketed-hash":
 		p := precision(l)
 		blocks := blockCount(l)
@@ -67,15 +90,20 @@ func FillPlan(alg string, l limit.Limit) []FillCall {
 }
 
 // PlanCalls is the number of decisions FillPlan(alg, l) holds, computed
-// without building it: 1 for the counters and buckets, min(blocks, Limit)
-// for bucketed-hash, Limit for sliding-log. 0 when l cannot be filled.
+// without building it: 1 for reservoir and gcra, 2 for the window counters
+// (1 for sliding-counter at a limit of 1), min(blocks, Limit) for
+// bucketed-hash, Limit for sliding-log. 0 when l cannot be filled.
 func PlanCalls(alg string, l limit.Limit) int64 {
 	if l.Count < 1 || l.Window < 1 {
 		return 0
 	}
 	switch alg {
-	case "fixed-window", "sliding-counter", "reservoir", "gcra":
+	case "reservoir", "gcra":
 		return 1
+	case "fixed-window":
+		return 2
+	case "sliding-counter":
+		return min(l.Count, 2)
 	case "bucketed-hash":
 		if precision(l) < 1 {
 			return 0
@@ -83,6 +111,16 @@ func PlanCalls(alg string, l limit.Limit) int64 {
 		return min(blockCount(l), l.Count)
 	}
 	return l.Count
+}
+
+// RedisKeys is the number of Redis keys FillPlan(alg, l) leaves per key of
+// a built-in algorithm: the window counters' two (see FillPlan), else 1.
+func RedisKeys(alg string, l limit.Limit) int {
+	switch alg {
+	case "fixed-window", "sliding-counter":
+		return int(PlanCalls(alg, l))
+	}
+	return 1
 }
 
 // fillSteps is what filling one key of alg at l costs against the budget:

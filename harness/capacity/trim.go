@@ -22,13 +22,13 @@ const (
 func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*measure.TrimResult, error) {
 	l := limit.Limit{Count: trimFilled, Window: cfg.window()}
 	plan := FillPlan("sliding-log", l)
-	keys, err := m.fillKeys(ctx, "sliding-log", l, plan, prefix+"t:", trimKeys)
+	keys, err := m.fillKeys(ctx, "sliding-log", l, plan, prefix+"t:", trimKeys, nil)
 	if err != nil {
 		return nil, err
 	}
 	// one decision at the time the (trimFilled-trimKept)-th oldest entry leaves the window
 	cut := plan[trimFilled-trimKept-1].Offset + l.Window
-	if _, err := m.fillKeys(ctx, "sliding-log", l, []FillCall{{cut, 1}}, prefix+"t:", trimKeys); err != nil {
+	if _, err := m.fillKeys(ctx, "sliding-log", l, []FillCall{{cut, 1}}, prefix+"t:", trimKeys, nil); err != nil {
 		return nil, err
 	}
 	tr := &measure.TrimResult{Algorithm: "sliding-log", Keys: trimKeys, FilledEntries: trimFilled}
@@ -42,7 +42,7 @@ func (m *meter) measureTrim(ctx context.Context, cfg Config, prefix string) (*me
 	tr.MemoryBytes = mu / int64(len(keys))
 
 	fresh := limit.Limit{Count: tr.Entries, Window: cfg.window()}
-	fkeys, err := m.fillKeys(ctx, "sliding-log", fresh, FillPlan("sliding-log", fresh), prefix+"f:", trimKeys)
+	fkeys, err := m.fillKeys(ctx, "sliding-log", fresh, FillPlan("sliding-log", fresh), prefix+"f:", trimKeys, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/replay"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -16,7 +16,7 @@ import (
 // boundary and 3 just after it.
 func ExampleRun() {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server
+	rd, err := localredis.Start(ctx, localredis.StartTimeout, 5*time.Second) // a throwaway redis-server from PATH
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/run"
 )
 
@@ -16,7 +16,7 @@ import (
 // the sliding log accepts one. The run's keys are removed at the end.
 func ExampleRun() {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL (no Docker)
+	rd, err := localredis.Start(ctx, localredis.StartTimeout, 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL
 	if err != nil {
 		fmt.Println(err)
 		return

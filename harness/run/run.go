@@ -380,6 +380,9 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 		return nil
 	}()
 	err = harness.GuardErr(guard, err)
+	if note := MemoryNote(res.Results); note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	if s.Vanished() {
 		// the figures after that point are not the limiter's: say so, loudly
 		note := ErrKeysVanished.Error()
@@ -425,6 +428,21 @@ const LatencySample = 64
 // latency columns come from.
 var LatencyNote = fmt.Sprintf("latency (p50, p99 µs) is from a sample of its own: each scenario's first %d arrivals sent again one call at a time, per algorithm, on keys of their own; "+
 	"the run's decisions go %d per pipelined round trip, %d algorithms at once (virtual time: the other columns do not depend on it)", LatencySample, Pipeline, Parallel)
+
+// MemoryNote is the note of a run's results on what its memory column is,
+// and what to plan Redis memory with instead; "" when no row has keys.
+func MemoryNote(rows []measure.Row) string {
+	names := 0
+	for _, r := range rows {
+		names = max(names, r.KeyNameBytes)
+	}
+	if names == 0 {
+		return ""
+	}
+	return fmt.Sprintf("memory (B) is MEMORY USAGE of each algorithm's keys at the end of its scenario (key names up to %d B): "+
+		"one moment of a few keys, which a burst may leave with fewer blocks or entries than a busy key; "+
+		"plan Redis memory with `ratelab capacity`, a key held at its limit (docs/capacity-and-bench.md)", names)
+}
 
 // sampleLatency replaces the latency figures of rows (one per job, in the
 // order of jobs, each running sched) with those of sched's first
@@ -553,7 +571,7 @@ func withoutCompanions(ctx context.Context, rd *server.Redis, jobs []harness.Job
 		keys, err := server.ScanKeys(mctx, rd.Client, j.Prefix)
 		if err == nil {
 			keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, j.Prefix+"~vt{") })
-			rows[i].Keys = int64(len(keys))
+			rows[i].Keys, rows[i].KeyNameBytes = int64(len(keys)), harness.LongestName(keys)
 			rows[i].MemoryBytes, err = server.MemoryUsage(mctx, rd.Client, keys)
 		}
 		cancel()

@@ -81,8 +81,10 @@ func TestRunBoundaryBurstVirtual(t *testing.T) {
 		n++
 	}
 	// every algorithm, gcra included: its script's TIME answers the virtual clock
-	// the one note says where latency comes from; the sample's calls are not logged
-	if want := 100 * len(res.Results); n != want || len(res.Results) != len(algorithms.Names()) || len(res.Notes) != 1 || res.Notes[0] != run.LatencyNote {
+	// the notes say where latency comes from and what the memory column is;
+	// the sample's calls are not logged
+	if want := 100 * len(res.Results); n != want || len(res.Results) != len(algorithms.Names()) || len(res.Notes) != 2 ||
+		res.Notes[0] != run.LatencyNote || res.Notes[1] != run.MemoryNote(res.Results) {
 		t.Errorf("decisions.jsonl has %d records for %d rows (want %d), notes %q", n, len(res.Results), want, res.Notes)
 	}
 	// nothing left behind; the foreign key untouched

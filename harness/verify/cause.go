@@ -134,25 +134,8 @@ func (j *judgement) cause() (measure.LivenessCause, string) {
 			how = "to the end of the trial: the lock-out lasted as long as the requests kept coming"
 		}
 		return measure.LockOut, fmt.Sprintf("a client sending steadily was denied for %s %s, longer than the window %s, where an exact sliding log admits %d units (%s)",
-			roughly(worst.length()), after, limit.FormatWindow(w), worst.ideal, how)
+			limit.FormatRough(worst.length()), after, limit.FormatWindow(w), worst.ideal, how)
 	}
 	return measure.UnderAdmission, fmt.Sprintf("admissions came throughout (no key denied for longer than %s, the window %s) but too few",
-		roughly(worst.length()), limit.FormatWindow(w))
-}
-
-// roughly is d rounded to what a person reads: whole minutes from an hour
-// on, whole seconds from a minute, tenths of a second from a second, else
-// milliseconds ("59m", "4m12s", "1.5s", "120ms").
-func roughly(d time.Duration) string {
-	switch {
-	case d >= time.Hour:
-		d = d.Round(time.Minute)
-	case d >= time.Minute:
-		d = d.Round(time.Second)
-	case d >= time.Second:
-		d = d.Round(100 * time.Millisecond)
-	default:
-		d = d.Round(time.Millisecond)
-	}
-	return limit.FormatWindow(d)
+		limit.FormatRough(worst.length()), limit.FormatWindow(w))
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/custom"
-	"github.com/ratelab/ratelab/harness/engine"
+	"github.com/ratelab/ratelab/harness/localredis"
 	"github.com/ratelab/ratelab/harness/verify"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -19,7 +19,7 @@ import (
 // under a second; Config.RealTime would add the wall-clock families.
 func ExampleRun() {
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL (no Docker)
+	rd, err := localredis.Start(ctx, localredis.StartTimeout, 5*time.Second) // a throwaway redis-server from PATH; your own: server.OpenURL
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -68,7 +68,7 @@ redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 return 1`
 	ctx := context.Background()
-	rd, err := engine.Open(ctx, "exec", 5*time.Second)
+	rd, err := localredis.Start(ctx, localredis.StartTimeout, 5*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ratelab/ratelab/harness"
 	"github.com/ratelab/ratelab/scenarios"
 )
 
@@ -23,9 +22,7 @@ type probeRun struct {
 	prefix string
 	n      int // programs run
 	best   *trialResult
-	// every program's decisions and errors, and the first errors
-	decisions, errors int64
-	samples           []string
+	tally  // every program's decisions and errors, and the first errors
 }
 
 // runProbe runs probe trial t on keys under prefix and returns the
@@ -87,27 +84,12 @@ func (pr *probeRun) learn(ctx context.Context, p scenarios.Probe, x time.Duratio
 // run runs prog as a trial of t's family on keys of its own, judges it and
 // keeps the worst judgement.
 func (pr *probeRun) run(ctx context.Context, prog scenarios.Program) (ran, error) {
-	t := pr.t
-	t.Probe, t.Program = nil, &prog
-	t.Name = prog.String()
-	t.Schedule.Arrivals = []scenarios.Arrival{{At: prog.Bursts[0].At, Key: scenarios.UserKey, Cost: 1}}
-	var got harness.Collector
-	job := pr.s.job(t, fmt.Sprintf("%sp%d:", pr.prefix, pr.n))
-	job.Sink = &got
+	jr, tr, err := pr.s.runProgram(ctx, pr.t, prog, fmt.Sprintf("%sp%d:", pr.prefix, pr.n))
 	pr.n++
-	res, err := pr.s.runner(harness.VirtualClock).Adaptive(ctx, job, pr.s.client(t))
-	jr := ranOf(res.Anchor, got.Outcomes)
 	if err != nil {
 		return jr, err
 	}
-	tr := pr.s.judge(t, jr, nil, true)
-	pr.decisions += tr.decisions
-	pr.errors += tr.errors
-	for _, e := range tr.errorSamples {
-		if len(pr.samples) < 2 {
-			pr.samples = append(pr.samples, e)
-		}
-	}
+	pr.add(tr)
 	if pr.best == nil || tr.ratio > pr.best.ratio {
 		pr.best = tr
 	}

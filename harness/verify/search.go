@@ -142,9 +142,7 @@ type hillClimb struct {
 	maxCost int64
 	left    int64 // calls left
 	n       int   // candidates tried
-	// every candidate's decisions and errors, and the first errors
-	decisions, errors int64
-	samples           []string
+	tally         // every candidate's decisions and errors, and the first errors
 }
 
 // run climbs from a start (restart 0: two bursts of L across a boundary;
@@ -189,27 +187,13 @@ func (h *hillClimb) eval(ctx context.Context, g genome) (*candidate, error) {
 	if calls > h.left || calls == 0 {
 		return nil, nil
 	}
-	t := h.t
-	t.Search, t.Program = nil, &prog
-	t.Name = prog.String()
-	t.Schedule.Arrivals = []scenarios.Arrival{{At: prog.Bursts[0].At, Key: scenarios.UserKey, Cost: 1}}
-	var got harness.Collector
-	job := h.s.job(t, fmt.Sprintf("%s%d:", h.prefix, h.n))
-	job.Sink = &got
+	jr, tr, err := h.s.runProgram(ctx, h.t, prog, fmt.Sprintf("%s%d:", h.prefix, h.n))
 	h.n++
-	jr, err := h.s.runner(harness.VirtualClock).Adaptive(ctx, job, h.s.client(t))
-	h.left -= max(int64(len(got.Outcomes)), 1)
+	h.left -= max(int64(len(jr.outcomes)), 1)
 	if err != nil {
 		return nil, err
 	}
-	tr := h.s.judge(t, ranOf(jr.Anchor, got.Outcomes), nil, true)
-	h.decisions += tr.decisions
-	h.errors += tr.errors
-	for _, e := range tr.errorSamples {
-		if len(h.samples) < 2 {
-			h.samples = append(h.samples, e)
-		}
-	}
+	h.add(tr)
 	return &candidate{g: g, res: tr, ratio: tr.ratio}, nil
 }
 
@@ -417,4 +401,40 @@ func (h *hillClimb) fit(g genome) genome {
 		prev = groupEnd(*gr)
 	}
 	return g
+}
+
+// tally counts the decisions and errors of every program an adaptive
+// family ran, and keeps the first two error samples.
+type tally struct {
+	decisions, errors int64
+	samples           []string
+}
+
+func (c *tally) add(tr *trialResult) {
+	c.decisions += tr.decisions
+	c.errors += tr.errors
+	for _, e := range tr.errorSamples {
+		if len(c.samples) < 2 {
+			c.samples = append(c.samples, e)
+		}
+	}
+}
+
+// runProgram runs prog as one program of trial t (its search and probe
+// taken off: a plain program) in virtual time, on keys under prefix, and
+// judges it. It returns what was sent and got back, with the judgement
+// (nil on an error: a cancelled ctx, an outage).
+func (s *study) runProgram(ctx context.Context, t scenarios.Trial, prog scenarios.Program, prefix string) (ran, *trialResult, error) {
+	t.Search, t.Probe, t.Program = nil, nil, &prog
+	t.Name = prog.String()
+	t.Schedule.Arrivals = []scenarios.Arrival{{At: prog.Bursts[0].At, Key: scenarios.UserKey, Cost: 1}}
+	var got harness.Collector
+	job := s.job(t, prefix)
+	job.Sink = &got
+	res, err := s.runner(harness.VirtualClock).Adaptive(ctx, job, s.client(t))
+	jr := ranOf(res.Anchor, got.Outcomes)
+	if err != nil {
+		return jr, nil, err
+	}
+	return jr, s.judge(t, jr, nil, true), nil
 }

@@ -35,11 +35,43 @@ func TestOutcome(t *testing.T) {
 		{measure.Violated, false, Nowhere, "fw violated", true},
 	}
 	for i, c := range cases {
-		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"}}
+		rep := &measure.VerifyReport{Target: "fw", Verdict: c.verdict, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"},
+			CounterExample: &measure.CounterExample{Kind: c.verdict}, Header: measure.Header{Notes: []string{"a note"}}}
 		msg, failed := Outcome(rep, c.replay, GateBoth, c.shown)
 		if msg != c.msg || failed != c.wantFailed {
 			t.Errorf("case %d (%s, replay %v): got %q, failed %v; want %q, %v", i, c.verdict, c.replay, msg, failed, c.msg, c.wantFailed)
 		}
+	}
+}
+
+// A message never points at what the report does not hold: a failure
+// without a counter-example (its own or a limit's), an inconclusive
+// report without notes.
+func TestOutcomeNothingToPointAt(t *testing.T) {
+	perLimit := []measure.LimitResult{{}, {CounterExample: &measure.CounterExample{Kind: measure.Violated}}}
+	cases := []struct {
+		rep  *measure.VerifyReport
+		want string
+	}{
+		{&measure.VerifyReport{Target: "fw", Verdict: measure.Violated}, "fw violated again"},
+		{&measure.VerifyReport{Target: "fw", Verdict: measure.Starved}, "fw starved again"},
+		{&measure.VerifyReport{Target: "fw", Verdict: measure.Violated, PerLimit: perLimit}, "fw violated again (see the counter-example above)"},
+	}
+	for i, c := range cases {
+		for _, shown := range []Shown{Above, InJSON} {
+			msg, _ := Outcome(c.rep, true, GateBoth, shown)
+			want := c.want
+			if shown == InJSON && strings.Contains(want, "(see") {
+				want = strings.Replace(want, "(see the counter-example above)", `(see "counter_example" in the JSON on stdout)`, 1)
+			}
+			if msg != want {
+				t.Errorf("case %d, shown %d: got %q, want %q", i, shown, msg, want)
+			}
+		}
+	}
+	rep := &measure.VerifyReport{Target: "fw", Verdict: measure.Inconclusive, Errors: 2, Decisions: 10, ErrorSamples: []string{"boom"}}
+	if msg, _ := Outcome(rep, false, GateBoth, Above); strings.Contains(msg, "see") {
+		t.Errorf("inconclusive without notes: %q points at them", msg)
 	}
 }
 

@@ -182,6 +182,9 @@ func Outcome(rep *measure.VerifyReport, replay bool, gate Gate, shown Shown) (ms
 		if replay {
 			return fmt.Sprintf("%s: inconclusive — %s", rep.Target, rep.Reason()), false
 		}
+		if len(rep.Notes) == 0 {
+			shown = Nowhere // nothing to point at
+		}
 		return fmt.Sprintf("%s: inconclusive — %s%s", rep.Target, rep.Reason(), shown.see("notes", `"notes"`)), false
 	}
 	v, fails := gate.failure(rep)
@@ -192,7 +195,24 @@ func Outcome(rep *measure.VerifyReport, replay bool, gate Gate, shown Shown) (ms
 	if replay {
 		again = " again"
 	}
+	if !hasCounterExample(rep) {
+		shown = Nowhere // a report without one (a verify.json of an older ratelab, a liveness part without a trace)
+	}
 	return fmt.Sprintf("%s %s%s%s", rep.Target, v, again, shown.see("counter-example", `"counter_example"`)), true
+}
+
+// hasCounterExample reports whether rep holds a counter-example, its own
+// or one of a limit's: what a failure's message may point at.
+func hasCounterExample(rep *measure.VerifyReport) bool {
+	if rep.CounterExample != nil {
+		return true
+	}
+	for _, l := range rep.PerLimit {
+		if l.CounterExample != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // writeTraceCSV writes the trace of ce (if any) to dir's TraceCSV and

@@ -90,8 +90,14 @@ func (p Plan) Open(ctx context.Context, rd *server.Redis, g Guard) (*Prepared, e
 }
 
 // Close removes the guard of the script (its temporary ACL user), if
-// any; the caller closes the Redis. Safe to call twice.
+// any, and closes a limiter that holds resources (io.Closer: a Go
+// function's endpoint, whose keys it deletes); the caller closes the
+// Redis. Safe to call twice.
 func (p *Prepared) Close() {
 	p.scripts.Close()
 	p.scripts = nil
+	if c, ok := p.Limiter.(io.Closer); ok {
+		_ = c.Close() // a Go function's endpoint: its keys deleted
+		p.Limiter = nil
+	}
 }

@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -92,4 +95,59 @@ func racePkgs(t *testing.T, makefile string) []string {
 	}
 	slices.Sort(pkgs)
 	return pkgs
+}
+
+// make test runs a test of RACE_PKGS once: with -race, except the tests
+// that call SkipUnderRace or Race, which it finds by reading the source
+// (the Makefile's awk: the top-level func Test... around the call) and runs
+// again without -race. A call from anywhere else (a helper, a closure at
+// package level) would not be found, and the part it skips would run
+// nowhere in make test.
+func TestRaceSkipsInTestFuncs(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, pkg := range racePkgs(t, string(makefile)) {
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				ast.Inspect(decl, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					sel, ok := call.Fun.(*ast.SelectorExpr)
+					if !ok || (sel.Sel.Name != "SkipUnderRace" && sel.Sel.Name != "Race") {
+						return true
+					}
+					if id, ok := sel.X.(*ast.Ident); !ok || id.Name != "testenv" {
+						return true
+					}
+					calls++
+					if fd, ok := decl.(*ast.FuncDecl); !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") {
+						rel, _ := filepath.Rel(root, path)
+						t.Errorf("%s:%d: testenv.%s outside a func Test...: make test would not run what it skips", rel, fset.Position(call.Pos()).Line, sel.Sel.Name)
+					}
+					return true
+				})
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatal("no testenv.SkipUnderRace or testenv.Race call found in RACE_PKGS: the check reads nothing")
+	}
 }

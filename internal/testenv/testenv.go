@@ -55,10 +55,11 @@ func Race() bool { return raceEnabled }
 
 // SkipUnderRace skips t in a test binary built with -race. It marks a
 // heavy test (a table of verdicts, large strings) of a package that make
-// test runs twice: with -race, where the race detector watches the
-// package's goroutines through its smaller tests, and without, where every
-// test runs, this one included. Its work is CPU under the race detector,
-// not more coverage of the same code.
+// test runs with -race, where the race detector watches the package's
+// goroutines through its smaller tests: make test runs the tests that call
+// SkipUnderRace or Race (directly in their func Test...) once more without
+// -race, and only those. Its work is CPU under the race detector, not more
+// coverage of the same code. A plain go test runs it as any other test.
 func SkipUnderRace(t testing.TB) {
 	t.Helper()
 	if raceEnabled {
