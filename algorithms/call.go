@@ -52,8 +52,13 @@ func BuiltInCapabilities() Capabilities { return builtIn }
 // Cost is the request's cost, for Decode (zero when the limiter does not
 // set it: custom.ScriptLimiter does). Expiry is Script's key-expiry form,
 // for ExpiryTag.Rewrite; nil for a script not made as a LuaScript.
+//
+// Function, when not "", makes the call FCALL Function with Keys and Args
+// instead (a function of a library loaded with FUNCTION LOAD); Script is
+// then nil.
 type ScriptCall struct {
 	Script    *redis.Script
+	Function  string
 	Keys      []string
 	Args      []any
 	DecidedAt time.Time
@@ -110,7 +115,8 @@ func newCall(w CallWriter, key string, cost int64, at Clock) (ScriptCall, error)
 }
 
 // Decide makes the decision of s on rdb, as the Allow of a Scripted
-// limiter does: its call (s.Call), run by EVALSHA (EVAL on NOSCRIPT),
+// limiter does: its call (s.Call), run by EVALSHA (EVAL on NOSCRIPT) or
+// FCALL (ScriptCall.Function: rdb must be a client that sends it),
 // decoded (s.Decode). A Lua false or nil reply reaches Decode as nil.
 // Errors: Call's as they come; Redis's and Decode's wrapped with s.Name().
 // Safe for concurrent use when s is.
@@ -119,7 +125,16 @@ func Decide(ctx context.Context, rdb redis.Scripter, s Scripted, key string, cos
 	if err != nil {
 		return Decision{}, err
 	}
-	v, err := c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
+	var v any
+	if c.Function != "" {
+		f, ok := rdb.(functionCaller)
+		if !ok {
+			return Decision{}, fmt.Errorf("%s: FCALL %s: the client %T cannot send FCALL", s.Name(), c.Function, rdb)
+		}
+		v, err = f.FCall(ctx, c.Function, c.Keys, c.Args...).Result()
+	} else {
+		v, err = c.Script.Run(ctx, rdb, c.Keys, c.Args...).Result()
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Decision{}, fmt.Errorf("%s: %w", s.Name(), err)
 	}
@@ -128,6 +143,12 @@ func Decide(ctx context.Context, rdb redis.Scripter, s Scripted, key string, cos
 		return Decision{}, fmt.Errorf("%s: %w", s.Name(), err)
 	}
 	return d, nil
+}
+
+// functionCaller is a client that sends FCALL (*redis.Client,
+// *redis.ClusterClient, *redis.Ring, *redis.Conn).
+type functionCaller interface {
+	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
 }
 
 // decodeCommon decodes the reply of ratelab's own scripts (ParseReply).

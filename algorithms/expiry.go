@@ -17,6 +17,9 @@ import (
 // that made it (the built-ins' as long as the process). Safe for
 // concurrent use.
 type ExpiryForm struct {
+	// function, when not "", is the function (FCALL) that is the
+	// key-expiry form of a function's call: no script to make
+	function string
 	src      string // the original source
 	withTime bool   // the script runs src with the TIME rewrite
 	once     sync.Once
@@ -50,6 +53,13 @@ type LuaScript struct {
 	Run    *redis.Script
 	Expiry *ExpiryForm
 }
+
+// FunctionExpiry is the ExpiryForm of a function's calls
+// (ScriptCall.Function): a call rewritten by ExpiryTag.Rewrite calls the
+// function fn instead, the key-expiry form of the same function, from a
+// library the caller rewrote with vclock.RewriteLibrary (Options.Expiry)
+// and loaded.
+func FunctionExpiry(fn string) *ExpiryForm { return &ExpiryForm{function: fn} }
 
 // NewLuaScript is the LuaScript of src as written.
 func NewLuaScript(src string) LuaScript {
@@ -106,18 +116,24 @@ func NewExpiryTag(tracked, companion string) ExpiryTag {
 // safety. c's slices are only read; they must not be dst's own. Errors as
 // ExpiryCall's (dst is then left as it was).
 func (t ExpiryTag) Rewrite(dst *ScriptCall, c ScriptCall, now time.Time, safety time.Duration) error {
+	if c.Expiry == nil && c.Function != "" {
+		return fmt.Errorf("virtual key expiry: function %s has no key-expiry form", c.Function)
+	}
 	if c.Expiry == nil {
 		return fmt.Errorf("virtual key expiry: script %s is not one of ratelab's (its source is unknown)", c.Script.Hash())
 	}
-	script, err := c.Expiry.get()
-	if err != nil {
-		return err
+	var script *redis.Script
+	if c.Expiry.function == "" {
+		var err error
+		if script, err = c.Expiry.get(); err != nil {
+			return err
+		}
 	}
 	keys := append(append(dst.Keys[:0], c.Keys...), t.companion)
 	// the times as integers: written in decimal, as strings would be, for
 	// one small allocation each instead of two
 	args := append(append(dst.Args[:0], c.Args...), t.tracked, now.UnixMilli(), max(safety.Milliseconds(), 1))
 	*dst = c
-	dst.Script, dst.Keys, dst.Args = script, keys, args
+	dst.Script, dst.Function, dst.Keys, dst.Args = script, c.Expiry.function, keys, args
 	return nil
 }

@@ -21,7 +21,8 @@ type PipeClient interface {
 }
 
 // ScriptPipe sends batches of script calls (ScriptCall: a script, its keys
-// and arguments) as EVALSHA in one pipeline per batch. A pipeline does not
+// and arguments) as EVALSHA in one pipeline per batch (a call of a
+// function, ScriptCall.Function, as FCALL: it never meets NOSCRIPT). A pipeline does not
 // fall back to EVAL as Script.Run does: a call refused with NOSCRIPT (the
 // server's script cache was flushed, or a failover) did not run, so Exec
 // loads the scripts of the refused calls (SCRIPT LOAD) and resends only
@@ -185,7 +186,7 @@ func seen(calls []ScriptCall, idx []int, s *redis.Script) bool {
 	return false
 }
 
-// command returns the EVALSHA of c: old with its arguments overwritten
+// command returns the EVALSHA (or FCALL: ScriptCall.Function) of c: old with its arguments overwritten
 // when it can be reused (a Client or a Conn, as many arguments), else a new
 // command built as go-redis's EvalSha builds it.
 func (p *ScriptPipe) command(ctx context.Context, old *redis.Cmd, c ScriptCall) *redis.Cmd {
@@ -202,11 +203,17 @@ func (p *ScriptPipe) command(ctx context.Context, old *redis.Cmd, c ScriptCall) 
 		}
 	}
 	n := 3 + len(c.Keys) + len(args)
+	verb, name := "evalsha", ""
+	if c.Function != "" {
+		verb, name = "fcall", c.Function
+	} else {
+		name = c.Script.Hash()
+	}
 	if p.reuse && old != nil && len(old.Args()) == n {
 		// strings are boxed again only when they changed: boxing allocates
 		a := old.Args()
-		setString(a, 0, "evalsha") // an EVAL of the last resort (sendEval) is reused too
-		setString(a, 1, c.Script.Hash())
+		setString(a, 0, verb) // an EVAL of the last resort (sendEval) is reused too
+		setString(a, 1, name)
 		a[2] = len(c.Keys)
 		for i, k := range c.Keys {
 			setString(a, 3+i, k)
@@ -215,7 +222,7 @@ func (p *ScriptPipe) command(ctx context.Context, old *redis.Cmd, c ScriptCall) 
 		return old
 	}
 	a := make([]any, n)
-	a[0], a[1], a[2] = "evalsha", c.Script.Hash(), len(c.Keys)
+	a[0], a[1], a[2] = verb, name, len(c.Keys)
 	for i, k := range c.Keys {
 		a[3+i] = k
 	}

@@ -58,6 +58,9 @@ type ScriptLimiter struct {
 	seq      atomic.Uint64
 	salt     string
 	setup    *setupScript // nil: no set-up script
+	// fn is the function a function target calls (function.go); nil
+	// for a script
+	fn *functionTarget
 }
 
 var _ algorithms.Scripted = (*ScriptLimiter)(nil)
@@ -107,7 +110,15 @@ type ScriptConfig struct {
 	// Setup, when not "", is a set-up script (Lua, as for EVAL) run once
 	// per request key before its first call, with the same KEYS and ARGV
 	// (script_setup.go). Its reply is ignored; its error is the call's.
+	// Scripts only.
 	Setup string
+	// FCall, when not "", makes the target a function (function.go):
+	// Source is then a function library ("#!lua name=..."), FCall the
+	// name of the function it registers that each call runs (FCALL, with
+	// KEYS and ARGV as its keys and args), and Namespace the names its
+	// libraries load under (FunctionLibraries), which the caller loads
+	// before the first call.
+	FCall, Namespace string
 }
 
 // NewScript parses the templates of c and returns the limiter. Errors name
@@ -122,7 +133,16 @@ func NewScript(rdb redis.Scripter, c ScriptConfig) (*ScriptLimiter, error) {
 	if s.allowed.isZero() {
 		s.allowed = ReplyIs(1)
 	}
-	s.readClock(c.Source)
+	switch {
+	case c.FCall != "" && c.Setup != "":
+		return nil, field.Errorf("setup", "a set-up script goes with a script, not a function")
+	case c.FCall != "":
+		if err := s.newFunction(c); err != nil {
+			return nil, err
+		}
+	default:
+		s.readClock(c.Source)
+	}
 	if c.Setup != "" {
 		s.setup = newSetupScript(c.Source, c.Setup)
 	}
@@ -379,6 +399,11 @@ func (s *ScriptLimiter) Call(key string, cost int64, at algorithms.Clock) (algor
 		c.Script, c.Expiry = s.setup.script.Run, s.setup.script.Expiry
 	case s.vt != nil && virtual:
 		c.Script, c.Expiry, c.Args = s.vtScript.Run, s.vtScript.Expiry, s.vt.Args(v.Now, c.Args...)
+		if s.fn != nil {
+			c.Function = s.fn.vtFn
+		}
+	case s.fn != nil:
+		c.Function = s.fn.fn
 	}
 	return c, nil
 }

@@ -347,6 +347,9 @@ type TargetSpec struct {
 	// text (what Redis names it by), checked again on replay.
 	Script     string `json:"script,omitempty"`
 	ScriptSHA1 string `json:"script_sha1,omitempty"`
+	// FCall, when not "", says Script is a function library and names
+	// the function each call runs (FCALL).
+	FCall string `json:"fcall,omitempty"`
 	// Setup is the set-up script's path, SetupSHA1 its SHA-1; "" when none.
 	Setup     string `json:"setup,omitempty"`
 	SetupSHA1 string `json:"setup_sha1,omitempty"`

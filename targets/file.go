@@ -1,6 +1,7 @@
 package targets
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -9,12 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratelab/ratelab/custom"
+	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
+var fileFields = []string{"name", "script", "function", "fcall", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
 
 // ReadFile reads and checks a target file of one target (ParseFile);
 // ReadTargets reads one target or a suite.
@@ -103,16 +105,52 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 	if err != nil {
 		return spec, err
 	}
+	function, err := str("function")
+	if err != nil {
+		return spec, err
+	}
+	fcall, err := str("fcall")
+	if err != nil {
+		return spec, err
+	}
 	kinds := 0
-	for _, s := range []string{spec.Algorithm, spec.HTTP, script} {
+	for _, s := range []string{spec.Algorithm, spec.HTTP, script, function} {
 		if s != "" {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
+		return spec, bad("script", top.Line, "give exactly one of script, function, algorithm or http")
 	}
-	if script == "" {
+	if n := got["fcall"]; n != nil && function == "" {
+		return spec, bad("fcall", n.Line, "goes with function")
+	}
+	if function != "" {
+		for _, f := range []string{"setup", "client_side"} {
+			if n := got[f]; n != nil {
+				return spec, bad(f, n.Line, "goes with script, not function")
+			}
+		}
+		if !filepath.IsAbs(function) {
+			function = filepath.Join(filepath.Dir(path), function)
+		}
+		src, err := input.ReadFile(function, input.MaxText)
+		if err != nil {
+			return spec, bad("function", got["function"].Line, "%v", err)
+		}
+		if spec.FCall, err = pickFunction(function, string(src), fcall); err != nil {
+			name, _ := field.Name(err)
+			line := got["function"].Line
+			if n := got["fcall"]; name == "fcall" && n != nil {
+				line = n.Line
+			}
+			return spec, bad(name, line, "%v", errors.Unwrap(err))
+		}
+		spec.Script, spec.Source = function, string(src)
+		if spec.Name == "" {
+			spec.Name = filepath.Base(function)
+		}
+	} else if script == "" {
 		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "setup", "client_side"} {
 			if n := got[f]; n != nil {
 				return spec, bad(f, n.Line, "goes with script")
@@ -124,6 +162,9 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		}
 		src, err := input.ReadFile(script, input.MaxText)
 		if err != nil {
+			return spec, bad("script", got["script"].Line, "%v", err)
+		}
+		if err := notLibrary(script, string(src)); err != nil {
 			return spec, bad("script", got["script"].Line, "%v", err)
 		}
 		spec.Script, spec.Source = script, string(src)

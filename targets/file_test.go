@@ -1,9 +1,37 @@
 package targets
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// A target file's function and fcall: the library read relative to the
+// file, its function picked; errors name the field and its line.
+func TestFunctionFields(t *testing.T) {
+	dir := t.TempDir()
+	lib := "#!lua name=two\nredis.register_function('f', function() return 1 end)\nredis.register_function('g', function() return 1 end)\n"
+	if err := os.WriteFile(filepath.Join(dir, "two.lua"), []byte(lib), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ratelab.yaml")
+	spec, err := ParseFile([]byte("function: two.lua\nfcall: g\nargs: ['{limit}']\n"), path)
+	if err != nil || spec.FCall != "g" || spec.Script != filepath.Join(dir, "two.lua") || spec.Name != "two.lua" || spec.Flag() != "--function" {
+		t.Fatalf("got %+v, %v", spec, err)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"function: two.lua\n", "fcall: " + filepath.Join(dir, "two.lua") + " registers 2 functions (f, g): name the one to call (line 1)"},
+		{"function: two.lua\nfcall: h\n", `fcall: ` + filepath.Join(dir, "two.lua") + ` registers no function "h" (it registers: f, g) (line 2)`},
+		{"script: x.lua\nfcall: f\n", "fcall: goes with function (line 2)"},
+		{"function: two.lua\nfcall: f\nsetup: s.lua\n", "setup: goes with script, not function (line 3)"},
+		{"script: two.lua\n", "script: " + filepath.Join(dir, "two.lua") + " is a function library (#!lua name=two)"},
+	} {
+		if _, err := ParseFile([]byte(c.text), path); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.text, err, c.want)
+		}
+	}
+}
 
 // FuzzTargetFile: parsing a target file never panics; an error names the file.
 func FuzzTargetFile(f *testing.F) {

@@ -17,6 +17,7 @@ import (
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/input"
 	"github.com/ratelab/ratelab/limit"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // Given is how a user names the limiters a command drives, as the command
@@ -57,6 +58,11 @@ type Given struct {
 	// ClientSide runs the Scripts, and the target files' scripts,
 	// client-side (Spec.ClientSide). Only with Scripts or Files.
 	ClientSide bool
+	// Function, when not "", is the path of a function library
+	// ("#!lua name=..."): a target that calls its function FCall by FCALL,
+	// with the Keys, Args and reply predicate of the Scripts. FCall may be
+	// "" when the library registers exactly one function.
+	Function, FCall string
 }
 
 // ErrTargetCount is in the chain of Validate's error when a command that
@@ -73,7 +79,7 @@ var ErrTargetCount = errors.New("give exactly one target: an algorithm, a script
 func (g Given) Validate() error {
 	if !g.BesideBuiltins {
 		n := len(g.Scripts) + len(g.Files)
-		for _, s := range []string{g.Algorithm, g.HTTP} {
+		for _, s := range []string{g.Algorithm, g.HTTP, g.Function} {
 			if s != "" {
 				n++
 			}
@@ -90,7 +96,10 @@ func (g Given) Validate() error {
 			return &field.Error{Name: "algorithm", Err: err}
 		}
 	}
-	if len(g.Scripts) == 0 {
+	if g.FCall != "" && g.Function == "" {
+		return field.Errorf("fcall", "goes only with a function library (function)")
+	}
+	if len(g.Scripts) == 0 && g.Function == "" {
 		for _, f := range []struct {
 			name  string
 			given bool
@@ -102,6 +111,12 @@ func (g Given) Validate() error {
 	}
 	if g.Allowed != "" && g.AllowedWhen != nil {
 		return field.Errorf("allowed", "give allowed or allowed_when, not both")
+	}
+	if g.Function != "" && g.Setup != "" {
+		return field.Errorf("setup", "goes only with a script, not a function library")
+	}
+	if g.Function != "" && g.ClientSide {
+		return field.Errorf("client_side", "goes only with a script: a function library runs in Redis (FCALL)")
 	}
 	if g.ClientSide && len(g.Scripts) == 0 && len(g.Files) == 0 {
 		return field.Errorf("client_side", "goes only with a script (the built-in client-side algorithm is %s)", strings.Join(ClientSideAlgorithms(), ", "))
@@ -147,9 +162,24 @@ func Load(g Given) ([]Spec, error) {
 		if err != nil {
 			return nil, &field.Error{Name: "scripts", Err: err}
 		}
+		if err := notLibrary(path, string(b)); err != nil {
+			return nil, &field.Error{Name: "scripts", Err: err}
+		}
 		specs = append(specs, Spec{Name: filepath.Base(path), Script: path, Source: string(b),
 			Keys: g.Keys, Args: g.Args, Allowed: allowed, AllowedExpr: g.Allowed, AllowedWhen: g.AllowedWhen,
 			Setup: g.Setup, ClientSide: g.ClientSide, SetupSource: string(setup)})
+	}
+	if g.Function != "" {
+		b, err := input.ReadFile(g.Function, input.MaxText)
+		if err != nil {
+			return nil, &field.Error{Name: "function", Err: err}
+		}
+		fcall, err := pickFunction(g.Function, string(b), g.FCall)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, Spec{Name: filepath.Base(g.Function), Script: g.Function, Source: string(b), FCall: fcall,
+			Keys: g.Keys, Args: g.Args, Allowed: allowed, AllowedExpr: g.Allowed, AllowedWhen: g.AllowedWhen})
 	}
 	for _, path := range g.Files {
 		ss, err := ReadTargets(path)
@@ -185,6 +215,65 @@ func Load(g Given) ([]Spec, error) {
 		}
 	}
 	return specs, nil
+}
+
+// LibraryError is the error of a script that is a function library
+// ("#!lua name=..."): it is loaded with FUNCTION LOAD and called with
+// FCALL, so it is given as a function target (Given.Function, the target
+// file's function), with the function to call. Load wraps it in a field
+// error named "scripts", ReadFile in one named "script".
+type LibraryError struct {
+	// Path is the file, Library the name its first line gives, Functions
+	// those it registers by a literal name (vclock.LibraryFunctions).
+	Path, Library string
+	Functions     []string
+}
+
+func (e *LibraryError) Error() string {
+	return fmt.Sprintf("%s is a function library (#!lua name=%s) for FUNCTION LOAD and FCALL, not a script for EVAL: give it as a function with the function to call; it registers: %s", e.Path, e.Library, e.List())
+}
+
+// List is the functions the library registers, joined by ", ", or a
+// phrase saying none was found.
+func (e *LibraryError) List() string {
+	if len(e.Functions) == 0 {
+		return "none found by reading it"
+	}
+	return strings.Join(e.Functions, ", ")
+}
+
+// notLibrary refuses src, the script at path, when it is a function
+// library (a *LibraryError).
+func notLibrary(path, src string) error {
+	if !vclock.IsLibrary(src) {
+		return nil
+	}
+	name, fns, _ := vclock.LibraryFunctions(src)
+	return &LibraryError{Path: path, Library: name, Functions: fns}
+}
+
+// pickFunction checks that src, the file at path, is a function library
+// and returns the function to call: fcall when the library registers it
+// by a literal name, or when fcall is "", the library's one function.
+// Errors name the field "function" (not a library, or none found) or
+// "fcall" (several to choose from, or not registered).
+func pickFunction(path, src, fcall string) (string, error) {
+	_, fns, err := vclock.LibraryFunctions(src)
+	switch {
+	case errors.Is(err, vclock.ErrNotLibrary):
+		return "", field.Errorf("function", "%s is not a function library (its first line is not #!lua name=...): give a script for EVAL as a script", path)
+	case err != nil:
+		return "", field.Errorf("function", "%s: %w", path, err)
+	case fcall != "" && !slices.Contains(fns, fcall):
+		return "", field.Errorf("fcall", "%s registers no function %q (it registers: %s)", path, fcall, strings.Join(fns, ", "))
+	case fcall != "":
+		return fcall, nil
+	case len(fns) == 1:
+		return fns[0], nil
+	case len(fns) == 0:
+		return "", field.Errorf("function", "%s registers no function by a literal name (redis.register_function('name', ...)): name the one to call (fcall)", path)
+	}
+	return "", field.Errorf("fcall", "%s registers %d functions (%s): name the one to call", path, len(fns), strings.Join(fns, ", "))
 }
 
 // SpecError is an error of one Spec (Build's), with the Spec it is about,

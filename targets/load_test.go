@@ -23,6 +23,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	script := write("mine.lua", "return 1\n")
 	algo := write("algo.yaml", "algorithm: sliding-log\n")
+	lib := write("two.lua", "#!lua name=two\nredis.register_function('f', function() return 1 end)\nredis.register_function{function_name = 'g', callback = function() return 1 end}\n")
 	cases := []struct {
 		name  string
 		given targets.Given
@@ -41,6 +42,13 @@ func TestLoadErrors(t *testing.T) {
 		{"args without a script", targets.Given{Algorithm: "sliding-log", Args: []string{"{now_us}"}}, "args", "goes only with a script"},
 		{"allowed_when without a script", targets.Given{Files: []string{algo}, AllowedWhen: new(int64)}, "allowed_when", "goes only with a script"},
 		{"allowed and allowed_when", targets.Given{Scripts: []string{script}, Allowed: "reply == 1", AllowedWhen: new(int64)}, "allowed", "not both"},
+		// function libraries: named as such, their functions listed
+		{"library as a script", targets.Given{Scripts: []string{lib}}, "scripts", "two.lua is a function library (#!lua name=two) for FUNCTION LOAD and FCALL, not a script for EVAL: give it as a function with the function to call; it registers: f, g"},
+		{"script as a function", targets.Given{Function: script}, "function", "mine.lua is not a function library"},
+		{"several functions", targets.Given{Function: lib}, "fcall", "two.lua registers 2 functions (f, g): name the one to call"},
+		{"unknown function", targets.Given{Function: lib, FCall: "h"}, "fcall", `two.lua registers no function "h" (it registers: f, g)`},
+		{"fcall without a function", targets.Given{Scripts: []string{script}, FCall: "f"}, "fcall", "goes only with a function library"},
+		{"setup with a function", targets.Given{Function: lib, FCall: "f", Setup: script}, "setup", "goes only with a script"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

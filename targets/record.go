@@ -28,7 +28,7 @@ func ScriptSHA1(src string) string {
 // templates and its predicate as written.
 func (s Spec) Record() *measure.TargetSpec {
 	return &measure.TargetSpec{Name: s.Name, Algorithm: s.Algorithm, HTTP: redact.URL(s.HTTP),
-		Script: s.Script, ScriptSHA1: ScriptSHA1(s.Source), Setup: s.Setup, SetupSHA1: ScriptSHA1(s.SetupSource),
+		Script: s.Script, ScriptSHA1: ScriptSHA1(s.Source), FCall: s.FCall, Setup: s.Setup, SetupSHA1: ScriptSHA1(s.SetupSource),
 		Keys: s.Keys, Args: s.Args, Allowed: s.AllowedExpr, AllowedWhen: s.AllowedWhen}
 }
 
@@ -43,7 +43,7 @@ func FromRecord(r *measure.TargetSpec, dir string) (Spec, error) {
 	if r == nil || r.Algorithm == "" && r.HTTP == "" && r.Script == "" {
 		return Spec{}, field.Errorf("target", "none recorded (a verify.json of an older ratelab?)")
 	}
-	s := Spec{From: "", Name: r.Name, Algorithm: r.Algorithm, HTTP: r.HTTP, Keys: r.Keys, Args: r.Args,
+	s := Spec{From: "", Name: r.Name, Algorithm: r.Algorithm, HTTP: r.HTTP, Keys: r.Keys, Args: r.Args, FCall: r.FCall,
 		Allowed: custom.ReplyIs(1), AllowedExpr: r.Allowed, AllowedWhen: r.AllowedWhen}
 	if r.Script == "" {
 		return s, nil

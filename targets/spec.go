@@ -53,6 +53,23 @@ type Spec struct {
 	// redis.call its own round trip from ratelab) instead of as one atomic
 	// script in Redis. Only with Script.
 	ClientSide bool
+	// FCall, when not "", makes the target a function: Script is then the
+	// path of a function library ("#!lua name=..."), Source its text, and
+	// each call is FCALL of its function FCall (custom.ScriptConfig.FCall).
+	FCall string
+	// Namespace is the name prefix the function's libraries load under on
+	// the command's Redis (custom.FunctionLibraries), set by whoever loads
+	// them (the guard) before Build; "" for a script.
+	Namespace string
+}
+
+// Flag is the command-line flag of s's Lua file: "--function" for a
+// function library, else "--script".
+func (s Spec) Flag() string {
+	if s.FCall != "" {
+		return "--function"
+	}
+	return "--script"
 }
 
 // LimitsOr returns the limits to build s for: given, the caller's, unless
@@ -108,6 +125,9 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 			return nil, &field.Error{Name: "http", Err: err}
 		}
 		return h, nil
+	case s.FCall != "":
+		return custom.NewScript(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source, FCall: s.FCall, Namespace: s.namespace(),
+			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
 	case s.Script != "" && s.ClientSide:
 		return custom.NewClientSide(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
@@ -118,6 +138,15 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 		return algorithms.NewBucketedHash(rdb, ls...)
 	}
 	return NewAlgorithm(s.Algorithm, rdb, l)
+}
+
+// namespace is s.Namespace, or a name to check the library with before
+// anything is loaded (Load builds every target once, without Redis).
+func (s Spec) namespace() string {
+	if s.Namespace != "" {
+		return s.Namespace
+	}
+	return "ratelab_check"
 }
 
 // describe joins the limits' String forms: "10 per 1s, 120 per 1m".

@@ -74,11 +74,13 @@ func Names(ts []Target) []string {
 	return out
 }
 
-// AtomicOnly refuses client-side targets in command (capacity, bench),
+// AtomicOnly refuses client-side targets and function libraries in
+// command (capacity, bench),
 // which measure one atomic script call per decision, pipelined: all
 // scripts run client-side (clientSide, the caller's switch: a
 // *field.Error naming "client_side"), a spec that does (a *SpecError
-// whose Err names "client_side"), or a client-side built-in among algs (a
+// whose Err names "client_side"), a function target (a *SpecError whose
+// Err names "function"), or a client-side built-in among algs (a
 // *field.Error naming "algorithms").
 func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) error {
 	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
@@ -88,6 +90,9 @@ func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) er
 	for _, s := range specs {
 		if s.ClientSide {
 			return &SpecError{Spec: s, Err: field.Errorf("client_side", "%s", reason)}
+		}
+		if s.FCall != "" {
+			return &SpecError{Spec: s, Err: field.Errorf("function", "%s measures EVALSHA scripts only; a function library (FCALL) is taken by ratelab run and verify", command)}
 		}
 	}
 	for _, a := range algs {

@@ -214,6 +214,11 @@ func bodyFunction(vararg bool) string {
 // script's TIME answers the virtual time too, as with the TIME rewrite;
 // vararg: see bodyFunction).
 func expiryPrefix(withTime, vararg bool) string {
+	return strings.Join(append(expiryStatements(withTime), bodyFunction(vararg)), " ")
+}
+
+// expiryStatements are expiryPrefix's statements but the body's function.
+func expiryStatements(withTime bool) []string {
 	c := vtCall
 	l := expiryPop(-1, -1, withTime)
 	l = append(l, noteHelpers(func(name string) bool { return name != xVTime || withTime })...)
@@ -268,9 +273,8 @@ func expiryPrefix(withTime, vararg bool) string {
 	l = append(l, "local redis = setmetatable({",
 		call+"return "+xCall+"(cmd, ...) end,",
 		pcall+"return "+xPcal+"(cmd, ...) end",
-		"}, {__index = redis});",
-		bodyFunction(vararg))
-	return strings.Join(l, " ")
+		"}, {__index = redis});")
+	return l
 }
 
 // luaSet renders the keys of m as a Lua table constructor's fields, in
@@ -286,8 +290,11 @@ func luaSet(m map[string]bool) string {
 
 // expirySuffix ends the body's function on a new line, runs it, records the
 // deadlines and sets the safety TTLs (see the comment above).
-var expirySuffix = strings.Join([]string{
-	"\nend; local __ratelab_r = " + xBody + "();",
+var expirySuffix = "\nend; local __ratelab_r = " + xBody + "(); " + expiryRecord + " return __ratelab_r"
+
+// expiryRecord is the part of expirySuffix that records the deadlines
+// and sets the safety TTLs, after the body ran.
+var expiryRecord = strings.Join([]string{
 	"for i = 1, #KEYS do " + xKey + "(KEYS[i]) end; for k in pairs(__ratelab_d) do __ratelab_n[k] = __ratelab_n[k] or 'n' end;",
 	"do local hs = {}; for k, s in pairs(__ratelab_n) do local d, v, set = __ratelab_d[k], nil, s == 's';",
 	"if d and d ~= 'none' and not set then v = d",
@@ -299,7 +306,6 @@ var expirySuffix = strings.Join([]string{
 	// call's prefix gives the key its remainder + S back first)
 	"if v and v ~= 'none' and tonumber(v) > __ratelab_xv then " + vtCall + "('PEXPIRE', k, __ratelab_xs) end end;",
 	"if #hs > 0 then " + vtCall + "('HSET', __ratelab_xc, unpack(hs)) end end;",
-	"return __ratelab_r",
 }, " ")
 
 // edit replaces del bytes at pos of the body by text.

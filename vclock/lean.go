@@ -266,6 +266,11 @@ func init() {
 // when it reads them only as KEYS[<number>] and ARGV[<number>] (else -1):
 // see expiryPop. vararg: see bodyFunction.
 func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name string) bool) string {
+	return strings.Join(append(leanStatements(withTime, maxKey, maxArg, uses), bodyFunction(vararg)), " ")
+}
+
+// leanStatements are leanPrefix's statements but the body's function.
+func leanStatements(withTime bool, maxKey, maxArg int, uses func(name string) bool) []string {
 	c := vtCall
 	l := expiryPop(maxKey, maxArg, withTime)
 	l = append(l, noteHelpers(uses)...)
@@ -276,9 +281,8 @@ func leanPrefix(withTime bool, maxKey, maxArg int, vararg bool, uses func(name s
 		"if #__ratelab_f > 0 then local gone; for i = 1, #__ratelab_f, 2 do local v = __ratelab_f[i + 1];",
 		"if v ~= 'none' and __ratelab_f[i] ~= '' and __ratelab_xv > tonumber(v) then gone = gone or {}; gone[#gone + 1] = __ratelab_f[i]; __ratelab_f[i + 1] = false end end;",
 		"if gone then for i = 1, #gone, 1000 do local j = math.min(#gone, i + 999); "+c+"('UNLINK', unpack(gone, i, j)); "+c+"('HDEL', __ratelab_xc, unpack(gone, i, j)) end end end;",
-		bodyFunction(vararg),
 	)
-	return strings.Join(l, " ")
+	return l
 }
 
 // hasVararg reports whether toks hold "..." (three dots in a row).
@@ -296,8 +300,11 @@ func hasVararg(toks []luaToken) bool {
 // tracks (read off the HGETALL reply: d their deadline, s what the body did
 // to them, marked false in __ratelab_n once done), then of the other keys
 // the body touched (d nil).
-var leanSuffix = strings.Join([]string{
-	"\nend; local __ratelab_r = " + xBody + "();",
+var leanSuffix = "\nend; local __ratelab_r = " + xBody + "(); " + leanRecord + " return __ratelab_r"
+
+// leanRecord is the part of leanSuffix that records the deadlines after
+// the body ran.
+var leanRecord = strings.Join([]string{
 	"do local h1, h2, hs, hdel, off;",
 	"for i = 1, #__ratelab_f, 2 do local k, d = __ratelab_f[i], __ratelab_f[i + 1]; if d and k ~= '' then",
 	"local s = __ratelab_n[k]; if s then __ratelab_n[k] = false; __ratelab_nn = __ratelab_nn - 1 else s = 'n' end;", leanKey, "end end;",
@@ -306,7 +313,6 @@ var leanSuffix = strings.Join([]string{
 	"if hs then hs[#hs + 1] = h1; hs[#hs + 1] = h2; for i = 1, #hs, 1000 do " + vtCall + "('HSET', __ratelab_xc, unpack(hs, i, math.min(#hs, i + 999))) end",
 	"elseif h1 then " + vtCall + "('HSET', __ratelab_xc, h1, h2) end;",
 	"if #__ratelab_f > 0 or h1 then " + vtCall + "('PEXPIRE', __ratelab_xc, __ratelab_xs) end end;",
-	"return __ratelab_r",
 }, " ")
 
 // leanKey records the deadline of key k (d its deadline before the body or

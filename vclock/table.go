@@ -67,6 +67,11 @@ const tableArgsError = "ERR ratelab deadline table: the last two keys must be th
 // tablePrefix is the one-line prefix of the table form (vararg: the body
 // uses "...", which the prefix leaves alone: the body is not wrapped).
 func tablePrefix(uses func(name string) bool) string {
+	return strings.Join(tableStatements(uses), " ")
+}
+
+// tableStatements are tablePrefix's statements.
+func tableStatements(uses func(name string) bool) []string {
 	l := []string{
 		"local __ratelab_tn = #KEYS; if __ratelab_tn < 2 then return redis.error_reply('" + tableArgsError + "') end;",
 		"local __ratelab_td, __ratelab_tw = KEYS[__ratelab_tn - 1], KEYS[__ratelab_tn]; KEYS[__ratelab_tn] = nil; KEYS[__ratelab_tn - 1] = nil;",
@@ -85,7 +90,7 @@ func tablePrefix(uses func(name string) bool) string {
 		"local function "+tPcall+"(cmd, ...) return __ratelab_tx("+vtPcall+", cmd, ...) end;",
 		"local redis = setmetatable({call = "+tCall+", pcall = "+tPcall+"}, {__index = redis}); ",
 	)
-	return strings.Join(l, " ")
+	return l
 }
 
 // tableLib declares __ratelab_tx(f, cmd, ...): the translation of one call,

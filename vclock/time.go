@@ -38,8 +38,9 @@ import (
 //   - A script with the shebang keeps its flags (a write under
 //     flags=no-writes is still refused).
 //
-// Function libraries ("#!lua name=...", FUNCTION LOAD) are not rewritten:
-// their functions take arguments per FCALL, not from a chunk-level ARGV.
+// Function libraries ("#!lua name=...", FUNCTION LOAD) take their
+// arguments per FCALL, not from a chunk-level ARGV: RewriteLibrary
+// (library.go) puts them on the virtual clock with the same edits.
 
 // Script is a script rewritten by Rewrite, with what a
 // static scan of the original found about its clock.
@@ -71,9 +72,9 @@ type Script struct {
 	AbsoluteExpiries []AbsoluteExpiry
 }
 
-// ErrFunctionLibrary is returned by Rewrite for a FUNCTION LOAD
-// library ("#!lua name=..."), which it cannot rewrite.
-var ErrFunctionLibrary = errors.New("virtual time: function libraries (#!lua name=...) are not supported, only EVAL scripts")
+// ErrFunctionLibrary is returned by Rewrite for a FUNCTION LOAD library
+// ("#!lua name=..."): RewriteLibrary rewrites those.
+var ErrFunctionLibrary = errors.New("virtual time: a function library (#!lua name=...) is not an EVAL script: rewrite it with RewriteLibrary")
 
 // Names the prefix declares; nothing in a user's script should use them.
 const (
@@ -98,6 +99,11 @@ const (
 // wrapper functions `redis` is still the global: the local is in scope
 // only after its own statement.
 func timePrefix(uses func(name string) bool) string {
+	return strings.Join(timeStatements(uses), " ")
+}
+
+// timeStatements are timePrefix's statements.
+func timeStatements(uses func(name string) bool) []string {
 	l := append([]string{}, vtPop...)
 	l = append(l, "local "+vtCall+", "+vtPcall+" = redis.call, redis.pcall;")
 	if uses(xVTime) {
@@ -110,7 +116,7 @@ func timePrefix(uses func(name string) bool) string {
 		"pcall = function(cmd, ...) if "+vtTime+"(cmd) then return {"+vtSec+", "+vtUsec+"} end return "+vtPcall+"(cmd, ...) end",
 		"}, {__index = redis}); ",
 	)
-	return strings.Join(l, " ")
+	return l
 }
 
 // vtPop pops the virtual time off ARGV into the two strings TIME answers.
@@ -170,6 +176,13 @@ type Options struct {
 	// call takes the companion key and three more ARGV (after the time
 	// when Time is set).
 	Expiry Expiry
+	// Library, for RewriteLibrary only: the name the rewritten library
+	// loads under ("" keeps its shebang's). Letters, digits and _.
+	Library string
+	// FunctionPrefix, for RewriteLibrary only: put in front of the name of
+	// every function the library registers ("" keeps them), as function
+	// names are global across a server's libraries. Letters, digits and _.
+	FunctionPrefix string
 }
 
 // Rewrite rewrites src, the source of a Lua script for EVAL, as o asks:
@@ -210,6 +223,42 @@ func Rewrite(src string, o Options) (Script, error) {
 	out := Script{AbsoluteExpiries: absoluteExpiries(toks, sites)}
 
 	lean := expiry && leanOK && leanExpiry(body, toks, sites)
+	edits := siteEditsAll(body, toks, sites, table, withTime, expiry, lean, &out)
+	uses := usesOf(edits)
+	var b strings.Builder
+	b.WriteString(src[:bodyAt])
+	if bodyAt == len(src) && bodyAt > 0 && !strings.HasSuffix(src, "\n") {
+		b.WriteString("\n") // a shebang and nothing else
+	}
+	switch {
+	case table:
+		b.WriteString(tablePrefix(uses))
+	case lean:
+		maxKey, maxArg := argIndexes(toks)
+		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), uses))
+	case expiry:
+		b.WriteString(expiryPrefix(withTime, hasVararg(toks)))
+	default:
+		b.WriteString(timePrefix(uses))
+	}
+	applyEdits(&b, body, edits)
+	switch {
+	case lean:
+		b.WriteString(leanSuffix)
+	case expiry:
+		b.WriteString(expirySuffix)
+	}
+	out.Source = b.String()
+	out.Resolution = timeResolution(toks, sites, out.DynamicCalls)
+	return out, nil
+}
+
+// siteEditsAll returns the edits of every call site of body (tokens toks,
+// call sites sites) for the options given (table: the deadline table's
+// form), and counts the sites in out
+// (TimeCalls, DynamicCalls): the one place Rewrite and RewriteLibrary
+// decide what a call site becomes.
+func siteEditsAll(body string, toks []luaToken, sites []callSite, table, withTime, expiry, lean bool, out *Script) []edit {
 	var edits []edit
 	for _, c := range sites {
 		oneLine := !strings.Contains(body[c.start:c.end], "\n")
@@ -244,28 +293,21 @@ func Rewrite(src string, o Options) (Script, error) {
 			}
 		}
 	}
-	uses := func(name string) bool {
+	return edits
+}
+
+// usesOf reports, for a helper's name, whether edits call it.
+func usesOf(edits []edit) func(name string) bool {
+	return func(name string) bool {
 		return slices.ContainsFunc(edits, func(e edit) bool { return e.text == name || strings.Contains(e.text, name+"(") })
 	}
-	var b strings.Builder
-	b.WriteString(src[:bodyAt])
-	if bodyAt == len(src) && bodyAt > 0 && !strings.HasSuffix(src, "\n") {
-		b.WriteString("\n") // a shebang and nothing else
-	}
-	switch {
-	case table:
-		b.WriteString(tablePrefix(uses))
-	case lean:
-		maxKey, maxArg := argIndexes(toks)
-		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), uses))
-	case expiry:
-		b.WriteString(expiryPrefix(withTime, hasVararg(toks)))
-	default:
-		b.WriteString(timePrefix(uses))
-	}
-	// in source order (a site's closing edit comes after its nested sites'
-	// edits; where two sites' edits share a position, they insert the same
-	// text, or the outer site inserts before the inner one's replacement)
+}
+
+// applyEdits writes body with edits applied to b, in source order (a
+// site's closing edit comes after its nested sites' edits; where two
+// sites' edits share a position, they insert the same text, or the outer
+// site inserts before the inner one's replacement).
+func applyEdits(b *strings.Builder, body string, edits []edit) {
 	slices.SortStableFunc(edits, func(x, y edit) int { return x.pos - y.pos })
 	last := 0
 	for _, e := range edits {
@@ -274,15 +316,6 @@ func Rewrite(src string, o Options) (Script, error) {
 		last = e.pos + e.del
 	}
 	b.WriteString(body[last:])
-	switch {
-	case lean:
-		b.WriteString(leanSuffix)
-	case expiry:
-		b.WriteString(expirySuffix)
-	}
-	out.Source = b.String()
-	out.Resolution = timeResolution(toks, sites, out.DynamicCalls)
-	return out, nil
 }
 
 // shebangEnd returns the offset just past a "#!..." first line and its

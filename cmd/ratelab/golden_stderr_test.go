@@ -39,6 +39,11 @@ func TestGoldenStderr(t *testing.T) {
 		{"demo-window-too-short", []string{"demo", "--window", "10ms"}},
 		{"report-not-a-dir", []string{"report", "no-such-dir"}},
 		{"clean-not-a-url", []string{"clean", "--redis", "exec"}},
+		// a function library given as a script, and a library of several
+		// functions without --fcall: the library's functions listed
+		{"verify-script-is-library", []string{"verify", "--script", "testdata/functions/two-limits.lua", "--limit", "10", "--window", "1m"}},
+		{"verify-function-several", []string{"verify", "--function", "testdata/functions/two-limits.lua", "--limit", "10", "--window", "1m"}},
+		{"verify-function-unknown-fcall", []string{"verify", "--function", "testdata/functions/two-limits.lua", "--fcall", "per_day", "--limit", "10", "--window", "1m"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

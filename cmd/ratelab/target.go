@@ -41,7 +41,15 @@ func (t *targetFlags) add(c *cobra.Command) {
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.g.HTTP, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
+	t.addFunctionFlags(c, "a function library to verify (#!lua name=...: FUNCTION LOAD, then FCALL --fcall with KEYS from --key, ARGV from --arg; docs/functions.md)")
 	t.addScriptFlags(c)
+}
+
+// addFunctionFlags declares --function (its help usage) and --fcall on c.
+func (t *targetFlags) addFunctionFlags(c *cobra.Command, usage string) {
+	fl := c.Flags()
+	fl.StringVar(&t.g.Function, "function", "", usage)
+	fl.StringVar(&t.g.FCall, "fcall", "", "the function of the --function library to call (default: its one function)")
 }
 
 // addMany declares the target flags of run, capacity and bench on c.
@@ -51,6 +59,12 @@ func (t *targetFlags) addMany(c *cobra.Command) {
 	fl.StringArrayVar(&t.g.Scripts, "script", nil, "a Lua file to add beside the built-ins, named by its file, repeatable (all share --key, --arg, --allowed)")
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file to add beside the built-ins (ratelab.yaml; docs/config.md), repeatable")
 	t.addScriptFlags(c)
+}
+
+// addManyFunction declares run's --function and --fcall on c (capacity and
+// bench measure EVALSHA scripts only).
+func (t *targetFlags) addManyFunction(c *cobra.Command) {
+	t.addFunctionFlags(c, "a function library to add beside the built-ins, named by its file (#!lua name=...: FUNCTION LOAD, then FCALL --fcall; shares --key, --arg, --allowed)")
 }
 
 func (t *targetFlags) addScriptFlags(c *cobra.Command) {
@@ -66,7 +80,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 
 // given reports whether any flag naming a target was given.
 func (t *targetFlags) given(c *cobra.Command) bool {
-	for _, name := range []string{"algorithm", "script", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
+	for _, name := range []string{"algorithm", "script", "function", "fcall", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
 		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
 			return true
 		}
@@ -92,6 +106,9 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 	}
 	specs, err := load(g)
 	if errors.Is(err, targets.ErrTargetCount) {
+		if c.Flags().Lookup("function") != nil {
+			return usagef("--algorithm, --script, --function, --http or --config: %w", err) // about all five flags
+		}
 		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
 	}
 	if err != nil {
@@ -105,12 +122,20 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 // on the guarded connection once there is one, their errors naming flags.
 func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.specs, targetErr) }
 
-// targetErr names the flag of a targets error: a target file's field as
-// "--config FILE: FIELD: ...", else the flag of the field.
+// targetErr names the flag of a targets error: a function library given
+// as --script as --function, a target file's field as "--config FILE:
+// FIELD: ...", else the flag of the field.
 func targetErr(err error) error {
+	if le := new(targets.LibraryError); errors.As(err, &le) {
+		return usagef("--script %s is a function library (#!lua name=%s), loaded with FUNCTION LOAD and called with FCALL, not a script for EVAL: give it as --function %s --fcall NAME (function: and fcall: in a target file); it registers: %s",
+			le.Path, le.Library, le.Path, le.List())
+	}
 	var se *targets.SpecError
 	if errors.As(err, &se) {
 		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && se.Spec.Script != "" {
+			if name == "function" && se.Spec.FCall != "" {
+				return usagef("--config %s: %w", se.Spec.From, errors.Unwrap(se.Err)) // names the library and its line
+			}
 			return usagef("--config %s: %s: %w", se.Spec.From, name, errors.Unwrap(se.Err))
 		}
 		err = se.Err
@@ -119,20 +144,20 @@ func targetErr(err error) error {
 }
 
 // scriptError is the error err of the script at path (its rows' name
-// name) under its flag: "--script PATH: ...", or "--script PATH:LINE: ..."
-// when err starts with the script's position ("name:line: ..."), so that
-// the script is named once.
-// A script stopped for running past its call's bound says which flag
-// sets the bound.
-func scriptError(path, name string, err error) error {
+// name) under its flag (--script, or --function for a function library):
+// "--script PATH: ...", or "--script PATH:LINE: ..." when err starts with
+// the script's position ("name:line: ..."), so that the script is named
+// once. A script stopped for running past its call's bound says which
+// flag sets the bound.
+func scriptError(flag, path, name string, err error) error {
 	msg := err.Error()
 	if se := new(clientside.StoppedError); errors.As(err, &se) && errors.Is(se.Cause, context.DeadlineExceeded) {
 		msg += " (--timeout sets the bound)"
 	}
 	if rest, ok := strings.CutPrefix(msg, name+":"); ok && name != "" {
-		return usageError{&reworded{"--script " + path + ":" + rest, err}}
+		return usageError{&reworded{flag + " " + path + ":" + rest, err}}
 	}
-	return usageError{&reworded{"--script " + path + ": " + msg, err}}
+	return usageError{&reworded{flag + " " + path + ": " + msg, err}}
 }
 
 // reworded is err with the message msg.

@@ -49,7 +49,7 @@ func newVerifyFamiliesTopic() *cobra.Command {
 
 // command is verify's command, its flags bound to f.
 func (f *verifyFlags) command(stdout, stderr io.Writer) *cobra.Command {
-	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
+	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --function LIB [--fcall NAME] [--key T...] [--arg T...] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		func(c *cobra.Command) error { return verifyTargets(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
@@ -127,7 +127,7 @@ func runVerify(c *cobra.Command, f *verifyFlags, stdout, stderr io.Writer) error
 			return te
 		}
 		if spec := p.Spec; spec.Script != "" {
-			return scriptError(spec.Script, spec.Name, err)
+			return scriptError(spec.Flag(), spec.Script, spec.Name, err)
 		}
 		return usagef("%w", err)
 	}

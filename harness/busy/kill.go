@@ -136,7 +136,8 @@ const busySlack = 2 * time.Millisecond
 // script started by ratelab's call (at or after sent) makes a PING on a new
 // connection wait until sent+threshold at least, while a script that was
 // already running when the call was sent (another client's) answers BUSY
-// sooner. Only in the first case is SCRIPT KILL sent. Each node (every
+// sooner. Only in the first case is SCRIPT KILL sent (FUNCTION KILL when
+// a function runs). Each node (every
 // master of a Cluster) is probed and waited for up to cfg.KillWait (or
 // the threshold and 2 s, when longer).
 //
@@ -177,6 +178,12 @@ func Kill(ctx context.Context, c redis.UniversalClient, sent time.Time, cfg Conf
 			return nil
 		}
 		err = kc.ScriptKill(ctx).Err()
+		if err != nil && strings.HasPrefix(err.Error(), "BUSY") {
+			// a function (FCALL) runs: SCRIPT KILL answers BUSY, measured on
+			// Redis 7.0.15 ("You can only call FUNCTION KILL or SHUTDOWN
+			// NOSAVE"), and FUNCTION KILL stops it as SCRIPT KILL stops a script
+			err = kc.FunctionKill(ctx).Err()
+		}
 		switch {
 		case err == nil:
 			note(Killed)

@@ -23,10 +23,12 @@ func TestKillOnlyOwn(t *testing.T) {
 	cases := []struct {
 		name    string
 		foreign bool // another client starts the loop before ratelab's call
+		fn      bool // the loop is a function's (FCALL): FUNCTION KILL stops it
 		want    busy.Found
 	}{
-		{"another client's script", true, busy.Foreign},
-		{"ratelab's own script", false, busy.Killed},
+		{"another client's script", true, false, busy.Foreign},
+		{"ratelab's own script", false, false, busy.Killed},
+		{"ratelab's own function", false, true, busy.Killed},
 	}
 	for _, tc := range cases {
 		rd := redistest.Open(t)
@@ -46,9 +48,15 @@ func TestKillOnlyOwn(t *testing.T) {
 		sent := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		var err error
-		if tc.foreign {
+		switch {
+		case tc.fn:
+			if err := c.FunctionLoad(ctx, "#!lua name=loop\nredis.register_function('loop', function() while true do end end)").Err(); err != nil {
+				t.Fatal(err)
+			}
+			err = c.FCall(cctx, "loop", nil).Err()
+		case tc.foreign:
 			err = c.Get(cctx, "ratelab:x").Err()
-		} else {
+		default:
 			err = c.Eval(cctx, "while true do end", nil).Err()
 		}
 		cancel()

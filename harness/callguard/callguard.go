@@ -235,10 +235,14 @@ func (g *Guard) Reloads() int64 { return g.reloads.Load() }
 // Load makes sure the server holds the script of every call, with SCRIPT
 // LOAD of those this Guard has not loaded yet, so that a run's first
 // round trip meets no NOSCRIPT (a flush later is Trip.Exec's to mend).
-// The error names SCRIPT LOAD.
+// The error names SCRIPT LOAD. A call of a function (FCALL) needs no
+// load: its library was loaded before the run.
 func (g *Guard) Load(ctx context.Context, rdb redis.Scripter, calls []algorithms.ScriptCall) error {
 	for _, c := range calls {
 		s := c.Script
+		if s == nil {
+			continue
+		}
 		if _, ok := g.loaded.Load(s.Hash()); ok {
 			continue
 		}

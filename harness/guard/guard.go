@@ -49,6 +49,7 @@ type Scripts struct {
 	g      *ACL
 	ctx    context.Context // Open's, for Close
 	stderr io.Writer
+	fns    *Functions // the function targets' libraries (nil: none)
 }
 
 // Open guards the scripts among specs on rd for the run runID
@@ -65,14 +66,28 @@ func Open(ctx context.Context, rd *server.Redis, specs []targets.Spec, runID str
 	if !targets.HasScript(specs) || rd == nil {
 		return rd, nil, Unguarded, nil
 	}
-	g, err := ForScript(ctx, rd, runID, trust, viaLimiter)
-	switch {
-	case err != nil:
+	fns, err := LoadFunctions(ctx, rd.Client, specs, runID)
+	if err != nil {
 		return nil, nil, Unguarded, err
-	case g == nil && trust && !server.Started(rd):
-		return rd, nil, Trusted, Compiles(ctx, rd.Client, specs)
-	case g == nil:
-		return rd, nil, Unguarded, Compiles(ctx, rd.Client, specs)
+	}
+	g, err := ForScript(ctx, rd, runID, trust, viaLimiter)
+	if err == nil && g == nil {
+		err = Compiles(ctx, rd.Client, specs)
+	}
+	if err != nil {
+		_ = fns.Delete(ctx)
+		return nil, nil, Unguarded, err
+	}
+	if g == nil {
+		mode := Unguarded
+		if trust && !server.Started(rd) {
+			mode = Trusted
+		}
+		var s *Scripts
+		if fns != nil {
+			s = &Scripts{ctx: ctx, stderr: stderr, fns: fns}
+		}
+		return rd, s, mode, nil
 	}
 	err = Compiles(ctx, g.Client, specs)
 	if err == nil {
@@ -80,9 +95,10 @@ func Open(ctx context.Context, rd *server.Redis, specs []targets.Spec, runID str
 	}
 	if err != nil {
 		_ = g.Close(ctx) // refused before any call: the user goes with it
+		_ = fns.Delete(ctx)
 		return nil, nil, Unguarded, err
 	}
-	return g.Redis(rd), &Scripts{g: g, ctx: ctx, stderr: stderr}, Guarded, nil
+	return g.Redis(rd), &Scripts{g: g, ctx: ctx, stderr: stderr, fns: fns}, Guarded, nil
 }
 
 // On is the connection spec s runs on: the guarded one when s is a script
@@ -94,16 +110,31 @@ func (s *Scripts) On(rdb redis.Scripter, spec targets.Spec) redis.Scripter {
 	return rdb
 }
 
+// Name returns spec with the namespace of its function libraries, as
+// Open loaded them (Functions.Name): build a function target from it.
+// spec unchanged for any other target, or when s is nil.
+func (s *Scripts) Name(spec targets.Spec) targets.Spec {
+	if s == nil {
+		return spec
+	}
+	return s.fns.Name(spec)
+}
+
 // Targets returns the targets of specs (targets.Targets), each script's
 // built on its connection (On) as s is when the target is built (a zero
-// Scripts set later by the caller guards them); wrap, when not nil, is applied to every
+// Scripts set later by the caller guards them), each function target
+// with its namespace (Name); wrap, when not nil, is applied to every
 // build's error (a caller's naming of them), nil errors left alone.
 func (s *Scripts) Targets(specs []targets.Spec, wrap func(error) error) []targets.Target {
 	out := targets.Targets(specs)
 	for i, spec := range specs {
 		build := out[i].New
 		out[i].New = func(rdb redis.Scripter, l limit.Limit) (algorithms.Limiter, error) {
-			lim, err := build(s.On(rdb, spec), l)
+			b := build
+			if spec.FCall != "" {
+				b = s.Name(spec).Target().New // named as s is when the target is built
+			}
+			lim, err := b(s.On(rdb, spec), l)
 			if err != nil && wrap != nil {
 				return nil, wrap(err)
 			}
@@ -113,10 +144,17 @@ func (s *Scripts) Targets(specs []targets.Spec, wrap func(error) error) []target
 	return out
 }
 
-// Close removes the temporary ACL user, within Open's ctx; when that
-// fails, stderr says the user may be left on the Redis.
+// Close removes the temporary ACL user and the function libraries Open
+// loaded, within Open's ctx; when that fails, stderr says what may be
+// left on the Redis.
 func (s *Scripts) Close() {
-	if s == nil || s.g == nil {
+	if s == nil {
+		return
+	}
+	if err := s.fns.Delete(s.ctx); err != nil {
+		fmt.Fprintf(s.stderr, "ratelab: the function libraries of this run may be left on your Redis (ratelab clean removes them): %v\n", err)
+	}
+	if s.g == nil {
 		return
 	}
 	if err := s.g.Close(s.ctx); err != nil {
@@ -135,8 +173,8 @@ func (s *Scripts) Close() {
 // Redis, and are not loaded.
 func Compiles(ctx context.Context, rdb redis.Scripter, specs []targets.Spec) error {
 	for _, s := range specs {
-		if s.Script == "" || s.ClientSide {
-			continue
+		if s.Script == "" || s.ClientSide || s.FCall != "" {
+			continue // a function's library was loaded (LoadFunctions)
 		}
 		for _, src := range []struct{ field, name, source string }{{"script", s.Name, s.Source}, {"setup", s.Setup, s.SetupSource}} {
 			if src.source == "" {
@@ -193,6 +231,10 @@ func (c ProbeConfig) bound() time.Duration {
 // from it.
 var probeEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// probeRunID names the function libraries the probe loads on its
+// throwaway server.
+const probeRunID = "20260101T000000-0000"
+
 // RefusedError is Probe's refusal of the script named Name: Err is the
 // field error ("script: ...") saying why.
 type RefusedError struct {
@@ -227,11 +269,15 @@ func ProbeWith(ctx context.Context, specs []targets.Spec, cfg ProbeConfig, stder
 	}
 	defer func() { _ = p.Close() }() // ratelab's throwaway server
 	l := limit.Limit{Count: 10, Window: time.Second}
+	fns, err := LoadFunctions(ctx, p.Client, specs, probeRunID)
+	if err != nil {
+		return err
+	}
 	for _, s := range specs {
 		if s.Script == "" {
 			continue
 		}
-		lim, err := s.Build(p.Client, l)
+		lim, err := fns.Name(s).Build(p.Client, l)
 		if err != nil {
 			return &targets.SpecError{Spec: s, Err: err}
 		}

@@ -34,6 +34,17 @@ func TestProbe(t *testing.T) {
 		}
 		return specs[0]
 	}
+	function := func(name, src string) targets.Spec {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		specs, err := targets.Load(targets.Given{Function: p, BesideBuiltins: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specs[0]
+	}
 	for _, tc := range []struct {
 		name   string
 		spec   targets.Spec
@@ -42,6 +53,7 @@ func TestProbe(t *testing.T) {
 		{"writes then loops", script("wedge.lua", "local n = redis.call('INCR', KEYS[1])\nif n >= 2 then while true do end end\nreturn 1\n"), true},
 		{"well-behaved", script("good.lua", "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], 1000)\nif n <= 10 then return 1 end\nreturn 0\n"), false},
 		{"built-in", targets.Spec{Algorithm: "fixed-window"}, false},
+		{"function writes then loops", function("wedge-fn.lua", "#!lua name=wedge\nredis.register_function('w', function(keys, args)\nlocal n = redis.call('INCR', keys[1])\nif n >= 2 then while true do end end\nreturn 1 end)\n"), true},
 	} {
 		var stderr bytes.Buffer
 		err := ProbeWith(context.Background(), []targets.Spec{tc.spec}, ProbeConfig{Bound: 200 * time.Millisecond}, &stderr)

@@ -12,10 +12,11 @@ import (
 
 // Run lists on w what killed runs left on rd that cfg selects, and with
 // remove removes it: the keys of runs that are over (writeLeftovers),
-// the guards' ACL users whose run is over, and this machine's cluster
+// the guards' ACL users and the function libraries whose run is over, and this machine's cluster
 // directories of killed runs. A live run's keys and users are left alone;
 // live says whether cfg.Run names a run that is still running. Errors say
-// what failed ("removed 3 keys, then: ...", "ACL USERS: ..."); w's errors
+// what failed ("removed 3 keys, then: ...", "ACL USERS: ...",
+// "FUNCTION LIST: ..."); w's errors
 // are returned as they are.
 func Run(ctx context.Context, rd *server.Redis, cfg CleanConfig, remove bool, w io.Writer) (live bool, err error) {
 	runs, err := FindLeftovers(ctx, rd.Client, cfg)
@@ -37,6 +38,13 @@ func Run(ctx context.Context, rd *server.Redis, cfg CleanConfig, remove bool, w 
 		return false, fmt.Errorf("ACL USERS: %w", err)
 	}
 	if err := cleanUsers(ctx, w, rd, users, remove); err != nil {
+		return false, err
+	}
+	libs, err := FindLibraries(ctx, rd.Client, cfg)
+	if err != nil {
+		return false, fmt.Errorf("FUNCTION LIST: %w", err)
+	}
+	if err := cleanLibraries(ctx, w, rd.Client, libs, remove); err != nil {
 		return false, err
 	}
 	if remove { // the temporary directories of --redis cluster runs that were killed

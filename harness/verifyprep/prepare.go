@@ -81,7 +81,7 @@ func (p Plan) Open(ctx context.Context, rd *server.Redis, g Guard) (*Prepared, e
 	if on != nil {
 		rdb = on.Client
 	}
-	lim, err := p.Spec.Build(scripts.On(rdb, p.Spec), cfg.Limits...)
+	lim, err := scripts.Name(p.Spec).Build(scripts.On(rdb, p.Spec), cfg.Limits...)
 	if err != nil {
 		scripts.Close()
 		return nil, &targets.SpecError{Spec: p.Spec, Err: err}
