@@ -151,8 +151,9 @@ func TestVirtualExpiryTTL(t *testing.T) {
 // 1 early and at most 5 late: a TTL counts from Redis's clock when the
 // call's command ran, which can be a few ms after the call's start on a
 // loaded machine (late, never early: 2 ms was seen at load 15), and a
-// PTTL read back a ms later may read a ms less. On small figures (a TTL
-// about to end) nothing early is taken.
+// PTTL read back a ms later may read a ms less (seen once in about 100 runs
+// at load 10: 0 for 1). On small figures (a TTL about to end) the key must
+// still be there: a figure below 0 (-2, gone; -1, no TTL) is never taken.
 func within1(got, want string) bool {
 	if got == want {
 		return true
@@ -162,7 +163,7 @@ func within1(got, want string) bool {
 	if err1 != nil || err2 != nil || g-w > 5 {
 		return false
 	}
-	return w-g <= 1 && (w >= 10 || g >= w)
+	return w-g <= 1 && (w >= 10 || g >= 0)
 }
 
 // ExpiryCall and an ExpiryTag's Rewrite over a call kept from one decision
