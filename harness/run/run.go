@@ -486,7 +486,7 @@ func clockRefusal(l algorithms.Limiter, clock harness.ClockMode) error {
 // its keys' TTLs (harness.Runner.Expiry) when it reads no clock.
 func onKeys(l algorithms.Limiter) bool {
 	_, scripted := l.(algorithms.Scripted)
-	_, clientSide := l.(custom.ClientSider)
+	_, clientSide := l.(custom.Gated)
 	return (scripted || clientSide) && l.Capabilities().UsesKeys
 }
 
