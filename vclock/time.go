@@ -153,6 +153,11 @@ const (
 	ExpiryLean
 	// ExpiryFull: the full form (see expiry.go) for every script.
 	ExpiryFull
+	// ExpiryTable: the deadline table (see table.go): keys keep no real
+	// TTL, their virtual deadlines live in a hash; the call takes that
+	// hash and the written-keys set as its last two keys, and the time
+	// (Time is implied).
+	ExpiryTable
 )
 
 // Options says what Rewrite emits. Without Expiry, Time is implied: the
@@ -188,8 +193,9 @@ type Options struct {
 // with expiry the body runs in a function whose end and the form's suffix
 // go on a new last line.
 func Rewrite(src string, o Options) (Script, error) {
-	withTime := o.Time || o.Expiry == NoExpiry
-	expiry := o.Expiry != NoExpiry
+	table := o.Expiry == ExpiryTable
+	withTime := o.Time || o.Expiry == NoExpiry || table
+	expiry := o.Expiry != NoExpiry && !table
 	leanOK := o.Expiry == ExpiryLean
 	if isFunctionLibrary(src) {
 		return Script{}, ErrFunctionLibrary
@@ -222,9 +228,18 @@ func Rewrite(src string, o Options) (Script, error) {
 			if c.pcall {
 				real = vtPcall
 			}
-			if expiry {
+			switch {
+			case table:
+				// through the translation, whose errors report the
+				// first code line
+				wrapper := tCall
+				if c.pcall {
+					wrapper = tPcall
+				}
+				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: wrapper})
+			case expiry:
 				edits = append(edits, siteEdits(toks, c, real, lean)...)
-			} else {
+			default:
 				edits = append(edits, edit{pos: c.start, del: c.end - c.start, text: real})
 			}
 		}
@@ -238,6 +253,8 @@ func Rewrite(src string, o Options) (Script, error) {
 		b.WriteString("\n") // a shebang and nothing else
 	}
 	switch {
+	case table:
+		b.WriteString(tablePrefix(uses))
 	case lean:
 		maxKey, maxArg := argIndexes(toks)
 		b.WriteString(leanPrefix(withTime, maxKey, maxArg, hasVararg(toks), uses))
