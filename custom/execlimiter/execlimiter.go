@@ -7,26 +7,32 @@
 //	stdout: {"allowed": true, "remaining": 59, "retry_after_ms": 0}
 //
 // "remaining" and "retry_after_ms" are optional. Each process gets the
-// environment REDIS_URL (its own client of an Endpoint: the Redis
+// environment REDIS_URL (its own client of an endpoint.Server: the Redis
 // protocol served on loopback, every command on the virtual clock),
 // RATELAB_LIMIT (the limit's count) and RATELAB_WINDOW_MS (its window in
 // ms). now_us is the instant of the decision in µs since the Unix epoch:
 // the adapter sets its library's clock from it (Python's time.time,
-// Node's Date.now, Ruby's Time.now); the Endpoint runs the Redis side
+// Node's Date.now, Ruby's Time.now); the endpoint runs the Redis side
 // (TIME, key TTLs) on the same instant.
 package execlimiter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/custom/clientside"
+	"github.com/ratelab/ratelab/custom/endpoint"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/limit"
 )
@@ -37,27 +43,6 @@ const (
 	DefaultTimeout   = 5 * time.Second
 	DefaultProcesses = 8
 )
-
-// Endpoint serves the Redis protocol to adapters: each process gets a
-// Client of its own.
-type Endpoint interface {
-	// NewClient opens one simulated client.
-	NewClient() (Client, error)
-}
-
-// Client is one simulated client of an Endpoint: a URL to connect to, the
-// virtual instant of its commands, and a gate before each of its round
-// trips (a race scheduler's grant).
-type Client interface {
-	// URL is the redis:// URL the adapter connects to.
-	URL() string
-	// SetNow sets the instant every command of the client runs at until
-	// the next SetNow.
-	SetNow(time.Time)
-	// SetGate sets the function each round trip of the client waits on;
-	// nil lets every round trip go at once.
-	SetGate(func(context.Context, *clientside.Round) error)
-}
 
 // Config describes an exec target.
 type Config struct {
@@ -77,6 +62,11 @@ type Config struct {
 	// Processes is the most adapter processes alive at once (the pool:
 	// one per concurrent decision); zero means DefaultProcesses.
 	Processes int
+	// Prefix names the endpoint's own keys (endpoint.Config.Prefix); ""
+	// means "ratelab:exec:<random>:". The adapters' keys are named by
+	// the adapters (the keys they are handed, with their library's own
+	// prefix); every one of them is removed by Close.
+	Prefix string
 }
 
 // Validate returns a field error naming "command" (empty), "limit"
@@ -93,12 +83,13 @@ func (c Config) Validate() error {
 	return c.Limit.Validate()
 }
 
-// Limiter is an exec target: a pool of adapter processes, each on its own
-// Endpoint client, one decision at a time per process. Allow is safe for
-// concurrent use; Close ends every process.
+// Limiter is an exec target: a pool of adapter processes, each on a
+// client of its own of one endpoint.Server (REDIS_URL), one decision at a
+// time per process. Allow is safe for concurrent use; Close ends every
+// process and removes every key the adapters wrote.
 type Limiter struct {
 	cfg   Config
-	ep    Endpoint
+	ep    *endpoint.Server
 	slots chan struct{} // one token per process that may be alive
 
 	mu     sync.Mutex
@@ -111,7 +102,7 @@ type Limiter struct {
 // worker is one adapter process and its client.
 type worker struct {
 	p      *proc
-	client Client
+	client *endpoint.Client
 }
 
 var (
@@ -119,10 +110,11 @@ var (
 	_ custom.Gated       = (*Limiter)(nil)
 )
 
-// New returns the exec target of cfg, its processes' Redis on ep. No
+// New returns the exec target of cfg, its processes' Redis commands
+// served by an endpoint in front of rdb (one node: endpoint.Config). No
 // process starts before the first decision. When ctx ends, every process
-// is killed (as by Close). Errors: Validate's.
-func New(ctx context.Context, ep Endpoint, cfg Config) (*Limiter, error) {
+// is killed (as by Close). Errors: Validate's; endpoint.Start's.
+func New(ctx context.Context, rdb *redis.Client, cfg Config) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,6 +123,15 @@ func New(ctx context.Context, ep Endpoint, cfg Config) (*Limiter, error) {
 	}
 	if cfg.Processes == 0 {
 		cfg.Processes = DefaultProcesses
+	}
+	if cfg.Prefix == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // never fails (Go 1.24)
+		cfg.Prefix = "ratelab:exec:" + hex.EncodeToString(b[:]) + ":"
+	}
+	ep, err := endpoint.Start(ctx, endpoint.Config{Redis: rdb, Prefix: cfg.Prefix})
+	if err != nil {
+		return nil, err
 	}
 	l := &Limiter{cfg: cfg, ep: ep, slots: make(chan struct{}, cfg.Processes), all: map[*worker]bool{}}
 	l.stop = context.AfterFunc(ctx, func() { _ = l.Close() })
@@ -301,8 +302,9 @@ func (l *Limiter) Processes() []int {
 }
 
 // Close ends every process (stdin closed, then its process group killed)
-// and waits for them; a decision under way fails. Safe to call more than
-// once.
+// and waits for them, then closes the endpoint, which removes every key
+// the adapters wrote (endpoint.Server.Close, whose error it returns); a
+// decision under way fails. Safe to call more than once.
 func (l *Limiter) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -328,7 +330,7 @@ func (l *Limiter) Close() error {
 		}()
 	}
 	wg.Wait()
-	return nil
+	return l.ep.Close()
 }
 
 // GatedClient implements custom.Gated: one process of the pool, held by
@@ -350,7 +352,8 @@ type gated struct {
 }
 
 // Decide makes one decision with every round trip of the process to
-// Redis waiting on gate (its Round numbered client).
+// Redis waiting on gate (its Round numbered client, ReadBefore set once a
+// read of the decision went).
 func (g *gated) Decide(ctx context.Context, client int, gate func(context.Context, *clientside.Round) error, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error) {
 	if g.err != nil {
 		return algorithms.Decision{}, g.err
@@ -358,9 +361,14 @@ func (g *gated) Decide(ctx context.Context, client int, gate func(context.Contex
 	if err := algorithms.CheckCost(g.l.Name(), cost, g.l.cfg.Limit.Count); err != nil {
 		return algorithms.Decision{}, err
 	}
+	var readBefore atomic.Bool
 	g.w.client.SetGate(func(ctx context.Context, r *clientside.Round) error {
-		r.Client = client
-		return gate(ctx, r)
+		r.Client, r.ReadBefore = client, readBefore.Load()
+		err := gate(ctx, r)
+		if r.Read {
+			readBefore.Store(true)
+		}
+		return err
 	})
 	d, err := g.l.decide(ctx, g.w, key, cost, at)
 	g.w.client.SetGate(nil)

@@ -262,6 +262,19 @@ func (p *proc) ask(ctx context.Context, req request, bound time.Duration) (answe
 			return fail(l.line, err)
 		}
 		return a, nil
+	case <-p.done:
+		// it exited while something it started may hold its stdout: an
+		// answer it wrote before exiting is still in the pipe, or nothing is
+		select {
+		case l, ok := <-p.lines:
+			if ok && l.err == nil {
+				if a, err := parseAnswer(l.line); err == nil {
+					return a, nil
+				}
+			}
+		case <-time.After(exitGrace):
+		}
+		return fail("", p.exitErr(errors.New("exited before answering")))
 	case <-timeout:
 		return fail("", fmt.Errorf("no answer within %s (the timeout)", bound))
 	case <-ctx.Done():
