@@ -175,7 +175,11 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 		t.Fatalf("ratelabtest: %v", err)
 		return nil
 	}
-	defer p.Close()
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("ratelabtest: %v", err)
+		}
+	}()
 	rep, err := verify.Run(ctx, p.Redis, p.Limiter, p.Config)
 	if err != nil {
 		t.Fatalf("ratelabtest: verify %s: %v", p.Limiter.Name(), err)

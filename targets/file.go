@@ -14,7 +14,7 @@ import (
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
+var fileFields = []string{"name", "script", "algorithm", "http", "exec", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
 
 // ReadFile reads and checks a target file of one target (ParseFile);
 // ReadTargets reads one target or a suite.
@@ -99,18 +99,28 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 	if spec.HTTP, err = str("http"); err != nil {
 		return spec, err
 	}
+	if spec.Exec, err = str("exec"); err != nil {
+		return spec, err
+	}
 	script, err := str("script")
 	if err != nil {
 		return spec, err
 	}
 	kinds := 0
-	for _, s := range []string{spec.Algorithm, spec.HTTP, script} {
+	for _, s := range []string{spec.Algorithm, spec.HTTP, spec.Exec, script} {
 		if s != "" {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return spec, bad("script", top.Line, "give exactly one of script, algorithm or http")
+		return spec, bad("script", top.Line, "give exactly one of script, algorithm, http or exec")
+	}
+	if spec.Exec != "" {
+		// the command runs where the file is, as a script's path is read
+		spec.ExecDir = filepath.Dir(path)
+		if spec.Name == "" {
+			spec.Name = spec.Exec
+		}
 	}
 	if script == "" {
 		for _, f := range []string{"keys", "args", "allowed", "allowed_when", "setup", "client_side"} {

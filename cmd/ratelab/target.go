@@ -31,6 +31,9 @@ type targetFlags struct {
 	guarded     guard.Scripts  // the scripts' connection under guard (see guard); zero: the command's own
 }
 
+// execHelp is the --exec flag's help.
+const execHelp = `an adapter command for a limiter in any language, run as sh -c CMD once per simulated client: JSON lines {"key","cost","now_us"} on its stdin, {"allowed": true|false} back; REDIS_URL, RATELAB_LIMIT, RATELAB_WINDOW_MS in its environment (docs/exec.md)`
+
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
 
 // add declares verify's target flags on c.
@@ -40,6 +43,7 @@ func (t *targetFlags) add(c *cobra.Command) {
 	fl.StringVar(&t.g.Algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(targets.KnownAlgorithms(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.g.HTTP, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
+	fl.StringVar(&t.g.Exec, "exec", "", execHelp)
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
 	t.addScriptFlags(c)
 }
@@ -50,6 +54,7 @@ func (t *targetFlags) addMany(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringArrayVar(&t.g.Scripts, "script", nil, "a Lua file to add beside the built-ins, named by its file, repeatable (all share --key, --arg, --allowed)")
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file to add beside the built-ins (ratelab.yaml; docs/config.md), repeatable")
+	fl.StringVar(&t.g.Exec, "exec", "", execHelp)
 	t.addScriptFlags(c)
 }
 
@@ -66,7 +71,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 
 // given reports whether any flag naming a target was given.
 func (t *targetFlags) given(c *cobra.Command) bool {
-	for _, name := range []string{"algorithm", "script", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
+	for _, name := range []string{"algorithm", "script", "http", "exec", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
 		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
 			return true
 		}
@@ -92,7 +97,7 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 	}
 	specs, err := load(g)
 	if errors.Is(err, targets.ErrTargetCount) {
-		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
+		return usagef("--algorithm, --script, --http, --exec or --config: %w", err) // about all five flags
 	}
 	if err != nil {
 		return targetErr(err)

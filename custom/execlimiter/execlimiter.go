@@ -37,12 +37,8 @@ import (
 	"github.com/ratelab/ratelab/limit"
 )
 
-// DefaultTimeout bounds an adapter's answer when Config.Timeout is zero,
-// and DefaultProcesses is the pool's size when Config.Processes is zero.
-const (
-	DefaultTimeout   = 5 * time.Second
-	DefaultProcesses = 8
-)
+// DefaultTimeout bounds an adapter's answer when Config.Timeout is zero.
+const DefaultTimeout = 5 * time.Second
 
 // Config describes an exec target.
 type Config struct {
@@ -59,9 +55,6 @@ type Config struct {
 	// means DefaultTimeout. A process past it is killed and the call is
 	// an error.
 	Timeout time.Duration
-	// Processes is the most adapter processes alive at once (the pool:
-	// one per concurrent decision); zero means DefaultProcesses.
-	Processes int
 	// Prefix names the endpoint's own keys (endpoint.Config.Prefix); ""
 	// means "ratelab:exec:<random>:". The adapters' keys are named by
 	// the adapters (the keys they are handed, with their library's own
@@ -69,28 +62,26 @@ type Config struct {
 	Prefix string
 }
 
-// Validate returns a field error naming "command" (empty), "limit"
-// (invalid), "timeout" or "processes" (negative).
+// Validate returns a field error naming "command" (empty), "timeout"
+// (negative), or the limit's (limit.Limit.Validate).
 func (c Config) Validate() error {
 	switch {
 	case c.Command == "":
 		return field.Errorf("command", "empty: give the command that starts the adapter")
 	case c.Timeout < 0:
 		return field.Errorf("timeout", "must be >= 0, got %s", c.Timeout)
-	case c.Processes < 0:
-		return field.Errorf("processes", "must be >= 0, got %d", c.Processes)
 	}
 	return c.Limit.Validate()
 }
 
 // Limiter is an exec target: a pool of adapter processes, each on a
 // client of its own of one endpoint.Server (REDIS_URL), one decision at a
-// time per process. Allow is safe for concurrent use; Close ends every
+// time per process. The pool grows to the decisions under way at once (a
+// harness's concurrent clients); an idle process is reused. Allow is safe for concurrent use; Close ends every
 // process and removes every key the adapters wrote.
 type Limiter struct {
-	cfg   Config
-	ep    *endpoint.Server
-	slots chan struct{} // one token per process that may be alive
+	cfg Config
+	ep  *endpoint.Server
 
 	mu     sync.Mutex
 	idle   []*worker
@@ -121,9 +112,6 @@ func New(ctx context.Context, rdb *redis.Client, cfg Config) (*Limiter, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Processes == 0 {
-		cfg.Processes = DefaultProcesses
-	}
 	if cfg.Prefix == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:]) // never fails (Go 1.24)
@@ -133,7 +121,7 @@ func New(ctx context.Context, rdb *redis.Client, cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, ep: ep, slots: make(chan struct{}, cfg.Processes), all: map[*worker]bool{}}
+	l := &Limiter{cfg: cfg, ep: ep, all: map[*worker]bool{}}
 	l.stop = context.AfterFunc(ctx, func() { _ = l.Close() })
 	return l, nil
 }
@@ -158,8 +146,7 @@ func (l *Limiter) Capabilities() algorithms.Capabilities {
 	return algorithms.Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Millisecond, UsesKeys: true}
 }
 
-// Allow asks one idle process (starting one when none is idle and fewer
-// than Config.Processes are alive; else waiting for one) for a decision
+// Allow asks one idle process (starting one when none is idle) for a decision
 // at the instant of at (the wall clock for Redis TIME). Errors: a cost
 // outside 1..limit wraps algorithms.ErrCostExceedsLimit; a process that
 // cannot start, exits, answers late or prints a bad line is a
@@ -169,7 +156,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int64, at algorith
 	if err := algorithms.CheckCost(l.Name(), cost, l.cfg.Limit.Count); err != nil {
 		return algorithms.Decision{}, err
 	}
-	w, err := l.get(ctx)
+	w, err := l.get()
 	if err != nil {
 		return algorithms.Decision{}, err
 	}
@@ -206,9 +193,8 @@ func (l *Limiter) decide(ctx context.Context, w *worker, key string, cost int64,
 // errClosed is a decision asked of a closed Limiter.
 var errClosed = errors.New("the exec target is closed")
 
-// get returns an idle worker, or starts one in a free slot, or waits for
-// one.
-func (l *Limiter) get(ctx context.Context) (*worker, error) {
+// get returns an idle worker, or starts one.
+func (l *Limiter) get() (*worker, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -221,26 +207,7 @@ func (l *Limiter) get(ctx context.Context) (*worker, error) {
 		return w, nil
 	}
 	l.mu.Unlock()
-	select {
-	case l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	l.mu.Lock()
-	if n := len(l.idle); n > 0 { // one came back meanwhile
-		<-l.slots
-		w := l.idle[n-1]
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
-		return w, nil
-	}
-	l.mu.Unlock()
-	w, err := l.start()
-	if err != nil {
-		<-l.slots
-		return nil, err
-	}
-	return w, nil
+	return l.start()
 }
 
 // start starts one process on a new client of the endpoint.
@@ -268,8 +235,8 @@ func (l *Limiter) start() (*worker, error) {
 }
 
 // put gives w back after a decision that ended with err: a worker whose
-// process was killed (any error but a cost refused before asking) frees
-// its slot.
+// process was killed (any error but a cost refused before asking) is
+// dropped.
 func (l *Limiter) put(w *worker, err error) {
 	w.client.SetGate(nil)
 	if err != nil && !errors.Is(err, algorithms.ErrCostExceedsLimit) {
@@ -277,7 +244,6 @@ func (l *Limiter) put(w *worker, err error) {
 		l.mu.Lock()
 		delete(l.all, w)
 		l.mu.Unlock()
-		<-l.slots
 		return
 	}
 	l.mu.Lock()
@@ -336,8 +302,8 @@ func (l *Limiter) Close() error {
 // GatedClient implements custom.Gated: one process of the pool, held by
 // a simulated client of a race until its Close. key is unused (one
 // endpoint serves every key).
-func (l *Limiter) GatedClient(ctx context.Context, _ string) (custom.GatedClient, error) {
-	w, err := l.get(ctx)
+func (l *Limiter) GatedClient(_ context.Context, _ string) (custom.GatedClient, error) {
+	w, err := l.get()
 	if err != nil {
 		return nil, err
 	}
@@ -378,8 +344,8 @@ func (g *gated) Decide(ctx context.Context, client int, gate func(context.Contex
 	return d, err
 }
 
-// Close gives the process back to the pool (or frees its slot when it
-// was killed).
+// Close gives the process back to the pool (or drops it when it was
+// killed).
 func (g *gated) Close() error {
 	g.l.put(g.w, g.err)
 	return nil

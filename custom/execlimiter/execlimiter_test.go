@@ -42,7 +42,7 @@ const hangBound = 300 * time.Millisecond
 func open(t *testing.T, command string, timeout time.Duration) *execlimiter.Limiter {
 	t.Helper()
 	l, err := execlimiter.New(ctx, srv.Client(), execlimiter.Config{Command: command, Limit: limit.Limit{Count: 3, Window: time.Second},
-		Timeout: timeout, Processes: 2, Prefix: srv.Key(t) + ":ep:"})
+		Timeout: timeout, Prefix: srv.Key(t) + ":ep:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,6 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{execlimiter.Config{Limit: limit.Limit{Count: 1, Window: time.Second}}, "command: empty"},
 		{execlimiter.Config{Command: "cat", Limit: limit.Limit{Count: 1, Window: time.Second}, Timeout: -1}, "timeout: must be >= 0"},
-		{execlimiter.Config{Command: "cat", Limit: limit.Limit{Count: 1, Window: time.Second}, Processes: -1}, "processes: must be >= 0"},
 		{execlimiter.Config{Command: "cat"}, "limit"},
 	}
 	for _, c := range cases {

@@ -132,6 +132,9 @@ type proc struct {
 	done    chan struct{} // closed when the process has exited (after Wait)
 	waitErr error         // Wait's, once done is closed
 	killed  sync.Once
+	// answered is set once the process answered a request: before, its
+	// start-up is under way, which the caller's deadline does not bound
+	answered bool
 }
 
 type lineOrErr struct {
@@ -227,11 +230,28 @@ func readLine(r *bufio.Reader) (string, error) {
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // ask writes req and waits for the answer line, at most until ctx is
-// done or bound (zero: no bound of its own) passes. On any failure the
-// process is killed and the error is an *AdapterError (or wraps ctx's
-// error, when ctx ended first: then the process is killed too, since its
-// answer would come to the next request).
+// done or bound (zero: no bound of its own) passes. ctx's deadline does
+// not bound the first request, whose wait holds the process's start-up
+// (an interpreter loading its libraries: seconds on a loaded machine),
+// only bound does. On any failure the process is killed and the error is
+// an *AdapterError (or wraps ctx's error, when ctx was cancelled: then
+// the process is killed too, since its answer would come to the next
+// request).
 func (p *proc) ask(ctx context.Context, req request, bound time.Duration) (answer, error) {
+	if !p.answered {
+		caller := ctx
+		cctx, cancel := context.WithCancelCause(context.WithoutCancel(caller))
+		stop := context.AfterFunc(caller, func() {
+			if !errors.Is(caller.Err(), context.DeadlineExceeded) {
+				cancel(context.Cause(caller))
+			}
+		})
+		defer func() {
+			stop()
+			cancel(nil)
+		}()
+		ctx = cctx
+	}
 	b, _ := json.Marshal(req) // strings and integers: never fails
 	reqLine := string(b)
 	fail := func(line string, err error) (answer, error) {
@@ -261,6 +281,7 @@ func (p *proc) ask(ctx context.Context, req request, bound time.Duration) (answe
 		if err != nil {
 			return fail(l.line, err)
 		}
+		p.answered = true
 		return a, nil
 	case <-p.done:
 		// it exited while something it started may hold its stdout: an
@@ -278,6 +299,9 @@ func (p *proc) ask(ctx context.Context, req request, bound time.Duration) (answe
 	case <-timeout:
 		return fail("", fmt.Errorf("no answer within %s (the timeout)", bound))
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) { // the caller's bound: a hang as well
+			return fail("", fmt.Errorf("no answer within the call's bound (%w)", context.Cause(ctx)))
+		}
 		p.kill()
 		return answer{}, fmt.Errorf("exec %q (pid %d): %w", p.command, p.pid(), context.Cause(ctx))
 	}
