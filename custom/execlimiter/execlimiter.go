@@ -17,6 +17,7 @@
 package execlimiter
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,8 +38,14 @@ import (
 	"github.com/ratelab/ratelab/limit"
 )
 
-// DefaultTimeout bounds an adapter's answer when Config.Timeout is zero.
-const DefaultTimeout = 5 * time.Second
+// DefaultTimeout bounds an adapter's answer when Config.Timeout is zero,
+// DefaultStartup its first answer when Config.Startup is zero, and
+// DefaultProcesses is the pool's size when Config.Processes is zero.
+const (
+	DefaultTimeout   = 5 * time.Second
+	DefaultStartup   = 30 * time.Second
+	DefaultProcesses = 4
+)
 
 // Config describes an exec target.
 type Config struct {
@@ -51,10 +58,20 @@ type Config struct {
 	// Limit is what the adapter is told to enforce (RATELAB_LIMIT,
 	// RATELAB_WINDOW_MS) and what a cost is checked against.
 	Limit limit.Limit
-	// Timeout bounds each answer, a process's start-up included; zero
-	// means DefaultTimeout. A process past it is killed and the call is
-	// an error.
+	// Timeout bounds each answer but a process's first; zero means
+	// DefaultTimeout. A process past it is killed and the call is an
+	// error.
 	Timeout time.Duration
+	// Startup bounds a process's first answer, its start-up included (an
+	// interpreter loading its libraries takes seconds on a loaded
+	// machine); zero means DefaultStartup, and it is never below Timeout.
+	Startup time.Duration
+	// Processes is how many processes Allow keeps at most (a decision
+	// waits for an idle one beyond): an interpreter's start-up costs
+	// more than many decisions, and a machine of few cores gains nothing
+	// from more at once. A race's clients (GatedClient) each hold one,
+	// beyond it when they must. Zero means DefaultProcesses.
+	Processes int
 	// Prefix names the endpoint's own keys (endpoint.Config.Prefix); ""
 	// means "ratelab:exec:<random>:". The adapters' keys are named by
 	// the adapters (the keys they are handed, with their library's own
@@ -62,32 +79,39 @@ type Config struct {
 	Prefix string
 }
 
-// Validate returns a field error naming "command" (empty), "timeout"
-// (negative), or the limit's (limit.Limit.Validate).
+// Validate returns a field error naming "command" (empty), "timeout",
+// "startup" or "processes" (negative), or the limit's
+// (limit.Limit.Validate).
 func (c Config) Validate() error {
 	switch {
 	case c.Command == "":
 		return field.Errorf("command", "empty: give the command that starts the adapter")
 	case c.Timeout < 0:
 		return field.Errorf("timeout", "must be >= 0, got %s", c.Timeout)
+	case c.Startup < 0:
+		return field.Errorf("startup", "must be >= 0, got %s", c.Startup)
+	case c.Processes < 0:
+		return field.Errorf("processes", "must be >= 0, got %d", c.Processes)
 	}
 	return c.Limit.Validate()
 }
 
 // Limiter is an exec target: a pool of adapter processes, each on a
 // client of its own of one endpoint.Server (REDIS_URL), one decision at a
-// time per process. The pool grows to the decisions under way at once (a
-// harness's concurrent clients); an idle process is reused. Allow is safe for concurrent use; Close ends every
+// time per process. The pool starts a process when a decision finds none
+// idle, up to Config.Processes; an idle process is reused. Allow is safe for concurrent use; Close ends every
 // process and removes every key the adapters wrote.
 type Limiter struct {
 	cfg Config
 	ep  *endpoint.Server
 
-	mu     sync.Mutex
-	idle   []*worker
-	all    map[*worker]bool
-	closed bool
-	stop   func() bool // stops the watch of the context given to New
+	mu       sync.Mutex
+	idle     []*worker
+	all      map[*worker]bool
+	freed    chan struct{} // closed (and replaced) when a worker is put back or dropped
+	starting int           // processes being started by get
+	closed   bool
+	stop     func() bool // stops the watch of the context given to New
 }
 
 // worker is one adapter process and its client.
@@ -112,6 +136,10 @@ func New(ctx context.Context, rdb *redis.Client, cfg Config) (*Limiter, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Processes == 0 {
+		cfg.Processes = DefaultProcesses
+	}
+	cfg.Startup = max(cmp.Or(cfg.Startup, DefaultStartup), cfg.Timeout)
 	if cfg.Prefix == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:]) // never fails (Go 1.24)
@@ -121,7 +149,7 @@ func New(ctx context.Context, rdb *redis.Client, cfg Config) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: cfg, ep: ep, all: map[*worker]bool{}}
+	l := &Limiter{cfg: cfg, ep: ep, all: map[*worker]bool{}, freed: make(chan struct{})}
 	l.stop = context.AfterFunc(ctx, func() { _ = l.Close() })
 	return l, nil
 }
@@ -146,7 +174,8 @@ func (l *Limiter) Capabilities() algorithms.Capabilities {
 	return algorithms.Capabilities{InjectsTime: true, TakesCost: true, Resolution: time.Millisecond, UsesKeys: true}
 }
 
-// Allow asks one idle process (starting one when none is idle) for a decision
+// Allow asks one idle process (starting one when none is idle and fewer
+// than Config.Processes are alive; else waiting for one) for a decision
 // at the instant of at (the wall clock for Redis TIME). Errors: a cost
 // outside 1..limit wraps algorithms.ErrCostExceedsLimit; a process that
 // cannot start, exits, answers late or prints a bad line is a
@@ -156,7 +185,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, cost int64, at algorith
 	if err := algorithms.CheckCost(l.Name(), cost, l.cfg.Limit.Count); err != nil {
 		return algorithms.Decision{}, err
 	}
-	w, err := l.get()
+	w, err := l.get(ctx, false)
 	if err != nil {
 		return algorithms.Decision{}, err
 	}
@@ -173,7 +202,7 @@ func (l *Limiter) decide(ctx context.Context, w *worker, key string, cost int64,
 	}
 	t = t.Truncate(time.Microsecond)
 	w.client.SetNow(t)
-	a, err := w.p.ask(ctx, request{Key: key, Cost: cost, NowUS: t.UnixMicro()}, l.cfg.Timeout)
+	a, err := w.p.ask(ctx, request{Key: key, Cost: cost, NowUS: t.UnixMicro()}, l.cfg.Timeout, l.cfg.Startup)
 	if err != nil {
 		if ae := new(AdapterError); errors.As(err, &ae) {
 			return algorithms.Decision{}, &custom.ScriptError{Err: err}
@@ -193,21 +222,56 @@ func (l *Limiter) decide(ctx context.Context, w *worker, key string, cost int64,
 // errClosed is a decision asked of a closed Limiter.
 var errClosed = errors.New("the exec target is closed")
 
-// get returns an idle worker, or starts one.
-func (l *Limiter) get() (*worker, error) {
-	l.mu.Lock()
-	if l.closed {
+// get returns an idle worker, or starts one when fewer than
+// Config.Processes are alive (or always, with force), or waits for one
+// to be put back.
+func (l *Limiter) get(ctx context.Context, force bool) (*worker, error) {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, errClosed
+		}
+		if n := len(l.idle); n > 0 {
+			w := l.idle[n-1]
+			l.idle = l.idle[:n-1]
+			l.mu.Unlock()
+			return w, nil
+		}
+		if force || len(l.all)+l.starting < l.cfg.Processes {
+			l.starting++
+			l.mu.Unlock()
+			w, err := l.start()
+			l.mu.Lock()
+			l.starting--
+			switch {
+			case err == nil && l.closed:
+				w.p.kill()
+				w, err = nil, errClosed
+			case err == nil:
+				l.all[w] = true
+			}
+			if err != nil {
+				l.wake() // its place is free again
+			}
+			l.mu.Unlock()
+			return w, err
+		}
+		freed := l.freed
 		l.mu.Unlock()
-		return nil, errClosed
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
-	if n := len(l.idle); n > 0 {
-		w := l.idle[n-1]
-		l.idle = l.idle[:n-1]
-		l.mu.Unlock()
-		return w, nil
-	}
-	l.mu.Unlock()
-	return l.start()
+}
+
+// wake tells the decisions waiting in get that a worker was put back or
+// dropped. l.mu is held.
+func (l *Limiter) wake() {
+	close(l.freed)
+	l.freed = make(chan struct{})
 }
 
 // start starts one process on a new client of the endpoint.
@@ -223,15 +287,7 @@ func (l *Limiter) start() (*worker, error) {
 	if err != nil {
 		return nil, &custom.ScriptError{Err: err}
 	}
-	w := &worker{p: p, client: c}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		p.kill()
-		return nil, errClosed
-	}
-	l.all[w] = true
-	return w, nil
+	return &worker{p: p, client: c}, nil
 }
 
 // put gives w back after a decision that ended with err: a worker whose
@@ -243,6 +299,7 @@ func (l *Limiter) put(w *worker, err error) {
 		w.p.kill()
 		l.mu.Lock()
 		delete(l.all, w)
+		l.wake()
 		l.mu.Unlock()
 		return
 	}
@@ -253,6 +310,7 @@ func (l *Limiter) put(w *worker, err error) {
 		return
 	}
 	l.idle = append(l.idle, w)
+	l.wake()
 }
 
 // Processes returns the process ids of the adapters alive, for tests and
@@ -299,11 +357,12 @@ func (l *Limiter) Close() error {
 	return l.ep.Close()
 }
 
-// GatedClient implements custom.Gated: one process of the pool, held by
-// a simulated client of a race until its Close. key is unused (one
-// endpoint serves every key).
-func (l *Limiter) GatedClient(_ context.Context, _ string) (custom.GatedClient, error) {
-	w, err := l.get()
+// GatedClient implements custom.Gated: one process of the pool (a new one
+// when none is idle, beyond Config.Processes if it must: a race's
+// clients go at once or not at all), held by a simulated client of a race
+// until its Close. key is unused (one endpoint serves every key).
+func (l *Limiter) GatedClient(ctx context.Context, _ string) (custom.GatedClient, error) {
+	w, err := l.get(ctx, true)
 	if err != nil {
 		return nil, err
 	}

@@ -37,12 +37,13 @@ var t0 = time.Unix(1767225600, 0)
 // a bound that detects the hang, not a wait for behaviour.
 const hangBound = 300 * time.Millisecond
 
-// open returns the exec target of command for 3 per 1s, closed when t
+// open returns the exec target of command for 3 per 1s, each answer (the
+// first included) bounded by timeout (zero: the defaults), closed when t
 // ends.
 func open(t *testing.T, command string, timeout time.Duration) *execlimiter.Limiter {
 	t.Helper()
 	l, err := execlimiter.New(ctx, srv.Client(), execlimiter.Config{Command: command, Limit: limit.Limit{Count: 3, Window: time.Second},
-		Timeout: timeout, Prefix: srv.Key(t) + ":ep:"})
+		Timeout: timeout, Startup: timeout, Prefix: srv.Key(t) + ":ep:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +138,7 @@ func TestBrokenAdapters(t *testing.T) {
 		{"no allowed", `read -r line; echo '{"remaining": 1}'; sleep 100`, []string{`the answer has no "allowed"`}},
 		{"misspelt field", `read -r line; echo '{"allowed": true, "retry_after": 1}'; sleep 100`, []string{`unknown field "retry_after"`}},
 		{"hangs", `echo "waiting for Redis" >&2; sleep 100`, []string{"no answer within 300ms (the timeout)", "waiting for Redis"}},
+		{"hangs after its first answer", `read -r l; echo '{"allowed": true}'; sleep 100`, []string{"no answer within 300ms (the timeout)"}},
 		{"closes stdout", `exec >&-; echo "closed" >&2; sleep 100`, []string{"closed its stdout before answering", "closed"}},
 		{"exits, its child holding stdout", `sleep 100 & exit 4`, []string{"exited (exit status 4) before answering"}},
 	}
@@ -145,7 +147,10 @@ func TestBrokenAdapters(t *testing.T) {
 			t.Parallel()
 			command := `sleep 100 >/dev/null 2>&1 & ` + c.command // a second process in the group
 			l := open(t, command, hangBound)
-			_, err := l.Allow(ctx, "user", 1, algorithms.At(t0))
+			var err error
+			for i := 0; i < 2 && err == nil; i++ { // the second: after a first answer
+				_, err = l.Allow(ctx, "user", 1, algorithms.At(t0))
+			}
 			var ae *execlimiter.AdapterError
 			if !errors.As(err, &ae) || !errors.As(err, new(*custom.ScriptError)) {
 				t.Fatalf("got %v, want a *custom.ScriptError wrapping an *execlimiter.AdapterError", err)

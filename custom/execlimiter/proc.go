@@ -230,15 +230,16 @@ func readLine(r *bufio.Reader) (string, error) {
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // ask writes req and waits for the answer line, at most until ctx is
-// done or bound (zero: no bound of its own) passes. ctx's deadline does
-// not bound the first request, whose wait holds the process's start-up
-// (an interpreter loading its libraries: seconds on a loaded machine),
-// only bound does. On any failure the process is killed and the error is
+// done or bound (zero: no bound of its own) passes. The first request's
+// wait holds the process's start-up (an interpreter loading its
+// libraries: seconds on a loaded machine): startup bounds it instead, and
+// ctx's deadline does not. On any failure the process is killed and the error is
 // an *AdapterError (or wraps ctx's error, when ctx was cancelled: then
 // the process is killed too, since its answer would come to the next
 // request).
-func (p *proc) ask(ctx context.Context, req request, bound time.Duration) (answer, error) {
+func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duration) (answer, error) {
 	if !p.answered {
+		bound = startup
 		caller := ctx
 		cctx, cancel := context.WithCancelCause(context.WithoutCancel(caller))
 		stop := context.AfterFunc(caller, func() {
