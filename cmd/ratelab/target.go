@@ -96,6 +96,9 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 		load = func(g targets.Given) ([]targets.Spec, error) { return targets.LoadDefault(g, progress) }
 	}
 	specs, err := load(g)
+	if name, _ := field.Name(err); name == "exec" && len(g.Scripts) > 0 {
+		return usagef("--exec and --script: %w", errors.Unwrap(err)) // about both flags
+	}
 	if errors.Is(err, targets.ErrTargetCount) {
 		return usagef("--algorithm, --script, --http, --exec or --config: %w", err) // about all five flags
 	}
