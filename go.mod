@@ -20,7 +20,7 @@ require (
 require (
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/redcon v1.6.4 // indirect
+	github.com/tidwall/redcon v1.6.4
 )
 
 require (

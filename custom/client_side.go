@@ -24,10 +24,14 @@ import (
 // changed) and WATCH/UNWATCH on their connection.
 //
 // Time: on an injected clock the templates get that time, a TIME call is
-// answered with it, and key TTLs run on it (vclock.Deadlines: TTL
-// commands become deadlines kept here, and a key past its deadline is
-// deleted before the next command naming it). On Redis TIME everything
-// goes to Redis as written.
+// answered with it, and key TTLs run on it: on one Redis node every
+// command goes through vclock's deadline table (vclock.Table, the Redis
+// endpoint's mechanism), so the scripts the script EVALs read the same
+// clock and TTLs as its plain commands; the table's hash and set are keys
+// beside the decision's key ("<key>:ratelab:deadlines", "...:written").
+// On a Cluster, TTL commands become deadlines kept here
+// (vclock.Deadlines) and EVAL runs on Redis's clock. On Redis TIME
+// everything goes to Redis as written.
 //
 // Allow makes one decision on a connection of a pool of dedicated RESP2
 // connections (clientside.Pool); a race harness gives each simulated
@@ -39,6 +43,7 @@ type ClientSide struct {
 	rdb    any
 	pool   *clientside.Pool
 	expiry vclock.Deadlines
+	table  *vclock.Table // nil on a Redis Cluster
 	name   string
 	desc   string
 	caps   *algorithms.Capabilities
@@ -77,7 +82,11 @@ func NewClientSide(rdb redis.Scripter, c ScriptConfig) (*ClientSide, error) {
 	if err != nil {
 		return nil, fmt.Errorf("script: %w", err)
 	}
-	return &ClientSide{s: s, script: sc, rdb: rdb, pool: clientside.NewPool(rdb), name: c.Name, decode: s.Decode}, nil
+	cs := &ClientSide{s: s, script: sc, rdb: rdb, pool: clientside.NewPool(rdb), name: c.Name, decode: s.Decode}
+	if _, node := rdb.(*redis.Client); node {
+		cs.table = vclock.NewTable()
+	}
+	return cs, nil
 }
 
 // Name returns the script's name.
@@ -141,9 +150,16 @@ func (c *ClientSide) DecideOn(ctx context.Context, e *clientside.Exec, key strin
 	if err != nil {
 		return algorithms.Decision{}, err
 	}
-	e.Expiry, e.Now = nil, 0
+	e.Expiry, e.Table, e.Now = nil, nil, 0
 	if t, virtual := at.Injected(); virtual {
-		e.Expiry, e.Now = &c.expiry, t.UnixMicro()
+		e.Now = t.UnixMicro()
+		if c.table != nil {
+			// the table's keys share the decision key's hash slot and
+			// prefix (removed with the run's keys)
+			e.Table, e.TableKey, e.WrittenKey = c.table, key+":ratelab:deadlines", key+":ratelab:written"
+		} else {
+			e.Expiry = &c.expiry
+		}
 	}
 	args := make([]string, len(call.Args))
 	for i, a := range call.Args {

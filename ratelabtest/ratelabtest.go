@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratelab/ratelab/custom"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/harness/evict"
 	"github.com/ratelab/ratelab/harness/guard"
@@ -153,6 +154,70 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 		t.Fatalf("ratelabtest: target: %v", err)
 		return nil
 	}
+	return verifySpec(t, rd, specs[0], target.TrustScript, ls)
+}
+
+// Request is one request a Func decides (custom.Request): Key, Cost, Now.
+type Request = custom.Request
+
+// Func is a rate limiter as a Go function (custom.Func): it decides req
+// on rdb, a client of ratelab's endpoint on the virtual clock, and says
+// whether it is allowed.
+type Func = custom.Func
+
+// VerifyFunc verifies a limiter written in Go as Verify verifies a
+// script: fn runs once per request, on a go-redis client of ratelab's
+// Redis endpoint (package custom/endpoint), whose TIME and key expiry
+// read req.Now; so a library that reads Redis TIME (go-redis/redis_rate)
+// is verified unchanged, in virtual time. Each simulated client has a
+// client of its own; one call at a time per client. Every key fn writes
+// is deleted when the verification ends.
+//
+//	ratelabtest.VerifyFunc(t, func(ctx context.Context, rdb redis.UniversalClient, req ratelabtest.Request) (bool, error) {
+//		res, err := redis_rate.NewLimiter(rdb).AllowN(ctx, req.Key, redis_rate.PerMinute(60), int(req.Cost))
+//		if err != nil {
+//			return false, err
+//		}
+//		return res.Allowed > 0, nil
+//	}, "60/1m")
+func VerifyFunc(t testing.TB, fn Func, limits ...string) *measure.VerifyReport {
+	t.Helper()
+	return VerifyFuncOn(t, Redis(t), FuncTarget{Fn: fn}, limits...)
+}
+
+// FuncTarget is a Go function target and what it takes.
+type FuncTarget struct {
+	// Fn is the limiter. Required.
+	Fn Func
+	// Name labels the report ("func" when empty).
+	Name string
+	// UnitCost: Fn decides one unit per request (it ignores
+	// Request.Cost), so every request is sent with cost 1.
+	UnitCost bool
+}
+
+// VerifyFuncOn is VerifyFunc of target on rd (one node), for tests that
+// share one Redis or whose function ignores the cost.
+func VerifyFuncOn(t testing.TB, rd *server.Redis, target FuncTarget, limits ...string) *measure.VerifyReport {
+	t.Helper()
+	ls, err := limit.ParseList(limits)
+	if err != nil {
+		t.Fatalf("ratelabtest: limits %q: %v", limits, err)
+		return nil
+	}
+	if target.Fn == nil {
+		t.Fatalf("ratelabtest: VerifyFunc: the function is nil")
+		return nil
+	}
+	if target.Name == "" {
+		target.Name = "func"
+	}
+	return verifySpec(t, rd, targets.Spec{Name: target.Name, Func: target.Fn, UnitCost: target.UnitCost}, false, ls)
+}
+
+// verifySpec is the verification of Verify and VerifyFunc.
+func verifySpec(t testing.TB, rd *server.Redis, spec targets.Spec, trust bool, ls []limit.Limit) *measure.VerifyReport {
+	t.Helper()
 	// progress to the test log: shown with -v or on failure, the real-time
 	// estimate of a target that reads its own clock included
 	cfg := verify.Config{Progress: logWriter{t}, Timeout: CallTimeout, MaxOutage: 5 * CallTimeout}
@@ -161,8 +226,8 @@ func VerifyOn(t testing.TB, rd *server.Redis, target Target, limits ...string) *
 	// script compiled before its first call, tried on a throwaway server
 	// and guarded on a Redis ratelab did not start (its temporary ACL user
 	// also expires with the run), the limiter built
-	p, err := verifyprep.Prepare(ctx, rd, cfg, specs[0], verifyprep.Limits{Given: ls, Gave: len(ls) > 0},
-		verifyprep.Guard{Trust: target.TrustScript, Progress: logWriter{t}})
+	p, err := verifyprep.Prepare(ctx, rd, cfg, spec, verifyprep.Limits{Given: ls, Gave: len(ls) > 0},
+		verifyprep.Guard{Trust: trust, Progress: logWriter{t}})
 	if refused := (*guard.RefusedError)(nil); errors.As(err, &refused) {
 		t.Fatalf("ratelabtest: script %s: %v", refused.Name, errors.Unwrap(refused.Err))
 		return nil

@@ -18,7 +18,7 @@ import (
 // Spec is one target as the user describes it, on the command line or in a
 // target file: a built-in algorithm, a Lua script with its keys,
 // arguments and reply predicate, an HTTP endpoint, or an exec adapter.
-// Exactly one of Algorithm, Script, HTTP and Exec is set.
+// Exactly one of Algorithm, Script, HTTP, Exec and Func is set.
 type Spec struct {
 	// From says where the spec came from, for errors: the target file's
 	// path; "" for a spec given directly (Given).
@@ -48,6 +48,12 @@ type Spec struct {
 	// working directory ("" for the current one; a target file's
 	// directory for the file's exec).
 	Exec, ExecDir string
+	// Func is a Go function target (custom.Func), given from Go only
+	// (ratelabtest.VerifyFunc): run on an endpoint on the virtual clock
+	// (custom.FuncLimiter).
+	Func custom.Func
+	// UnitCost: the Func decides one unit per request (custom.FuncConfig).
+	UnitCost bool
 	// ClientSide runs the Script client-side (custom.ClientSide: every
 	// redis.call its own round trip from ratelab) instead of as one atomic
 	// script in Redis. Only with Script.
@@ -101,6 +107,8 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 		l.Precision = 0
 	}
 	switch {
+	case s.Func != nil:
+		return custom.NewFunc(context.Background(), rdb, custom.FuncConfig{Name: s.Name, Fn: s.Func, Limit: l, UnitCost: s.UnitCost})
 	case s.HTTP != "":
 		h, err := custom.NewHTTPLimiter(s.HTTP, l, 5*time.Second)
 		if err != nil {

@@ -1,6 +1,13 @@
 package vclock
 
-import "strings"
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
 
 // Key expiry on the virtual clock in a deadline table (ExpiryTable).
 //
@@ -190,3 +197,147 @@ local function __ratelab_tx(f, cmd, ...)
  return r
 end
 `), "\n")
+
+// tableRunner runs one plain command on the table form: its dynamic call
+// goes through the translation; redis.pcall gives the command's own error
+// reply back as it is.
+const tableRunner = "return redis.pcall(unpack(ARGV))"
+
+// Table is the Go side of the deadline table for a client that sends its
+// commands one by one (a client-side script): Wire turns each command
+// into the call of the table form that runs it, so plain commands and the
+// scripts it EVALs share one clock and one table. The zero Table is not
+// ready: use NewTable. Safe for concurrent use.
+type Table struct {
+	mu      sync.Mutex
+	runner  tableScript
+	scripts map[string]tableScript // SHA1 of a script as sent -> rewritten
+	loaded  map[string]bool        // rewritten SHA1s handed out to load
+}
+
+type tableScript struct{ sha, src string }
+
+// NewTable returns a Table with no script known but its plain-command
+// runner.
+func NewTable() *Table {
+	rw, err := Rewrite(tableRunner, Options{Expiry: ExpiryTable})
+	if err != nil {
+		panic("vclock: the table runner does not rewrite: " + err.Error())
+	}
+	return &Table{runner: newTableScript(rw.Source), scripts: map[string]tableScript{}, loaded: map[string]bool{}}
+}
+
+func newTableScript(src string) tableScript {
+	h := sha1.Sum([]byte(src))
+	return tableScript{sha: hex.EncodeToString(h[:]), src: src}
+}
+
+// Wire returns the command to send in place of cmd (name first) at
+// virtual time now, on the deadline table named table and the
+// written-keys set named written, and the rewritten sources the server
+// must have before it (SCRIPT LOAD them first, then tell Loaded). A plain command becomes the EVALSHA of the runner; EVAL and
+// EVALSHA of a script the Table has seen (by EVAL or SCRIPT LOAD) the
+// EVALSHA of its rewrite; MULTI, EXEC, DISCARD, WATCH, UNWATCH, SCRIPT and
+// a script that cannot be rewritten or that the Table never saw go as they
+// are (on Redis's clock, or answered NOSCRIPT).
+func (t *Table) Wire(now time.Time, table, written string, cmd []string) (wire, load []string) {
+	name := strings.ToUpper(cmd[0])
+	switch name {
+	case "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH":
+		return cmd, nil
+	case "SCRIPT":
+		if len(cmd) == 3 && strings.EqualFold(cmd[1], "LOAD") {
+			t.register(cmd[2])
+		}
+		return cmd, nil
+	case "EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO":
+		if len(cmd) < 3 {
+			return cmd, nil
+		}
+		nk, err := strconv.Atoi(cmd[2])
+		if err != nil || nk < 0 || nk > len(cmd)-3 {
+			return cmd, nil // Redis answers the error
+		}
+		var sc tableScript
+		var ok bool
+		if strings.HasPrefix(name, "EVALSHA") {
+			t.mu.Lock()
+			sc, ok = t.scripts[strings.ToLower(cmd[1])]
+			t.mu.Unlock()
+		} else {
+			sc, ok = t.register(cmd[1])
+		}
+		if !ok {
+			return cmd, nil
+		}
+		wire = append([]string{"EVALSHA", sc.sha, strconv.Itoa(nk + 2)}, cmd[3:3+nk]...)
+		wire = append(append(wire, table, written), cmd[3+nk:]...)
+		return append(wire, TimeArg(now)), t.load(sc)
+	}
+	wire = append([]string{"EVALSHA", t.runner.sha, "2", table, written}, cmd...)
+	return append(wire, TimeArg(now)), t.load(t.runner)
+}
+
+// Register makes src (a script for EVAL) known to the Table by its SHA1,
+// which it returns, and returns its rewrite for the table form: the
+// source to load in Redis before Wire's EVALSHA of it. An error is
+// Rewrite's (a function library, a script that does not lex).
+func (t *Table) Register(src string) (sha, rewritten string, err error) {
+	h := sha1.Sum([]byte(src))
+	sha = hex.EncodeToString(h[:])
+	sc, ok := t.register(src)
+	if !ok {
+		_, err = Rewrite(src, Options{Expiry: ExpiryTable})
+		return "", "", err
+	}
+	return sha, sc.src, nil
+}
+
+// Known reports whether the Table knows a script by sha, the SHA1 of the
+// script as sent (any case).
+func (t *Table) Known(sha string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.scripts[strings.ToLower(sha)]
+	return ok
+}
+
+// register rewrites src unless known; ok is false when it cannot be.
+func (t *Table) register(src string) (tableScript, bool) {
+	h := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(h[:])
+	t.mu.Lock()
+	sc, ok := t.scripts[sha]
+	t.mu.Unlock()
+	if ok {
+		return sc, true
+	}
+	rw, err := Rewrite(src, Options{Expiry: ExpiryTable})
+	if err != nil {
+		return tableScript{}, false
+	}
+	sc = newTableScript(rw.Source)
+	t.mu.Lock()
+	t.scripts[sha] = sc
+	t.mu.Unlock()
+	return sc, true
+}
+
+// load returns sc's source until Loaded is told it is loaded.
+func (t *Table) load(sc tableScript) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.loaded[sc.sha] {
+		return nil
+	}
+	return []string{sc.src}
+}
+
+// Loaded records that src, a source Wire returned to load, is loaded in
+// the server: Wire stops returning it.
+func (t *Table) Loaded(src string) {
+	sc := newTableScript(src)
+	t.mu.Lock()
+	t.loaded[sc.sha] = true
+	t.mu.Unlock()
+}

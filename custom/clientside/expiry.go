@@ -7,10 +7,12 @@ import (
 	"github.com/ratelab/ratelab/vclock"
 )
 
-// Key TTLs on the virtual clock (Exec.Expiry): the table of deadlines is a
-// vclock.Deadlines, shared by the clients of one limiter; a round trip
-// deletes the keys it names whose deadline has passed, sends the
-// translated commands and settles their replies.
+// Key TTLs on the virtual clock. With Exec.Table every command goes as the
+// call of vclock's deadline table form (the same Lua as the endpoint's),
+// and the scripts it EVALs are rewritten for it. With Exec.Expiry the table
+// of deadlines is a vclock.Deadlines, shared by the clients of one
+// limiter; a round trip deletes the keys it names whose deadline has
+// passed, sends the translated commands and settles their replies.
 
 // expiryWire deletes the keys of cmds whose deadline has passed at e.Now
 // (Redis would have expired them before the commands, as it does lazily)
@@ -45,4 +47,24 @@ func (e *Exec) expirySettle(tr []vclock.Translated, replies []any) {
 			replies[i] = e.Expiry.Settle(now, tr[i], replies[i])
 		}
 	}
+}
+
+// tableWire returns the commands to send in place of cmds on e.Table,
+// after loading in Redis the rewritten scripts they need.
+func (e *Exec) tableWire(ctx context.Context, cmds [][]string) ([][]string, error) {
+	now := time.UnixMicro(e.Now)
+	wire := make([][]string, len(cmds))
+	var load []string
+	for i, c := range cmds {
+		w, l := e.Table.Wire(now, e.TableKey, e.WrittenKey, c)
+		wire[i] = w
+		load = append(load, l...)
+	}
+	for _, src := range load {
+		if err := e.Conn.Do(ctx, "SCRIPT", "LOAD", src).Err(); err != nil {
+			return nil, err
+		}
+		e.Table.Loaded(src)
+	}
+	return wire, nil
 }

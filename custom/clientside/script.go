@@ -117,7 +117,15 @@ type Exec struct {
 	// Expiry, when set, runs key TTLs on the virtual clock Now (see
 	// vclock.Deadlines); nil sends TTL commands to Redis as they are.
 	Expiry *vclock.Deadlines
-	// Now is the virtual time of the decision under way, for Expiry.
+	// Table, when set, runs key TTLs and TIME on the virtual clock Now in
+	// a deadline table in Redis instead (vclock.Table, the endpoint's
+	// mechanism): every command, and the scripts the script EVALs, on one
+	// clock. TableKey and WrittenKey name its hash and its written-keys
+	// set (keys of the script's hash slot). Takes precedence over Expiry.
+	Table                *vclock.Table
+	TableKey, WrittenKey string
+	// Now is the virtual time of the decision under way, for Expiry and
+	// Table.
 	Now int64 // µs since the Unix epoch
 	// Rounds, when not nil, collects every round trip.
 	Rounds *[]*Round
@@ -397,11 +405,22 @@ func (e *Exec) round(ctx context.Context, kind string, cmds [][]string) ([]any, 
 func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, error) {
 	var tr []vclock.Translated
 	wire := cmds
-	if e.Expiry != nil {
+	// replyOf reads a status reply by the command the reply answers: the
+	// script's own on the table (the runner answers as the command would),
+	// the translated one with Expiry (Settle makes its reply the command's)
+	asSent := wire
+	if e.Table != nil {
+		var err error
+		if wire, err = e.tableWire(ctx, cmds); err != nil {
+			return nil, err
+		}
+		asSent = cmds
+	} else if e.Expiry != nil {
 		var err error
 		if wire, tr, err = e.expiryWire(ctx, cmds); err != nil {
 			return nil, err
 		}
+		asSent = wire
 	}
 	for _, c := range wire {
 		switch strings.ToUpper(c[0]) {
@@ -415,7 +434,7 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 	switch kind {
 	case KindCall:
 		v, err := e.Conn.Do(ctx, toAny(wire[0])...).Result()
-		rep, err := replyOf(wire[0], v, err)
+		rep, err := replyOf(asSent[0], v, err)
 		if err != nil {
 			return nil, err
 		}
@@ -447,14 +466,14 @@ func (e *Exec) send(ctx context.Context, kind string, cmds [][]string) ([]any, e
 				return nil, fmt.Errorf("unexpected reply type %T", c)
 			}
 			v, cerr := dc.Result()
-			rep, rerr := replyOf(wire[i], v, cerr)
+			rep, rerr := replyOf(asSent[i], v, cerr)
 			if rerr != nil {
 				return nil, rerr
 			}
 			replies = append(replies, rep)
 		}
 	}
-	if e.Expiry != nil {
+	if e.Expiry != nil && e.Table == nil {
 		e.expirySettle(tr, replies)
 	}
 	return replies, nil

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelab/ratelab/custom/clientside"
+	"github.com/ratelab/ratelab/vclock"
 )
 
 // Config configures an endpoint.
@@ -49,10 +50,9 @@ type Server struct {
 	// clients and their listeners; closed once Close began
 	clients []*Client
 	closed  bool
-	// scripts maps the SHA1 of a script as a client sent it to its
-	// rewritten form
-	scripts  map[string]*script
-	runner   *script // runs one plain command
+	// clock knows the scripts the clients loaded and makes each
+	// command's call of the deadline table form
+	clock    *vclock.Table
 	commands map[string]*redis.CommandInfo
 	table    string // the deadline table's key
 	written  string // the written-keys set's key
@@ -116,6 +116,5 @@ func (c *Client) SetGate(gate func(ctx context.Context, r *clientside.Round) err
 func (s *Server) Keys() []string { return s.keys() }
 
 // Close stops every listener and connection, then deletes every key the
-// clients wrote and the endpoint's own keys, and forgets the loaded
-// scripts. The first error met is returned; a second Close returns nil.
+// clients wrote and the endpoint's own keys. The first error met is returned; a second Close returns nil.
 func (s *Server) Close() error { return s.close() }

@@ -197,3 +197,7 @@ func TestExpiryOnTheVirtualClock(t *testing.T) {
 		})
 	}
 }
+
+func endpointStart(prefix string) (*endpoint.Server, error) {
+	return endpoint.Start(ctx, endpoint.Config{Redis: srv.Client(), Prefix: prefix})
+}

@@ -2,8 +2,6 @@ package endpoint
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,17 +16,6 @@ import (
 	"github.com/ratelab/ratelab/vclock"
 )
 
-// runnerSource runs one plain command; rewritten with the deadline table,
-// its dynamic call goes through the same translation as a script's calls.
-// redis.pcall gives the command's own error reply back as it is.
-const runnerSource = "return redis.pcall(unpack(ARGV))"
-
-// script is a script a client loaded (EVAL or SCRIPT LOAD), as rewritten
-// for the virtual clock and loaded in Redis.
-type script struct {
-	sha string // the rewritten script's SHA1
-}
-
 func start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Redis == nil {
 		return nil, errors.New("endpoint: Redis: required")
@@ -40,54 +27,42 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("endpoint: reading Redis's command table (COMMAND): %w", err)
 	}
-	s := &Server{cfg: cfg, scripts: map[string]*script{}, commands: cmds,
+	s := &Server{cfg: cfg, clock: vclock.NewTable(), commands: cmds,
 		table: cfg.Prefix + "deadlines", written: cfg.Prefix + "written"}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if s.runner, err = s.load(ctx, runnerSource); err != nil {
+	// the plain-command runner, loaded now
+	if _, err := s.wire(ctx, []string{"PING"}, time.Unix(0, 0)); err != nil {
 		s.cancel()
 		return nil, err
 	}
 	return s, nil
 }
 
-// load rewrites src for the deadline table and loads it in Redis.
-func (s *Server) load(ctx context.Context, src string) (*script, error) {
-	rw, err := vclock.Rewrite(src, vclock.Options{Expiry: vclock.ExpiryTable})
-	if err != nil {
-		return nil, fmt.Errorf("endpoint: %w", err)
+// wire returns the command to send for cmd at now (vclock.Table.Wire),
+// after loading in Redis the rewritten script it needs.
+func (s *Server) wire(ctx context.Context, cmd []string, now time.Time) ([]string, error) {
+	w, load := s.clock.Wire(now, s.table, s.written, cmd)
+	for _, src := range load {
+		if err := s.cfg.Redis.ScriptLoad(ctx, src).Err(); err != nil {
+			return nil, fmt.Errorf("endpoint: loading a script in Redis: %w", err)
+		}
+		s.clock.Loaded(src)
 	}
-	sha, err := s.cfg.Redis.ScriptLoad(ctx, rw.Source).Result()
-	if err != nil {
-		return nil, fmt.Errorf("endpoint: loading a script in Redis: %w", err)
-	}
-	return &script{sha: sha}, nil
+	return w, nil
 }
 
-// register rewrites and loads src unless it is known, and returns the
-// SHA1 the client knows it by.
-func (s *Server) register(ctx context.Context, src string) (string, *script, error) {
-	h := sha1.Sum([]byte(src))
-	sha := hex.EncodeToString(h[:])
-	s.mu.Lock()
-	sc := s.scripts[sha]
-	s.mu.Unlock()
-	if sc != nil {
-		return sha, sc, nil
-	}
-	sc, err := s.load(ctx, src)
+// register makes src known (vclock.Table.Register) and loads its rewrite,
+// and returns the SHA1 the client knows it by.
+func (s *Server) register(ctx context.Context, src string) (string, error) {
+	sha, rw, err := s.clock.Register(src)
 	if err != nil {
-		return "", nil, err
+		return "", fmt.Errorf("endpoint: %w", err)
 	}
-	s.mu.Lock()
-	s.scripts[sha] = sc
-	s.mu.Unlock()
-	return sha, sc, nil
-}
-
-func (s *Server) script(sha string) *script {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.scripts[strings.ToLower(sha)]
+	if err := s.cfg.Redis.ScriptLoad(ctx, rw).Err(); err != nil {
+		return "", fmt.Errorf("endpoint: loading a script in Redis: %w", err)
+	}
+	s.clock.Loaded(rw)
+	return sha, nil
 }
 
 func (s *Server) newClient() (*Client, error) {
@@ -171,9 +146,6 @@ func (s *Server) close() error {
 	if err := s.deleteKeys(ctx); err != nil && first == nil {
 		first = err
 	}
-	s.mu.Lock()
-	s.scripts = nil
-	s.mu.Unlock()
 	return first
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ratelab/ratelab/custom/clientside"
 	"github.com/ratelab/ratelab/usercmd"
-	"github.com/ratelab/ratelab/vclock"
 )
 
 // session is one connection of a client and its own connection to Redis.
@@ -276,9 +275,16 @@ func (se *session) plan(args []string, now time.Time) *item {
 		}
 	}
 	it.read = info.ReadOnly
-	srv := se.c.srv
-	it.up = append([]string{"EVALSHA", srv.runner.sha, "2", srv.table, srv.written}, args...)
-	it.up = append(it.up, vclock.TimeArg(now))
+	return se.send(it, args, now)
+}
+
+// send makes it go to Redis as the call of the table form that runs cmd.
+func (se *session) send(it *item, cmd []string, now time.Time) *item {
+	up, err := se.c.srv.wire(se.c.srv.ctx, cmd, now)
+	if err != nil {
+		return se.refuse(it, "ERR "+err.Error())
+	}
+	it.up = up
 	return it
 }
 
@@ -378,7 +384,7 @@ func (se *session) scriptCmd(it *item, sub string) *item {
 	srv := se.c.srv
 	switch {
 	case sub == "load" && len(args) == 3:
-		sha, _, err := srv.register(srv.ctx, args[2])
+		sha, err := srv.register(srv.ctx, args[2])
 		if err != nil {
 			return se.refuse(it, "ERR "+err.Error())
 		}
@@ -387,7 +393,7 @@ func (se *session) scriptCmd(it *item, sub string) *item {
 	case sub == "exists" && len(args) > 2:
 		have := make([]bool, len(args)-2)
 		for i, sha := range args[2:] {
-			have[i] = srv.script(sha) != nil
+			have[i] = srv.clock.Known(sha)
 		}
 		it.local = func(w redcon.Conn) {
 			w.WriteArray(len(have))
@@ -405,7 +411,9 @@ func (se *session) scriptCmd(it *item, sub string) *item {
 }
 
 // eval sends EVAL or EVALSHA as the EVALSHA of the rewritten script, with
-// the deadline table, the written-keys set and the virtual time appended.
+// the deadline table, the written-keys set and the virtual time appended
+// (vclock.Table.Wire); EVALSHA of a script never loaded is answered
+// NOSCRIPT.
 func (se *session) eval(it *item, name string, now time.Time) *item {
 	args := it.args
 	srv := se.c.srv
@@ -421,19 +429,13 @@ func (se *session) eval(it *item, name string, now time.Time) *item {
 	case nk > len(args)-3:
 		return se.refuse(it, "ERR Number of keys can't be greater than number of args")
 	}
-	var sc *script
 	if strings.HasPrefix(name, "evalsha") {
-		if sc = srv.script(args[1]); sc == nil {
+		if !srv.clock.Known(args[1]) {
 			it.local = func(w redcon.Conn) { w.WriteError("NOSCRIPT No matching script. Please use EVAL.") }
 			return it
 		}
-	} else if _, sc, err = srv.register(srv.ctx, args[1]); err != nil {
+	} else if _, err := srv.register(srv.ctx, args[1]); err != nil {
 		return se.refuse(it, "ERR "+err.Error())
 	}
-	up := []string{"EVALSHA", sc.sha, strconv.Itoa(nk + 2)}
-	up = append(up, args[3:3+nk]...)
-	up = append(up, srv.table, srv.written)
-	up = append(up, args[3+nk:]...)
-	it.up = append(up, vclock.TimeArg(now))
-	return it
+	return se.send(it, args, now)
 }

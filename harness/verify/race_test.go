@@ -156,3 +156,42 @@ func TestRaceNaive(t *testing.T) {
 		t.Errorf("the same seed gave another interleaving:\n%s\nthen\n%s", first, again)
 	}
 }
+
+// TestClientSideEvalOnTheClock: a client-side GCRA whose compare-and-swap
+// is an EVAL with SETEX is judged as the same logic sent as plain
+// commands: the EVAL'd script reads and sets TTLs on the decision's
+// virtual clock, as the plain commands do, not on Redis's.
+func TestClientSideEvalOnTheClock(t *testing.T) {
+	t.Parallel()
+	testenv.SkipUnderRace(t)
+	l := limit.Limit{Count: 10, Window: time.Second}
+	worst := map[string]float64{}
+	verdict := map[string]measure.Verdict{}
+	for _, name := range []string{"gcra-cas-plain.lua", "gcra-cas-eval.lua"} {
+		src, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim, err := custom.NewClientSide(srv.Client(), custom.ScriptConfig{Name: name, Source: string(src),
+			Args: []string{"{window_ms}", "{limit}"}, Limit: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rep, err := verify.Run(ctx, srv.Redis, lim, verifyConfig(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rep.Families {
+			worst[name] = max(worst[name], f.MaxRatio)
+		}
+		verdict[name] = rep.Verdict
+		t.Logf("%s: %s, worst %.2fx, in %s", name, rep.Verdict, worst[name], time.Since(start))
+	}
+	if verdict["gcra-cas-eval.lua"] != verdict["gcra-cas-plain.lua"] {
+		t.Errorf("verdict: EVAL'd CAS %s, plain %s", verdict["gcra-cas-eval.lua"], verdict["gcra-cas-plain.lua"])
+	}
+	if d := worst["gcra-cas-eval.lua"] - worst["gcra-cas-plain.lua"]; d > 0.05 || d < -0.05 {
+		t.Errorf("worst ratio: EVAL'd CAS %.2f, plain %.2f: want within 0.05", worst["gcra-cas-eval.lua"], worst["gcra-cas-plain.lua"])
+	}
+}
