@@ -78,8 +78,9 @@ func Names(ts []Target) []string {
 // which measure one atomic script call per decision, pipelined: all
 // scripts run client-side (clientSide, the caller's switch: a
 // *field.Error naming "client_side"), a spec that does (a *SpecError
-// whose Err names "client_side"), or a client-side built-in among algs (a
-// *field.Error naming "algorithms").
+// whose Err names "client_side") or is an exec adapter (naming "exec"),
+// or a client-side built-in among algs (a *field.Error naming
+// "algorithms").
 func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) error {
 	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
 	if clientSide {
@@ -88,6 +89,9 @@ func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) er
 	for _, s := range specs {
 		if s.ClientSide {
 			return &SpecError{Spec: s, Err: field.Errorf("client_side", "%s", reason)}
+		}
+		if s.Exec != "" {
+			return &SpecError{Spec: s, Err: field.Errorf("exec", "%s", strings.Replace(reason, "a client-side limiter", "an exec adapter", 1))}
 		}
 	}
 	for _, a := range algs {

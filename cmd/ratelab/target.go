@@ -54,8 +54,13 @@ func (t *targetFlags) addMany(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringArrayVar(&t.g.Scripts, "script", nil, "a Lua file to add beside the built-ins, named by its file, repeatable (all share --key, --arg, --allowed)")
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file to add beside the built-ins (ratelab.yaml; docs/config.md), repeatable")
-	fl.StringVar(&t.g.Exec, "exec", "", execHelp)
 	t.addScriptFlags(c)
+}
+
+// addExec declares run's --exec on c (capacity and bench measure atomic
+// scripts only).
+func (t *targetFlags) addExec(c *cobra.Command) {
+	c.Flags().StringVar(&t.g.Exec, "exec", "", execHelp+"; its row stands beside the built-ins'")
 }
 
 func (t *targetFlags) addScriptFlags(c *cobra.Command) {
@@ -118,7 +123,7 @@ func (t *targetFlags) targets() []targets.Target { return t.guarded.Targets(t.sp
 func targetErr(err error) error {
 	var se *targets.SpecError
 	if errors.As(err, &se) {
-		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && se.Spec.Script != "" {
+		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && (se.Spec.Script != "" || se.Spec.Exec != "") {
 			return usagef("--config %s: %s: %w", se.Spec.From, name, errors.Unwrap(se.Err))
 		}
 		err = se.Err

@@ -224,8 +224,11 @@ var errClosed = errors.New("the exec target is closed")
 
 // get returns an idle worker, or starts one when fewer than
 // Config.Processes are alive (or always, with force), or waits for one
-// to be put back.
+// to be put back: a wait that ctx's deadline does not bound (the
+// processes' answers are bounded; a decision's bound is its own answer's).
 func (l *Limiter) get(ctx context.Context, force bool) (*worker, error) {
+	ctx, release := withoutDeadline(ctx)
+	defer release()
 	for {
 		l.mu.Lock()
 		if l.closed {

@@ -240,18 +240,9 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duration) (answer, error) {
 	if !p.answered {
 		bound = startup
-		caller := ctx
-		cctx, cancel := context.WithCancelCause(context.WithoutCancel(caller))
-		stop := context.AfterFunc(caller, func() {
-			if !errors.Is(caller.Err(), context.DeadlineExceeded) {
-				cancel(context.Cause(caller))
-			}
-		})
-		defer func() {
-			stop()
-			cancel(nil)
-		}()
-		ctx = cctx
+		var release func()
+		ctx, release = withoutDeadline(ctx)
+		defer release()
 	}
 	b, _ := json.Marshal(req) // strings and integers: never fails
 	reqLine := string(b)
@@ -305,6 +296,21 @@ func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duratio
 		}
 		p.kill()
 		return answer{}, fmt.Errorf("exec %q (pid %d): %w", p.command, p.pid(), context.Cause(ctx))
+	}
+}
+
+// withoutDeadline is ctx without its deadline: cancelled when ctx is,
+// but not when ctx's deadline passes. release frees it.
+func withoutDeadline(ctx context.Context) (_ context.Context, release func()) {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+		}
+	})
+	return cctx, func() {
+		stop()
+		cancel(nil)
 	}
 }
 
