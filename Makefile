@@ -35,7 +35,7 @@ TEST_TIMEOUT ?= 30m
 # The packages whose tests take longest come first in each run, so that they start first and the
 # runs do not end on one long package alone (go test runs packages in the order they are listed).
 RACE_PKGS := ./harness/verify ./reports/plots ./harness/bench ./harness ./harness/capacity ./harness/replay \
-  ./custom/clientside ./custom/execlimiter ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
+  ./custom/clientside ./custom/endpoint ./custom/execlimiter ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
   ./harness/server ./internal/progress
 LONG_PKGS := ./harness/verify ./cmd/ratelab ./harness/engine
 test: redis nginx chromium tmux xmllint exec-adapters

@@ -32,7 +32,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad predicate", targets.Given{Scripts: []string{script}, Allowed: "reply =="}, "allowed", "predicate"},
 		{"missing script", targets.Given{Scripts: []string{filepath.Join(dir, "nope.lua")}}, "scripts", "nope.lua"},
 		{"missing file", targets.Given{Files: []string{filepath.Join(dir, "nope.yaml")}}, "files", "nope.yaml"},
-		{"algorithm beside built-ins", targets.Given{Files: []string{algo}, BesideBuiltins: true}, "files", "only a script can stand beside the built-ins"},
+		{"algorithm beside built-ins", targets.Given{Files: []string{algo}, BesideBuiltins: true}, "files", "only a script or an exec adapter can stand beside the built-ins"},
 		{"built-in's name", targets.Given{Scripts: []string{write("sliding-log", "return 1\n")}, BesideBuiltins: true}, "targets", "built-in algorithm's name"},
 		{"same name twice", targets.Given{Scripts: []string{script, script}, BesideBuiltins: true}, "targets", "two targets are named"},
 		{"bad key template", targets.Given{Scripts: []string{script}, Keys: []string{"other:{key}"}}, "", "must start with {key}"},
@@ -41,6 +41,7 @@ func TestLoadErrors(t *testing.T) {
 		{"args without a script", targets.Given{Algorithm: "sliding-log", Args: []string{"{now_us}"}}, "args", "goes only with a script"},
 		{"allowed_when without a script", targets.Given{Files: []string{algo}, AllowedWhen: new(int64)}, "allowed_when", "goes only with a script"},
 		{"allowed and allowed_when", targets.Given{Scripts: []string{script}, Allowed: "reply == 1", AllowedWhen: new(int64)}, "allowed", "not both"},
+		{"exec and a script", targets.Given{Scripts: []string{script}, Exec: "python3 adapter.py"}, "exec", "a script, not both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

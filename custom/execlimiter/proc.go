@@ -291,8 +291,10 @@ func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duratio
 	case <-timeout:
 		return fail("", fmt.Errorf("no answer within %s (the timeout)", bound))
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) { // the caller's bound: a hang as well
-			return fail("", fmt.Errorf("no answer within the call's bound (%w)", context.Cause(ctx)))
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// the caller's bound: the adapter's hang, said as such (not
+			// wrapped: it is not Redis that did not answer)
+			return fail("", fmt.Errorf("no answer within the call's bound (%v)", context.Cause(ctx)))
 		}
 		p.kill()
 		return answer{}, fmt.Errorf("exec %q (pid %d): %w", p.command, p.pid(), context.Cause(ctx))
