@@ -130,6 +130,7 @@ type proc struct {
 	lines   chan lineOrErr
 	stderr  *tail
 	done    chan struct{} // closed when the process has exited (after Wait)
+	errDone chan struct{} // closed when its stderr is read to its end
 	waitErr error         // Wait's, once done is closed
 	killed  sync.Once
 	// answered is set once the process answered a request: before, its
@@ -149,7 +150,7 @@ func startProc(command, dir string, env []string) (*proc, error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = sysProcAttr()
-	p := &proc{command: command, cmd: cmd, lines: make(chan lineOrErr, 1), stderr: &tail{}, done: make(chan struct{})}
+	p := &proc{command: command, cmd: cmd, lines: make(chan lineOrErr, 1), stderr: &tail{}, done: make(chan struct{}), errDone: make(chan struct{})}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -177,6 +178,7 @@ func startProc(command, dir string, env []string) (*proc, error) {
 	go func() {
 		_, _ = io.Copy(p.stderr, errR)
 		_ = errR.Close()
+		close(p.errDone)
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -248,6 +250,10 @@ func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duratio
 	reqLine := string(b)
 	fail := func(line string, err error) (answer, error) {
 		p.kill()
+		select { // what it wrote before it died, unless something it started holds its stderr
+		case <-p.errDone:
+		case <-time.After(exitGrace):
+		}
 		return answer{}, &AdapterError{Command: p.command, PID: p.pid(), Request: reqLine, Line: line, Stderr: p.stderr.lines(), Err: err}
 	}
 	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
@@ -281,9 +287,11 @@ func (p *proc) ask(ctx context.Context, req request, bound, startup time.Duratio
 		select {
 		case l, ok := <-p.lines:
 			if ok && l.err == nil {
-				if a, err := parseAnswer(l.line); err == nil {
-					return a, nil
+				a, err := parseAnswer(l.line)
+				if err != nil {
+					return fail(l.line, err)
 				}
+				return a, nil
 			}
 		case <-time.After(exitGrace):
 		}
