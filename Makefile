@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/ratelab
 ARGS    ?=
 
-.PHONY: all build run test process vet fmt lint redis nginx chromium tmux xmllint clean load fuzz bench redis-image replay-big hostile docs-check
+.PHONY: all build run test process vet fmt lint redis nginx chromium tmux xmllint exec-adapters clean load fuzz bench redis-image replay-big hostile docs-check
 
 all: build
 
@@ -39,13 +39,13 @@ TEST_TIMEOUT ?= 30m
 # The packages whose tests take longest come first in their run, so that they start first and the
 # runs do not end on one long package alone (go test runs packages in the order they are listed).
 RACE_PKGS := ./harness/verify ./reports/plots ./harness/bench ./harness ./harness/capacity ./harness/replay \
-  ./custom/clientside ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers ./harness/localredis \
-  ./harness/server ./internal/progress ./custom/endpoint
+  ./custom/clientside ./custom/endpoint ./custom/execlimiter ./harness/busy ./harness/demo/live ./harness/evict ./harness/leftovers \
+  ./harness/localredis ./harness/server ./internal/progress
 LONG_PKGS := ./cmd/ratelab ./harness/engine
 RACE_TEST_FILES = $(wildcard $(addsuffix /*_test.go,$(RACE_PKGS)))
 OTHER_PKGS = $(filter-out $(RACE_PKGS) $(LONG_PKGS),$(shell $(GO) list -f '{{.Dir}}' ./... | sed 's|^$(CURDIR)|.|'))
 GOTEST = $(GO) test -vet=off -ldflags=-w -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
-test: redis nginx chromium tmux xmllint
+test: redis nginx chromium tmux xmllint exec-adapters
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet -tags 'process hostile' ./...
@@ -155,6 +155,19 @@ redis:
 	  echo "  - run one in Docker (docker run -p 6379:6379 redis:7.4-alpine) and pass --redis redis://localhost:6379;"; \
 	  echo "  - point ratelab at any Redis you have: ./bin/ratelab run --redis redis://host:port"; \
 	  exit 1; \
+	fi
+
+# The libraries the exec adapters of docs/adapters/ drive (custom/execlimiter's tests): Python's
+# limits on redis-py and Ruby's rack-attack on redis-rb, from Debian's packages when missing.
+exec-adapters:
+	@if /usr/bin/python3 -c 'import limits, redis' >/dev/null 2>&1 && ruby -e 'require "rack/attack"; require "redis"' >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "ratelab: installing Debian's python3-limits python3-redis ruby-rack-attack ruby-redis (for the exec adapter tests)"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends python3-limits python3-redis ruby-rack-attack ruby-redis >/dev/null; \
+	else \
+	  echo "ratelab: the exec adapters' libraries are missing and this system has no apt-get: install Python's limits and redis, Ruby's rack-attack and redis"; exit 1; \
 	fi
 
 # xmllint (the JUnit schema tests of reports and cmd/ratelab): Debian's libxml2-utils when missing.

@@ -63,7 +63,10 @@ type ClientSider interface {
 	DecideOn(ctx context.Context, e *clientside.Exec, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error)
 }
 
-var _ ClientSider = (*ClientSide)(nil)
+var (
+	_ ClientSider = (*ClientSide)(nil)
+	_ Gated       = (*ClientSide)(nil)
+)
 
 // NewClientSide parses c as NewScript does and compiles its source for the
 // client-side VM. rdb is a *redis.Client or *redis.ClusterClient (on a
@@ -213,3 +216,48 @@ func (c *ClientSide) call(key string, cost int64, at algorithms.Clock) (algorith
 
 // Close closes the pool's idle connections.
 func (c *ClientSide) Close() error { return c.pool.Close() }
+
+// Gated is a limiter whose round trips to Redis a race scheduler grants
+// one at a time (clientside.Interleave): the race family of verification
+// drives it with one GatedClient per simulated client. ClientSide is one
+// (its Lua VM's round trips); so is an exec target (its adapter's
+// commands, gated at the Redis endpoint it talks to).
+type Gated interface {
+	algorithms.Limiter
+	// GatedClient opens one simulated client, on the node that holds key.
+	GatedClient(ctx context.Context, key string) (GatedClient, error)
+}
+
+// GatedClient is one simulated client of a Gated limiter. Not safe for
+// concurrent use: one decision at a time.
+type GatedClient interface {
+	// Decide makes one decision, every round trip of it waiting on gate
+	// first (its Round's Client set to client).
+	Decide(ctx context.Context, client int, gate func(context.Context, *clientside.Round) error, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error)
+	// Close releases the client.
+	Close() error
+}
+
+// GatedClient implements Gated: a dedicated connection (Dial) whose
+// decisions run on an Exec of their own (DecideOn).
+func (c *ClientSide) GatedClient(ctx context.Context, key string) (GatedClient, error) {
+	conn, closeConn, err := c.Dial(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &clientSideGated{cs: c, e: &clientside.Exec{Conn: conn}, close: closeConn}, nil
+}
+
+// clientSideGated is a GatedClient on ClientSide's dedicated connection.
+type clientSideGated struct {
+	cs    *ClientSide
+	e     *clientside.Exec
+	close func() error
+}
+
+func (g *clientSideGated) Decide(ctx context.Context, client int, gate func(context.Context, *clientside.Round) error, key string, cost int64, at algorithms.Clock) (algorithms.Decision, error) {
+	g.e.Client, g.e.Gate = client, gate
+	return g.cs.DecideOn(ctx, g.e, key, cost, at)
+}
+
+func (g *clientSideGated) Close() error { return g.close() }

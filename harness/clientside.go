@@ -24,35 +24,35 @@ type RaceCall struct {
 	At      algorithms.Clock
 }
 
-// Race decides the calls of several clients on a
-// client-side limiter (calls[c] in order, by client c, each on a dedicated
-// connection of its own), with every round trip of every client granted by
-// policy (clientside.Interleave): the interleaving is the policy's alone,
-// the same for the same policy and seed. Returns each client's outcomes in
-// call order (Sent and Recv bracket the decision on the local clock) and
-// the rounds in the order they went. A decision's error is its Outcome's;
-// the error returned is a connection that could not be opened, a command
-// of the script the policy refused (wrapping its *usercmd.Refusal), or
-// ctx's.
-func Race(ctx context.Context, lim custom.ClientSider, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
+// Race decides the calls of several clients on a limiter whose round
+// trips can be gated (custom.Gated: a client-side script, an exec
+// target): calls[c] in order, by client c, each on a client of its own
+// (custom.Gated.GatedClient), with every round trip of every client
+// granted by policy (clientside.Interleave): the interleaving is the
+// policy's alone, the same for the same policy and seed. Returns each
+// client's outcomes in call order (Sent and Recv bracket the decision on
+// the local clock) and the rounds in the order they went. A decision's
+// error is its Outcome's; the error returned is a client that could not
+// be opened, a command the policy refused (wrapping its
+// *usercmd.Refusal), or ctx's.
+func Race(ctx context.Context, lim custom.Gated, policy clientside.Policy, calls [][]RaceCall) ([][]Outcome, []*clientside.Round, error) {
 	out := make([][]Outcome, len(calls))
-	conns := make([]clientside.Conn, len(calls))
+	clients := make([]custom.GatedClient, len(calls))
 	for c, cs := range calls {
 		if len(cs) == 0 {
 			continue
 		}
-		conn, closeConn, err := lim.Dial(ctx, cs[0].Key)
+		gc, err := lim.GatedClient(ctx, cs[0].Key)
 		if err != nil {
 			return nil, nil, err
 		}
-		defer func() { _ = closeConn() }()
-		conns[c] = conn
+		defer func() { _ = gc.Close() }()
+		clients[c] = gc
 	}
 	rounds, err := clientside.Interleave(ctx, len(calls), policy, func(ctx context.Context, c int, gate func(context.Context, *clientside.Round) error) error {
-		e := &clientside.Exec{Conn: conns[c], Client: c, Gate: gate}
 		for _, call := range calls[c] {
 			o := Outcome{Seq: call.Seq, Arrival: call.Arrival, Sent: time.Now()}
-			o.Decision, o.Err = lim.DecideOn(ctx, e, call.Key, call.Arrival.Cost, call.At)
+			o.Decision, o.Err = clients[c].Decide(ctx, c, gate, call.Key, call.Arrival.Cost, call.At)
 			o.Recv = time.Now()
 			if o.Err != nil {
 				o.Decision.DecidedAt, _ = call.At.Injected()
@@ -71,10 +71,10 @@ func Race(ctx context.Context, lim custom.ClientSider, policy clientside.Policy,
 }
 
 // raceInstant decides the arrivals seqs of several clients at one instant
-// of a virtual run on a client-side limiter: through Race, clients in
+// of a virtual run on a limiter whose round trips can be gated: through Race, clients in
 // turn (clientside.RoundRobin), so that a run's count is the same on every
 // run and every machine. The outcomes go to out[seq], and are recorded.
-func (r *Runner) raceInstant(ctx context.Context, j Job, arr []scenarios.Arrival, lim custom.ClientSider, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
+func (r *Runner) raceInstant(ctx context.Context, j Job, arr []scenarios.Arrival, lim custom.Gated, byClient map[int][]int, anchor time.Time, at algorithms.Clock, out []Outcome, base int) {
 	clients := make([]int, 0, len(byClient))
 	for c := range byClient {
 		clients = append(clients, c)

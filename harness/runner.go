@@ -409,7 +409,7 @@ func (r *Runner) runInstants(ctx context.Context, j Job, arr []scenarios.Arrival
 		for seq := n; seq < end; seq++ {
 			byClient[arr[seq].Client] = append(byClient[arr[seq].Client], seq)
 		}
-		cs, clientSide := j.Limiter.(custom.ClientSider)
+		cs, clientSide := j.Limiter.(custom.Gated)
 		if len(byClient) == 1 {
 			for seq := n; seq < end; seq++ {
 				out[seq-n] = r.decide(ctx, j, seq, arr[seq], anchor, at)

@@ -343,6 +343,10 @@ type Step struct {
 type TargetSpec struct {
 	Algorithm string `json:"algorithm,omitempty"`
 	HTTP      string `json:"http,omitempty"`
+	// Exec is an exec adapter's command, ExecDir the directory it runs
+	// in ("" for the working directory of ratelab).
+	Exec    string `json:"exec,omitempty"`
+	ExecDir string `json:"exec_dir,omitempty"`
 	// Script is the Lua file's path as given; ScriptSHA1 the SHA-1 of its
 	// text (what Redis names it by), checked again on replay.
 	Script     string `json:"script,omitempty"`

@@ -240,7 +240,11 @@ func verifySpec(t testing.TB, rd *server.Redis, spec targets.Spec, trust bool, l
 		t.Fatalf("ratelabtest: %v", err)
 		return nil
 	}
-	defer p.Close()
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("ratelabtest: %v", err)
+		}
+	}()
 	rep, err := verify.Run(ctx, p.Redis, p.Limiter, p.Config)
 	if err != nil {
 		t.Fatalf("ratelabtest: verify %s: %v", p.Limiter.Name(), err)

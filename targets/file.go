@@ -16,7 +16,7 @@ import (
 )
 
 // fileFields are the fields of a target file (docs/config.md).
-var fileFields = []string{"name", "script", "function", "fcall", "algorithm", "http", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
+var fileFields = []string{"name", "script", "function", "fcall", "algorithm", "http", "exec", "keys", "args", "allowed", "allowed_when", "setup", "limits", "client_side"}
 
 // ReadFile reads and checks a target file of one target (ParseFile);
 // ReadTargets reads one target or a suite.
@@ -101,6 +101,9 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 	if spec.HTTP, err = str("http"); err != nil {
 		return spec, err
 	}
+	if spec.Exec, err = str("exec"); err != nil {
+		return spec, err
+	}
 	script, err := str("script")
 	if err != nil {
 		return spec, err
@@ -114,13 +117,20 @@ func parseSpec(top *yaml.Node, path, label string) (Spec, error) {
 		return spec, err
 	}
 	kinds := 0
-	for _, s := range []string{spec.Algorithm, spec.HTTP, script, function} {
+	for _, s := range []string{spec.Algorithm, spec.HTTP, spec.Exec, script, function} {
 		if s != "" {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return spec, bad("script", top.Line, "give exactly one of script, function, algorithm or http")
+		return spec, bad("script", top.Line, "give exactly one of script, function, algorithm, http or exec")
+	}
+	if spec.Exec != "" {
+		// the command runs where the file is, as a script's path is read
+		spec.ExecDir = filepath.Dir(path)
+		if spec.Name == "" {
+			spec.Name = spec.Exec
+		}
 	}
 	if n := got["fcall"]; n != nil && function == "" {
 		return spec, bad("fcall", n.Line, "goes with function")

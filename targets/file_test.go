@@ -45,3 +45,28 @@ func FuzzTargetFile(f *testing.F) {
 		}
 	})
 }
+
+// exec: in a target file is an adapter run in the file's directory,
+// named by its command unless named; recorded and read back as it was.
+func TestExecTargetFile(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text, name string
+	}{
+		{"exec: python3 adapter.py fixed-window\n", "python3 adapter.py fixed-window"},
+		{"name: limits\nexec: python3 adapter.py\nlimits:\n  - {limit: 60, window: 1m}\n", "limits"},
+	}
+	for _, c := range cases {
+		s, err := ParseFile([]byte(c.text), "/srv/app/ratelab.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		if s.Exec == "" || s.ExecDir != "/srv/app" || s.Name != c.name || s.Label() != c.name {
+			t.Errorf("%q: exec %q in %q, named %q; want it in /srv/app, named %q", c.text, s.Exec, s.ExecDir, s.Name, c.name)
+		}
+		back, err := FromRecord(s.Record(), "")
+		if err != nil || back.Exec != s.Exec || back.ExecDir != s.ExecDir {
+			t.Errorf("%q: recorded and read back as %+v, %v", c.text, back, err)
+		}
+	}
+}

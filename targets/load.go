@@ -40,6 +40,8 @@ type Given struct {
 	AllowedWhen *int64
 	// HTTP is an endpoint's URL; "" means none.
 	HTTP string
+	// Exec is an adapter's command (Spec.Exec); "" means none.
+	Exec string
 	// Files are target files' paths (ratelab.yaml, docs/config.md).
 	Files []string
 	// Setup, when not "", is the path of a set-up script for the Scripts
@@ -67,19 +69,23 @@ type Given struct {
 
 // ErrTargetCount is in the chain of Validate's error when a command that
 // takes one target is given none or several.
-var ErrTargetCount = errors.New("give exactly one target: an algorithm, a script, an HTTP endpoint or a target file")
+var ErrTargetCount = errors.New("give exactly one target: an algorithm, a script, a function library, an HTTP endpoint, an exec adapter or a target file")
 
-// Validate checks how g's fields combine, before any file is read: without
-// BesideBuiltins exactly one target among Algorithm, Scripts, HTTP and
-// Files (an error naming no one field, since it is about all four);
+// Validate checks how g's fields combine, before any file is read: Exec
+// with Scripts is an error naming both ("exec"); without BesideBuiltins
+// exactly one target among Algorithm, Scripts, HTTP, Exec and Files (an
+// error naming no one field, since it is about all five);
 // Algorithm a registered name ("algorithm"); Keys, Args, Allowed,
 // AllowedWhen and Setup only with Scripts (a target file has its own), the
 // error named after the first given ("keys", "args", "allowed",
 // "allowed_when", "setup"); Allowed and AllowedWhen not both ("allowed").
 func (g Given) Validate() error {
+	if g.Exec != "" && len(g.Scripts) > 0 {
+		return field.Errorf("exec", "give an adapter's command or a script, not both (the adapter is the limiter; a Lua script is another)")
+	}
 	if !g.BesideBuiltins {
 		n := len(g.Scripts) + len(g.Files)
-		for _, s := range []string{g.Algorithm, g.HTTP, g.Function} {
+		for _, s := range []string{g.Algorithm, g.HTTP, g.Function, g.Exec} {
 			if s != "" {
 				n++
 			}
@@ -127,7 +133,8 @@ func (g Given) Validate() error {
 // Load checks g (Validate), reads its scripts and files, parses its predicate, and checks every
 // template and predicate by building each script once (for 1 per 1s,
 // without Redis), before any Redis is opened. The Specs come in this
-// order: Scripts, Files, then the Algorithm or HTTP endpoint. Errors are
+// order: Scripts, Files, the Exec adapter, then the Algorithm or HTTP
+// endpoint. Errors are
 // Validate's, or *field.Error named after g's fields: "allowed" (the predicate),
 // "scripts" (a script that cannot be read), "setup" (the set-up script
 // that cannot be read), "files" (a file that cannot
@@ -190,14 +197,17 @@ func Load(g Given) ([]Spec, error) {
 			return nil, field.Errorf("files", "%s: holds %d targets; this command takes one", path, len(ss))
 		}
 		for _, s := range ss {
-			if g.BesideBuiltins && s.Script == "" {
-				return nil, field.Errorf("files", "%s: only a script can stand beside the built-ins here (a built-in is named among the algorithms)", path)
+			if g.BesideBuiltins && s.Script == "" && s.Exec == "" {
+				return nil, field.Errorf("files", "%s: only a script or an exec adapter can stand beside the built-ins here (a built-in is named among the algorithms)", path)
 			}
 			if g.ClientSide && s.Script != "" {
 				s.ClientSide = true
 			}
 			specs = append(specs, s)
 		}
+	}
+	if g.Exec != "" {
+		specs = append(specs, Spec{Name: g.Exec, Exec: g.Exec})
 	}
 	if g.Algorithm != "" || g.HTTP != "" {
 		specs = append(specs, Spec{Algorithm: g.Algorithm, HTTP: g.HTTP})

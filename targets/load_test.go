@@ -33,7 +33,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad predicate", targets.Given{Scripts: []string{script}, Allowed: "reply =="}, "allowed", "predicate"},
 		{"missing script", targets.Given{Scripts: []string{filepath.Join(dir, "nope.lua")}}, "scripts", "nope.lua"},
 		{"missing file", targets.Given{Files: []string{filepath.Join(dir, "nope.yaml")}}, "files", "nope.yaml"},
-		{"algorithm beside built-ins", targets.Given{Files: []string{algo}, BesideBuiltins: true}, "files", "only a script can stand beside the built-ins"},
+		{"algorithm beside built-ins", targets.Given{Files: []string{algo}, BesideBuiltins: true}, "files", "only a script or an exec adapter can stand beside the built-ins"},
 		{"built-in's name", targets.Given{Scripts: []string{write("sliding-log", "return 1\n")}, BesideBuiltins: true}, "targets", "built-in algorithm's name"},
 		{"same name twice", targets.Given{Scripts: []string{script, script}, BesideBuiltins: true}, "targets", "two targets are named"},
 		{"bad key template", targets.Given{Scripts: []string{script}, Keys: []string{"other:{key}"}}, "", "must start with {key}"},
@@ -49,6 +49,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown function", targets.Given{Function: lib, FCall: "h"}, "fcall", `two.lua registers no function "h" (it registers: f, g)`},
 		{"fcall without a function", targets.Given{Scripts: []string{script}, FCall: "f"}, "fcall", "goes only with a function library"},
 		{"setup with a function", targets.Given{Function: lib, FCall: "f", Setup: script}, "setup", "goes only with a script"},
+		{"exec and a script", targets.Given{Scripts: []string{script}, Exec: "python3 adapter.py"}, "exec", "a script, not both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

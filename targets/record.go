@@ -24,10 +24,11 @@ func ScriptSHA1(src string) string {
 
 // Record is s as a verify.json records it (measure.TargetSpec): the
 // built-in's name, the endpoint (its password hidden: an endpoint is
-// never replayed), or the script's path and SHA-1 with its set-up's, its
-// templates and its predicate as written.
+// never replayed), the exec adapter's command and directory, or the
+// script's path and SHA-1 with its set-up's, its templates and its
+// predicate as written.
 func (s Spec) Record() *measure.TargetSpec {
-	return &measure.TargetSpec{Name: s.Name, Algorithm: s.Algorithm, HTTP: redact.URL(s.HTTP),
+	return &measure.TargetSpec{Name: s.Name, Algorithm: s.Algorithm, HTTP: redact.URL(s.HTTP), Exec: s.Exec, ExecDir: s.ExecDir,
 		Script: s.Script, ScriptSHA1: ScriptSHA1(s.Source), FCall: s.FCall, Setup: s.Setup, SetupSHA1: ScriptSHA1(s.SetupSource),
 		Keys: s.Keys, Args: s.Args, Allowed: s.AllowedExpr, AllowedWhen: s.AllowedWhen}
 }
@@ -40,10 +41,10 @@ func (s Spec) Record() *measure.TargetSpec {
 // "setup" (unreadable or changed), "allowed" (a predicate that does not
 // parse), "target" (no target at all).
 func FromRecord(r *measure.TargetSpec, dir string) (Spec, error) {
-	if r == nil || r.Algorithm == "" && r.HTTP == "" && r.Script == "" {
+	if r == nil || r.Algorithm == "" && r.HTTP == "" && r.Exec == "" && r.Script == "" {
 		return Spec{}, field.Errorf("target", "none recorded (a verify.json of an older ratelab?)")
 	}
-	s := Spec{From: "", Name: r.Name, Algorithm: r.Algorithm, HTTP: r.HTTP, Keys: r.Keys, Args: r.Args, FCall: r.FCall,
+	s := Spec{From: "", Name: r.Name, Algorithm: r.Algorithm, HTTP: r.HTTP, Exec: r.Exec, ExecDir: r.ExecDir, Keys: r.Keys, Args: r.Args, FCall: r.FCall,
 		Allowed: custom.ReplyIs(1), AllowedExpr: r.Allowed, AllowedWhen: r.AllowedWhen}
 	if r.Script == "" {
 		return s, nil

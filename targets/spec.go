@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratelab/ratelab/algorithms"
 	"github.com/ratelab/ratelab/custom"
+	"github.com/ratelab/ratelab/custom/execlimiter"
 	"github.com/ratelab/ratelab/field"
 	"github.com/ratelab/ratelab/internal/redact"
 	"github.com/ratelab/ratelab/limit"
@@ -16,8 +17,8 @@ import (
 
 // Spec is one target as the user describes it, on the command line or in a
 // target file: a built-in algorithm, a Lua script with its keys,
-// arguments and reply predicate, or an HTTP endpoint. Exactly one of
-// Algorithm, Script and HTTP is set.
+// arguments and reply predicate, an HTTP endpoint, or an exec adapter.
+// Exactly one of Algorithm, Script, HTTP, Exec and Func is set.
 type Spec struct {
 	// From says where the spec came from, for errors: the target file's
 	// path; "" for a spec given directly (Given).
@@ -42,10 +43,14 @@ type Spec struct {
 	Setup, SetupSource string
 	// Limits are the target file's limits (none on the command line).
 	Limits []limit.Limit
+	// Exec is an adapter's command (execlimiter: `sh -c Exec` once per
+	// simulated client, its Redis on the virtual clock); ExecDir is its
+	// working directory ("" for the current one; a target file's
+	// directory for the file's exec).
+	Exec, ExecDir string
 	// Func is a Go function target (custom.Func), given from Go only
 	// (ratelabtest.VerifyFunc): run on an endpoint on the virtual clock
-	// (custom.FuncLimiter). Exactly one of Algorithm, Script, HTTP and
-	// Func is set.
+	// (custom.FuncLimiter).
 	Func custom.Func
 	// UnitCost: the Func decides one unit per request (custom.FuncConfig).
 	UnitCost bool
@@ -85,7 +90,7 @@ func (s Spec) LimitsOr(given []limit.Limit, gave bool) (ls []limit.Limit, own bo
 // CheckLimits says whether s can be built for every limit of ls at once:
 // one limit always can; several need a target that enforces them all
 // (bucketed-hash) or that keeps its own (a script, whose templates get the
-// first limit, or an HTTP endpoint). A built-in algorithm of one limit is
+// first limit, an HTTP endpoint, or an exec adapter, told the first). A built-in algorithm of one limit is
 // refused with a field error named "limits" giving the reason. No limit at
 // all is a field error named "limit".
 func (s Spec) CheckLimits(ls []limit.Limit) error {
@@ -93,21 +98,23 @@ func (s Spec) CheckLimits(ls []limit.Limit) error {
 	case len(ls) == 0:
 		return field.Errorf("limit", "none given")
 	case len(ls) > 1 && s.Algorithm != "" && s.Algorithm != "bucketed-hash":
-		return field.Errorf("limits", "%s enforces one limit, and %d were given (%s): several at once need bucketed-hash, a script or an HTTP endpoint",
+		return field.Errorf("limits", "%s enforces one limit, and %d were given (%s): several at once need bucketed-hash, a script, an HTTP endpoint or an exec adapter",
 			s.Algorithm, len(ls), describe(ls))
 	}
 	return nil
 }
 
 // Build makes the limiter of s for the limits ls on rdb (rdb is unused
-// for HTTP): the one code path from limits to a limiter, for the command
+// for HTTP; an exec target needs a *redis.Client, one node, and its
+// caller closes it: execlimiter.Limiter.Close, an io.Closer): the one code path from limits to a limiter, for the command
 // line and target files alike. One limit builds any target; several build
 // bucketed-hash enforcing them all, or a script (its templates' {limit}
 // and {window_*} are the first) or an HTTP endpoint (judged against all
-// of them), and are refused for the other built-ins (CheckLimits).
-// Precision reaches bucketed-hash only. Errors are field errors ("limit",
-// "limits", "window", "http", "keys", "args", "allowed", ...) or the
-// registry's unknown-algorithm error.
+// of them), and are refused for the other built-ins (CheckLimits); an
+// exec adapter is told the first (RATELAB_LIMIT, RATELAB_WINDOW_MS) and
+// judged against all. Precision reaches bucketed-hash only. Errors are
+// field errors ("limit", "limits", "window", "http", "exec", "keys",
+// "args", "allowed", ...) or the registry's unknown-algorithm error.
 func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, error) {
 	if err := s.CheckLimits(ls); err != nil {
 		return nil, err
@@ -128,6 +135,12 @@ func (s Spec) Build(rdb redis.Scripter, ls ...limit.Limit) (algorithms.Limiter, 
 	case s.FCall != "":
 		return custom.NewScript(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source, FCall: s.FCall, Namespace: s.namespace(),
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
+	case s.Exec != "":
+		rc, ok := rdb.(*redis.Client)
+		if !ok {
+			return nil, field.Errorf("exec", "needs one Redis server (an adapter's commands reach it through ratelab's endpoint), not %T", rdb)
+		}
+		return execlimiter.New(context.Background(), rc, execlimiter.Config{Name: s.Name, Command: s.Exec, Dir: s.ExecDir, Limit: l})
 	case s.Script != "" && s.ClientSide:
 		return custom.NewClientSide(rdb, custom.ScriptConfig{Name: s.Name, Source: s.Source,
 			Keys: s.Keys, Args: s.Args, Allowed: s.Allowed, Limit: l})
@@ -159,9 +172,10 @@ func describe(ls []limit.Limit) string {
 }
 
 // Label is the name to call s by in messages and summaries: its Name,
-// else its Algorithm, HTTP endpoint or Script path, else "target".
+// else its Algorithm, HTTP endpoint, Script path or Exec command, else
+// "target".
 func (s Spec) Label() string {
-	for _, n := range []string{s.Name, s.Algorithm, redact.URL(s.HTTP), s.Script} {
+	for _, n := range []string{s.Name, s.Algorithm, redact.URL(s.HTTP), s.Script, s.Exec} {
 		if n != "" {
 			return n
 		}

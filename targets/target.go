@@ -80,8 +80,8 @@ func Names(ts []Target) []string {
 // scripts run client-side (clientSide, the caller's switch: a
 // *field.Error naming "client_side"), a spec that does (a *SpecError
 // whose Err names "client_side"), a function target (a *SpecError whose
-// Err names "function"), or a client-side built-in among algs (a
-// *field.Error naming "algorithms").
+// Err names "function"), an exec adapter (naming "exec"), or a
+// client-side built-in among algs (a *field.Error naming "algorithms").
 func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) error {
 	reason := command + " measures atomic scripts only (one EVALSHA per decision, pipelined); a client-side limiter makes several round trips per decision, one at a time (ratelab run and verify take it)"
 	if clientSide {
@@ -93,6 +93,9 @@ func AtomicOnly(command string, specs []Spec, clientSide bool, algs []string) er
 		}
 		if s.FCall != "" {
 			return &SpecError{Spec: s, Err: field.Errorf("function", "%s measures EVALSHA scripts only; a function library (FCALL) is taken by ratelab run and verify", command)}
+		}
+		if s.Exec != "" {
+			return &SpecError{Spec: s, Err: field.Errorf("exec", "%s", strings.Replace(reason, "a client-side limiter", "an exec adapter", 1))}
 		}
 	}
 	for _, a := range algs {

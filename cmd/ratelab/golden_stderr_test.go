@@ -31,6 +31,8 @@ func TestGoldenStderr(t *testing.T) {
 		{"run-unknown-algorithm", []string{"run", "--algorithms", "leaky-bucket"}},
 		{"run-bad-format", []string{"run", "--format", "xml"}},
 		{"verify-two-targets", []string{"verify", "--algorithm", "sliding-log", "--script", "limiter.lua"}},
+		{"verify-exec-and-script", []string{"verify", "--exec", "python3 adapter.py", "--script", "limiter.lua", "--limit", "10", "--window", "1s"}},
+		{"run-exec-and-script", []string{"run", "--exec", "python3 adapter.py", "--script", "limiter.lua"}},
 		{"verify-no-limit", []string{"verify", "--algorithm", "sliding-log"}},
 		{"verify-replay-junit", []string{"verify", "--replay", "verify.json", "--junit", "-"}},
 		{"verify-bad-format", []string{"verify", "--algorithm", "sliding-log", "--limit", "10", "--window", "1s", "--format", "csv"}},

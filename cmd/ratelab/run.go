@@ -42,6 +42,7 @@ func (f *runFlags) bind(c *cobra.Command) {
 	f.out.addDecisions(c)
 	f.target.addMany(c)
 	f.target.addManyFunction(c)
+	f.target.addExec(c)
 	fl.StringSliceVar(&cfg.Algorithms, "algorithms", nil, "algorithms to compare, comma-separated (default all: "+strings.Join(algorithms.Names(), ",")+")")
 	fl.StringSliceVar(&cfg.Scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(scenarios.Names(), ",")+", unless --scenario-file is given)")
 	fl.StringArrayVar(&cfg.ScenarioFiles, "scenario-file", nil, "run the scenario of this YAML file (repeatable; see scenarios/builtin/*.yaml)")

@@ -31,6 +31,9 @@ type targetFlags struct {
 	guarded     guard.Scripts  // the scripts' connection under guard (see guard); zero: the command's own
 }
 
+// execHelp is the --exec flag's help.
+const execHelp = `an adapter command for a limiter in any language, run as sh -c CMD once per simulated client: JSON lines {"key","cost","now_us"} on its stdin, {"allowed": true|false} back; REDIS_URL, RATELAB_LIMIT, RATELAB_WINDOW_MS in its environment (docs/exec.md)`
+
 const templateHelp = `templates: {key} {now_us} {now_ms} {now_s} {window_us} {window_ms} {window_s} {limit} {cost} {request_id}, or expressions such as {floor(now_ms / window_ms)}`
 
 // add declares verify's target flags on c.
@@ -40,6 +43,7 @@ func (t *targetFlags) add(c *cobra.Command) {
 	fl.StringVar(&t.g.Algorithm, "algorithm", "", "a built-in algorithm: "+strings.Join(targets.KnownAlgorithms(), ", "))
 	fl.StringVar(&t.script, "script", "", "a Lua file to verify (KEYS from --key, ARGV from --arg)")
 	fl.StringVar(&t.g.HTTP, "http", "", "an HTTP endpoint to verify (GET; 2xx allowed, 429 denied)")
+	fl.StringVar(&t.g.Exec, "exec", "", execHelp)
 	fl.StringArrayVar(&t.g.Files, "config", nil, "a target file (ratelab.yaml: script, keys, args, allowed, limits; docs/config.md)")
 	t.addFunctionFlags(c, "a function library to verify (#!lua name=...: FUNCTION LOAD, then FCALL --fcall with KEYS from --key, ARGV from --arg; docs/functions.md)")
 	t.addScriptFlags(c)
@@ -67,6 +71,12 @@ func (t *targetFlags) addManyFunction(c *cobra.Command) {
 	t.addFunctionFlags(c, "a function library to add beside the built-ins, named by its file (#!lua name=...: FUNCTION LOAD, then FCALL --fcall; shares --key, --arg, --allowed)")
 }
 
+// addExec declares run's --exec on c (capacity and bench measure atomic
+// scripts only).
+func (t *targetFlags) addExec(c *cobra.Command) {
+	c.Flags().StringVar(&t.g.Exec, "exec", "", execHelp+"; its row stands beside the built-ins'")
+}
+
 func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringArrayVar(&t.g.Keys, "key", nil, "a KEYS template for --script, repeatable, in order; must start with {key} (default one key: {key}); "+templateHelp)
@@ -80,7 +90,7 @@ func (t *targetFlags) addScriptFlags(c *cobra.Command) {
 
 // given reports whether any flag naming a target was given.
 func (t *targetFlags) given(c *cobra.Command) bool {
-	for _, name := range []string{"algorithm", "script", "function", "fcall", "http", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
+	for _, name := range []string{"algorithm", "script", "function", "fcall", "http", "exec", "config", "key", "arg", "allowed", "allowed-when", "setup"} {
 		if fl := c.Flags().Lookup(name); fl != nil && fl.Changed {
 			return true
 		}
@@ -105,9 +115,12 @@ func (t *targetFlags) load(c *cobra.Command, progress io.Writer) error {
 		load = func(g targets.Given) ([]targets.Spec, error) { return targets.LoadDefault(g, progress) }
 	}
 	specs, err := load(g)
+	if name, _ := field.Name(err); name == "exec" && len(g.Scripts) > 0 {
+		return usagef("--exec and --script: %w", errors.Unwrap(err)) // about both flags
+	}
 	if errors.Is(err, targets.ErrTargetCount) {
 		if c.Flags().Lookup("function") != nil {
-			return usagef("--algorithm, --script, --function, --http or --config: %w", err) // about all five flags
+			return usagef("--algorithm, --script, --function, --http, --exec or --config: %w", err) // about all six flags
 		}
 		return usagef("--algorithm, --script, --http or --config: %w", err) // about all four flags
 	}
@@ -132,7 +145,7 @@ func targetErr(err error) error {
 	}
 	var se *targets.SpecError
 	if errors.As(err, &se) {
-		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && se.Spec.Script != "" {
+		if name, ok := field.Name(se.Err); ok && se.Spec.From != "" && (se.Spec.Script != "" || se.Spec.Exec != "") {
 			if name == "function" && se.Spec.FCall != "" {
 				return usagef("--config %s: %w", se.Spec.From, errors.Unwrap(se.Err)) // names the library and its line
 			}

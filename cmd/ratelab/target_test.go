@@ -133,14 +133,16 @@ limits:
 		t.Errorf("sliding-log with two limits: exit %d, stderr %q; want exit 2 and the reason", code, stderr)
 	}
 	bad := []struct{ name, text, want string }{
-		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, algorithm, http, keys, args, allowed, allowed_when, setup, limits, client_side) (line 2)"},
-		{"no target", "args: ['{limit}']\n", "give exactly one of script, algorithm or http (line 1)"},
+		{"unknown field", "script: x.lua\nallowd: reply == 1\n", "allowd: unknown field (known: name, script, function, fcall, algorithm, http, exec, keys, args, allowed, allowed_when, setup, limits, client_side) (line 2)"},
+		{"no target", "args: ['{limit}']\n", "give exactly one of script, function, algorithm, http or exec (line 1)"},
 		{"bad key", "script: " + abs + "\nkeys:\n  - '{key}'\n  - 'other:{key}'\n", "keys[2]: template \"other:{key}\" must start with {key}"},
 		{"bad template", "script: " + abs + "\nargs: ['{nwo_ms}']\n", "args[1]: template \"{nwo_ms}\", character 1: unknown placeholder {nwo_ms}"},
 		{"bad predicate", "script: " + abs + "\nallowed: reply ==\n", "allowed: predicate"},
 		{"bad limit", "script: " + abs + "\nlimits:\n  - {limit: 0, window: 1s}\n", "limits[1].limit: must be an integer >= 1, got \"0\" (line 3)"},
 		{"missing script", "script: nope.lua\n", "script: open"},
 		{"args with algorithm", "algorithm: sliding-log\nargs: ['{limit}']\n", "args: goes with script (line 2)"},
+		{"exec and script", "script: " + abs + "\nexec: ./adapter\n", "give exactly one of script, function, algorithm, http or exec (line 1)"},
+		{"keys with exec", "exec: ./adapter\nkeys: ['{key}']\n", "keys: goes with script (line 2)"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

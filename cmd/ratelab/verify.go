@@ -49,7 +49,7 @@ func newVerifyFamiliesTopic() *cobra.Command {
 
 // command is verify's command, its flags bound to f.
 func (f *verifyFlags) command(stdout, stderr io.Writer) *cobra.Command {
-	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --function LIB [--fcall NAME] [--key T...] [--arg T...] | --http URL | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
+	c := command("verify (--algorithm NAME | --script FILE [--key T...] [--arg T...] [--allowed EXPR] | --function LIB [--fcall NAME] [--key T...] [--arg T...] | --http URL | --exec CMD | --config FILE) (--limit L --window W | --limit L/W...)", `Prove or refute "never more than L in any window W" (exit 1 with a counter-example)`,
 		func(c *cobra.Command) error { return verifyTargets(c, f, stdout, stderr) })
 	fl := c.Flags()
 	f.addCommon(c, "also write verify.json and report.html to this directory; it must be new or empty", "verify", reports.VerifyFormats...)
@@ -164,7 +164,9 @@ func (f *verifyFlags) open(c *cobra.Command, plan verifyprep.Plan, stderr io.Wri
 		return nil, nil, openError(err)
 	}
 	return p, func() {
-		p.Close()
+		if err := p.Close(); err != nil {
+			fmt.Fprintln(stderr, "ratelab:", err)
+		}
 		if rd != nil {
 			rd.CloseOrSay(stderr)
 		}

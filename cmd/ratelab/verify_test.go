@@ -55,7 +55,7 @@ func TestVerifyCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "give exactly one target: an algorithm, a script, an HTTP endpoint or a target file (got 0)"},
+		{"no target", []string{"verify", "--limit", "1", "--window", "1s"}, "give exactly one target: an algorithm, a script, a function library, an HTTP endpoint, an exec adapter or a target file (got 0)"},
 		{"two targets", []string{"verify", "--algorithm", "sliding-log", "--http", "http://x", "--limit", "1", "--window", "1s"}, "exactly one target"},
 		{"no limit", []string{"verify", "--algorithm", "sliding-log", "--window", "1s"}, "--limit: must be >= 1, got 0 (it is required)"},
 		{"no window", []string{"verify", "--algorithm", "sliding-log", "--limit", "5"}, "--window: must be >= 1ms, got 0s (it is required)"},

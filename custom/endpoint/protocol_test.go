@@ -83,7 +83,7 @@ func TestScripts(t *testing.T) {
 		t.Errorf("script error: got %v", err)
 	}
 	// a function library is refused
-	if err := rdb.Eval(ctx, "#!lua name=lib\nreturn 1", nil).Err(); err == nil || !strings.Contains(err.Error(), "function libraries") {
+	if err := rdb.Eval(ctx, "#!lua name=lib\nreturn 1", nil).Err(); err == nil || !strings.Contains(err.Error(), "function library") {
 		t.Errorf("function library: got %v", err)
 	}
 }

@@ -332,12 +332,21 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 				}
 			}
 			var jobs, scriptJobs []harness.Job
+			var built []algorithms.Limiter
+			closeBuilt := func() {
+				for _, l := range built {
+					closeLimiter(l)
+				}
+			}
 			for _, aname := range names {
 				l, err := targets.NewLimiter(aname, cfg.Targets, rd.Client, lim)
 				if err != nil {
+					closeBuilt()
 					return fmt.Errorf("%s: %w", aname, err)
 				}
+				built = append(built, l)
 				if err := clockRefusal(l, cfg.Clock); err != nil { // Validate refused it first
+					closeBuilt()
 					return err
 				}
 				j := harness.Job{Limiter: l, Limit: lim, Prefix: prefix + aname + ":" + sname + ":"}.WithSchedule(sched)
@@ -369,6 +378,7 @@ func Run(ctx context.Context, rd *server.Redis, cfg Config, log *measure.Decisio
 			if err == nil && virtual {
 				err = sampleLatency(ctx, runner, jobs, sched, prefix+"~latency:", rows)
 			}
+			closeBuilt()
 			res.Results = append(res.Results, rows...)
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", sname, err)
@@ -504,7 +514,7 @@ func clockRefusal(l algorithms.Limiter, clock harness.ClockMode) error {
 // its keys' TTLs (harness.Runner.Expiry) when it reads no clock.
 func onKeys(l algorithms.Limiter) bool {
 	_, scripted := l.(algorithms.Scripted)
-	_, clientSide := l.(custom.ClientSider)
+	_, clientSide := l.(custom.Gated)
 	return (scripted || clientSide) && l.Capabilities().UsesKeys
 }
 
@@ -533,11 +543,13 @@ func (cfg Config) probe(ctx context.Context, rd *server.Redis, list []scenarios.
 		}
 		ex, ok := l.(interface{ Explain(error) error })
 		if !ok {
+			closeLimiter(l)
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, max(cfg.Timeout, time.Second))
 		_, err = l.Allow(pctx, prefix+"~probe:"+t.Name+":{probe}", 1, at)
 		cancel()
+		closeLimiter(l)
 		if err = ex.Explain(err); errors.As(err, new(*custom.InputsError)) {
 			return err
 		}
@@ -600,4 +612,12 @@ func (cfg Config) estimateBytes(list []scenarios.Scenario, n int) int64 {
 		total += b * int64(n)
 	}
 	return total
+}
+
+// closeLimiter closes l when it holds what must go with it (an exec
+// target's processes and endpoint: io.Closer); its error changes no row.
+func closeLimiter(l algorithms.Limiter) {
+	if c, ok := l.(io.Closer); ok {
+		_ = c.Close()
+	}
 }

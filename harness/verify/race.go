@@ -78,11 +78,11 @@ func (s *study) raceTrials() []raceTrial {
 }
 
 // race runs the race family when the target is a client-side limiter
-// (custom.ClientSider) on an injected clock with Redis keys, and adds
+// (custom.Gated: a client-side script, an exec target) on an injected clock with Redis keys, and adds
 // it to rep: its family row, its counter-example (with the interleaving)
 // when it is the most serious. Other targets: nothing.
 func (s *study) race(ctx context.Context, rep *measure.VerifyReport) error {
-	lim, ok := s.lim.(custom.ClientSider)
+	lim, ok := s.lim.(custom.Gated)
 	if !ok || s.rdb == nil || !s.caps.InjectsTime {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (s *study) race(ctx context.Context, rep *measure.VerifyReport) error {
 
 // runRace runs one race trial on keys under prefix and judges it; a
 // violation carries the schedule and the interleaving.
-func (s *study) runRace(ctx context.Context, lim custom.ClientSider, rt raceTrial, prefix string) (*trialResult, error) {
+func (s *study) runRace(ctx context.Context, lim custom.Gated, rt raceTrial, prefix string) (*trialResult, error) {
 	t := rt.trial
 	anchor := harness.AlignUp(harness.VirtualEpoch, t.Schedule.Params.Window)
 	key := prefix + "{" + scenarios.UserKey + "}"

@@ -34,7 +34,7 @@ import (
 // Errors: cfg invalid (Validate's); ce without a Trace, or of a kind
 // Replay cannot judge, a field error naming "trace"; a target that Run
 // would not verify in virtual time: one without Redis (rd nil), not a
-// script (algorithms.Scripted or custom.ClientSider), or on a clock of
+// script (algorithms.Scripted, or custom.Gated: client-side, an exec target), or on a clock of
 // its own; Redis errors. The keys are removed at the end.
 func Replay(ctx context.Context, rd *server.Redis, lim algorithms.Limiter, cfg Config, ce *measure.CounterExample) (*measure.VerifyReport, error) {
 	if err := cfg.Validate(); err != nil {

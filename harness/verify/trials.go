@@ -361,7 +361,7 @@ func (s *study) runner(clock harness.ClockMode) *harness.Runner {
 // clock (so their real duration does not matter).
 func (s *study) emulated() bool {
 	_, ok := s.lim.(algorithms.Scripted)
-	_, clientSide := s.lim.(custom.ClientSider) // its own virtual TTLs
+	_, clientSide := s.lim.(custom.Gated) // its own virtual TTLs (the VM's, an exec target's endpoint)
 	return (ok || clientSide) && s.rdb != nil
 }
 

@@ -89,15 +89,18 @@ func (p Plan) Open(ctx context.Context, rd *server.Redis, g Guard) (*Prepared, e
 	return &Prepared{Config: cfg, Spec: p.Spec, Redis: on, Limiter: lim, Mode: mode, scripts: scripts}, nil
 }
 
-// Close removes the guard of the script (its temporary ACL user), if
-// any, and closes a limiter that holds resources (io.Closer: a Go
-// function's endpoint, whose keys it deletes); the caller closes the
-// Redis. Safe to call twice.
-func (p *Prepared) Close() {
-	p.scripts.Close()
-	p.scripts = nil
+// Close closes the Limiter when it holds what must go with it
+// (io.Closer: an exec target's processes, a Go function's endpoint, and
+// the keys their endpoint wrote) and removes the guard of the script (its
+// temporary ACL user), if any; the caller closes the Redis. The error is
+// the Limiter's Close's (keys it could not remove). Safe to call twice.
+func (p *Prepared) Close() error {
+	var err error
 	if c, ok := p.Limiter.(io.Closer); ok {
-		_ = c.Close() // a Go function's endpoint: its keys deleted
+		err = c.Close()
 		p.Limiter = nil
 	}
+	p.scripts.Close()
+	p.scripts = nil
+	return err
 }

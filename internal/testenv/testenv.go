@@ -1,6 +1,7 @@
 // Package testenv finds the external programs a few tests drive besides
-// Redis: nginx (verify --http), headless Chromium (report.html) and tmux (the
-// demo in a terminal).
+// Redis: nginx (verify --http), headless Chromium (report.html), tmux (the
+// demo in a terminal), and the interpreters with the rate-limit libraries
+// of the exec adapters (Python's limits, Ruby's rack-attack).
 //
 // Under a plain `go test` a missing program skips the test that needs it, so
 // the rest of the package still runs on a machine without it. `make test`
@@ -41,6 +42,41 @@ func Tool(t testing.TB, target string, names ...string) string {
 		}
 	}
 	msg := target + " not found (looked for " + strings.Join(names, ", ") + "): `make " + target + "` installs it"
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatal(msg + "; " + RequireEnv + "=1 requires it")
+	}
+	t.Skip(msg + "; skipped (" + RequireEnv + "=1, as in `make test`, makes this a failure)")
+	return ""
+}
+
+// Interpreter returns the first of names (looked up as Tool does) that
+// runs with the arguments check and exits 0 — an interpreter that has the
+// libraries a test needs, e.g. check []string{"-c", "import limits"} for
+// python3. target is the Makefile target that installs them. When none
+// does, Interpreter skips t, or fails it when RATELAB_REQUIRE_TOOLS=1; it
+// returns only with a path.
+func Interpreter(t testing.TB, target string, check []string, names ...string) string {
+	t.Helper()
+	var tried []string
+	for _, n := range names {
+		p := n
+		if !strings.Contains(n, "/") {
+			var err error
+			if p, err = exec.LookPath(n); err != nil {
+				continue
+			}
+		}
+		out, err := exec.Command(p, check...).CombinedOutput()
+		if err == nil {
+			return p
+		}
+		tried = append(tried, p+": "+strings.TrimSpace(string(out)))
+	}
+	msg := target + ": no interpreter with its libraries (ran " + strings.Join(check, " ") + " with " + strings.Join(names, ", ") +
+		"): `make " + target + "` installs them"
+	if len(tried) > 0 {
+		msg += " (" + strings.Join(tried, "; ") + ")"
+	}
 	if os.Getenv(RequireEnv) == "1" {
 		t.Fatal(msg + "; " + RequireEnv + "=1 requires it")
 	}
