@@ -63,14 +63,19 @@ func cleanUsers(ctx context.Context, w io.Writer, rd *server.Redis, users []Guar
 		_, err = RemoveGuardUsers(ctx, rd.Client, users) // marks those found live since
 	}
 	for _, u := range users {
-		state := "its run is over: remove it with --yes"
-		switch {
-		case u.Live:
-			state = "its run is still running: left alone"
-		case remove && err == nil:
-			state = "removed"
-		}
-		fmt.Fprintf(w, "ACL user %s (run %s): %s\n", u.Name, u.RunID, state)
+		fmt.Fprintf(w, "ACL user %s (run %s): %s\n", u.Name, u.RunID, leftState(u.Live, remove && err == nil))
 	}
 	return err
+}
+
+// leftState is what ratelab clean says of something a run left: live (its
+// run still running), removed, or to remove with --yes.
+func leftState(live, removed bool) string {
+	switch {
+	case live:
+		return "its run is still running: left alone"
+	case removed:
+		return "removed"
+	}
+	return "its run is over: remove it with --yes"
 }

@@ -87,14 +87,7 @@ func cleanLibraries(ctx context.Context, w io.Writer, c redis.UniversalClient, l
 		_, err = RemoveLibraries(ctx, c, libs) // marks those found live since
 	}
 	for _, l := range libs {
-		state := "its run is over: remove it with --yes"
-		switch {
-		case l.Live:
-			state = "its run is still running: left alone"
-		case remove && err == nil:
-			state = "removed"
-		}
-		fmt.Fprintf(w, "function library %s (run %s): %s\n", l.Name, l.RunID, state)
+		fmt.Fprintf(w, "function library %s (run %s): %s\n", l.Name, l.RunID, leftState(l.Live, remove && err == nil))
 	}
 	return err
 }
