@@ -66,8 +66,11 @@ func TestReplayDecidesAsTheScenarioRun(t *testing.T) {
 					t.Errorf("%s: per key %+v, %d trailing points, memory %d", r.Algorithm, r.PerKey, len(r.Trailing), r.MemoryBytes)
 				}
 			}
-			// the run's own notes, less the one on its latency sample (a replay has none)
-			runNotes := slices.DeleteFunc(slices.Clone(ran.Notes), func(n string) bool { return n == run.LatencyNote })
+			// the run's own notes, less the one on its latency sample (a replay
+			// has none) and the one on its memory column (a replay has its own)
+			runNotes := slices.DeleteFunc(slices.Clone(ran.Notes), func(n string) bool {
+				return n == run.LatencyNote || n == run.MemoryNote(ran.Results)
+			})
 			if !slicesEqual(res.Notes[:min(len(res.Notes), len(runNotes))], runNotes) {
 				t.Errorf("notes %q, want %q", res.Notes, runNotes)
 			}
